@@ -1,0 +1,1 @@
+"""Pure handoff capsule: model, budgets, rendering, context assembly."""

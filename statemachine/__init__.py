@@ -1,0 +1,1 @@
+"""Pure per-input lifecycle and exactly-once admission (no I/O)."""
