@@ -1,0 +1,81 @@
+"""Command registry: each module adds its subcommands with ``register(subparsers)``.
+
+Every handler takes the parsed args and returns an exit code. Errors the user can act on are
+:class:`CommandError` (or a store error) and print one line on stderr.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from .. import __version__
+
+
+class CommandError(Exception):
+    def __init__(self, message: str, code: int = 1):
+        super().__init__(message)
+        self.code = code
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line and exit 2, as argparse does, without the usage dump
+        sys.stderr.write(f"continuation: {message} (see `{self.prog} --help`)\n")
+        raise SystemExit(2)
+
+
+MODULES = ("status", "lifecycle_cmd", "prove_cmd")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="continuation",
+                     description="Context-boundary continuation engine for coding agents.")
+    parser.add_argument("--version", action="version", version=f"continuation {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    hook = sub.add_parser("hook", help="handle one runtime hook payload (JSON on stdin)")
+    hook.add_argument("--runtime", choices=["codex", "claude"], required=True)
+    import importlib
+
+    for name in MODULES:
+        importlib.import_module(f".{name}", __name__).register(sub)
+    return parser
+
+
+def run(argv: list[str]) -> int:
+    from ..store import StoreError
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 0 if not argv else 2
+    try:
+        return int(args.func(args) or 0)
+    except (CommandError, StoreError) as exc:
+        sys.stderr.write(f"continuation: {exc}\n")
+        return getattr(exc, "code", 1)
+    except KeyboardInterrupt:
+        sys.stderr.write("continuation: interrupted\n")
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:  # an internal error: one line, the traceback only on request
+        if os.environ.get("CONTINUATION_DEBUG"):
+            raise
+        sys.stderr.write(f"continuation: internal error: {type(exc).__name__}: {exc}\n")
+        return 1
+
+
+def open_engine(create: bool = True):
+    from ..engine import Engine
+
+    return Engine(create=create)
+
+
+def add_thread_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--thread", help="thread key or session id (or a unique prefix); "
+                   "default: the most recently active thread")
+
+
+def add_json_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="print JSON")

@@ -1,0 +1,84 @@
+"""``status``, ``inputs``, ``events``: what the engine knows, read from the derived tables."""
+from __future__ import annotations
+
+import json
+
+from . import add_json_arg, add_thread_arg, open_engine
+from .output import emit_json, table
+
+
+def register(sub) -> None:
+    p = sub.add_parser("status", help="threads, and each input with its state")
+    add_thread_arg(p)
+    add_json_arg(p)
+    p.set_defaults(func=cmd_status)
+    p = sub.add_parser("inputs", help="the inputs of a thread with their states")
+    add_thread_arg(p)
+    add_json_arg(p)
+    p.add_argument("--state", help="only inputs in this state")
+    p.set_defaults(func=cmd_inputs)
+    p = sub.add_parser("events", help="the event log of a thread")
+    add_thread_arg(p)
+    add_json_arg(p)
+    p.add_argument("--after", type=int, default=0, help="only events after this sequence number")
+    p.add_argument("--limit", type=int, help="at most this many events")
+    p.set_defaults(func=cmd_events)
+
+
+def _input_rows(thread, state: str | None = None) -> list[dict]:
+    rows = [r.to_row() for r in thread.inputs()]
+    return [r for r in rows if state is None or r["state"] == state]
+
+
+def cmd_status(args) -> int:
+    with open_engine() as engine:
+        threads = [engine.get_thread(args.thread)] if args.thread else engine.threads()
+        report = []
+        for t in threads:
+            row = t.row
+            inputs = _input_rows(t)
+            counts: dict[str, int] = {}
+            for r in inputs:
+                counts[r["state"]] = counts.get(r["state"], 0) + 1
+            report.append({"thread": row, "counts": counts, "inputs": inputs})
+        if args.json:
+            emit_json({"store": str(engine.store.path), "schema_version": engine.store.schema_version,
+                       "threads": report})
+            return 0
+        if not report:
+            print(f"no threads yet (store: {engine.store.path})")
+            return 0
+        for item in report:
+            row = item["thread"]
+            counts = ", ".join(f"{k} {v}" for k, v in sorted(item["counts"].items())) or "no inputs"
+            print(f"thread {row['thread_key']}  runtime={row['runtime']}  "
+                  f"workspace={row['workspace_root'] or '-'}  events={row['last_seq']}  ({counts})")
+            table(item["inputs"][-20:], [("input_id", "input", 24), ("state", "state", 11),
+                                         ("turn_id", "turn", 14), ("text", "text", 60)])
+            print()
+    return 0
+
+
+def cmd_inputs(args) -> int:
+    with open_engine() as engine:
+        thread = engine.select(args.thread)
+        rows = _input_rows(thread, args.state)
+        if args.json:
+            emit_json({"thread": thread.key, "inputs": rows})
+        else:
+            table(rows, [("input_id", "input", 40), ("state", "state", 11),
+                         ("turn_id", "turn", 40), ("text", "text", 70)])
+    return 0
+
+
+def cmd_events(args) -> int:
+    with open_engine() as engine:
+        thread = engine.select(args.thread)
+        rows = thread.events(after=args.after, limit=args.limit)
+        if args.json:
+            emit_json({"thread": thread.key, "events": rows})
+        else:
+            table([{**r, "data": json.dumps(r["data"], ensure_ascii=False)} for r in rows],
+                  [("seq", "seq", 8), ("kind", "kind", 6), ("type", "type", 22),
+                   ("source", "source", 14), ("data", "data", 90)])
+    return 0

@@ -1,0 +1,179 @@
+"""The engine facade: open a thread, record what the runtime did, read the state back.
+
+Everything a runtime adapter, an importer or a command records goes through :class:`Thread`;
+every state it reads is derived from the log by the reducer. This module stays light (no
+pydantic, no tokenizer, no GitPython) because the hook hot path uses it.
+"""
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from statemachine import events as ev
+from statemachine.ids import derived_input_id
+from statemachine.lifecycle import ACTIONABLE
+
+from .paths import state_home
+from .store import Appended, SqliteStore, UnknownThread
+
+STORE_FILE = "store.sqlite3"
+
+
+class Engine:
+    def __init__(self, home: Path | None = None, *, create: bool = True):
+        self.home = Path(home) if home is not None else state_home()
+        self.store = SqliteStore(self.home / STORE_FILE, create=create)
+
+    def close(self) -> None:
+        self.store.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def thread(self, runtime: str, session_id: str, *, workspace_root: str | None = None,
+               forked_from: str | None = None, forked_at_seq: int | None = None,
+               name: str | None = None) -> "Thread":
+        """Open (creating on first use) the thread of ``(runtime, session_id)``."""
+        key = self.store.ensure_thread(
+            runtime, session_id, workspace_root=workspace_root, forked_from=forked_from,
+            forked_at_seq=forked_at_seq, name=name)
+        return Thread(self, key)
+
+    def get_thread(self, selector: str) -> "Thread":
+        return Thread(self, self.store.thread(selector)["thread_key"])
+
+    def find_thread(self, runtime: str, session_id: str) -> "Thread | None":
+        row = self.store.thread_by_session(runtime, session_id)
+        return Thread(self, row["thread_key"]) if row else None
+
+    def threads(self) -> list["Thread"]:
+        return [Thread(self, row["thread_key"]) for row in self.store.threads()]
+
+    def select(self, selector: str | None) -> "Thread":
+        """``--thread`` semantics: the named thread, or the only / most recent one."""
+        if selector:
+            return self.get_thread(selector)
+        rows = self.store.threads()
+        if not rows:
+            raise UnknownThread("no threads yet (nothing has been recorded)")
+        return Thread(self, max(rows, key=lambda r: r["updated_at"])["thread_key"])
+
+
+class Thread:
+    def __init__(self, engine: Engine, key: str):
+        self.engine = engine
+        self.store = engine.store
+        self.key = key
+
+    def __repr__(self):
+        return f"Thread({self.key!r})"
+
+    @property
+    def row(self) -> dict:
+        return self.store.thread(self.key)
+
+    # -- recording ---------------------------------------------------------------------------
+    def record(self, etype: str, data: dict, *, source: str = "api",
+               session: dict | None = None) -> Appended:
+        return self.store.append(self.key, etype, data, source=source, session=session)
+
+    def admit(self, text: str, *, input_id: str | None = None, turn_id: str | None = None,
+              ordinal: int = 0, queued: bool = False, attachments: list | None = None,
+              source: str = "api", session: dict | None = None) -> Appended:
+        """Admit one user input exactly once. Without a runtime id, the id is a hash of
+        (thread, turn, ordinal, text)."""
+        id_source = "runtime"
+        if not input_id:
+            input_id, id_source = derived_input_id(self.key, turn_id, ordinal, text), "hash"
+        data = {"input_id": input_id, "text": text, "turn_id": turn_id, "ordinal": ordinal,
+                "queued": queued, "id_source": id_source}
+        if attachments:
+            data["attachments"] = attachments
+        result = self.record(ev.INPUT_ADMITTED, data, source=source, session=session)
+        result.input_id = input_id
+        return result
+
+    def deliver(self, input_id: str, turn_id: str | None = None, **kw) -> Appended:
+        return self.record(ev.INPUT_DELIVERED, {"input_id": input_id, "turn_id": turn_id}, **kw)
+
+    def tool_started(self, call_id: str, tool: str = "", args: dict | None = None,
+                     turn_id: str | None = None, **kw) -> Appended:
+        return self.record(ev.TOOL_STARTED, {"call_id": call_id, "tool": tool,
+                                             "args": args or {}, "turn_id": turn_id,
+                                             "started_at": time.time()}, **kw)
+
+    def tool_finished(self, call_id: str, status: str = "ok", *, exit_code: int | None = None,
+                      output: str | None = None, turn_id: str | None = None, **kw) -> Appended:
+        data: dict = {"call_id": call_id, "status": status, "turn_id": turn_id}
+        if exit_code is not None:
+            data["exit_code"] = exit_code
+        if output is not None:
+            data["output"] = output
+        return self.record(ev.TOOL_FINISHED, data, **kw)
+
+    def turn_completed(self, turn_id: str, **kw) -> Appended:
+        return self.record(ev.TURN_COMPLETED, {"turn_id": turn_id}, **kw)
+
+    def turn_aborted(self, turn_id: str, reason: str = "interrupted", **kw) -> Appended:
+        return self.record(ev.TURN_ABORTED, {"turn_id": turn_id, "reason": reason}, **kw)
+
+    def claim(self, text: str, turn_id: str | None = None, **kw) -> Appended:
+        return self.record(ev.ASSISTANT_CLAIM, {"text": text, "turn_id": turn_id}, **kw)
+
+    def crash_detected(self, reason: str, **kw) -> Appended:
+        return self.record(ev.CRASH_DETECTED, {"reason": reason}, **kw)
+
+    def reconcile(self, call_id: str, decision: str, note: str = "", **kw) -> Appended:
+        return self.record(ev.RECONCILED, {"call_id": call_id, "decision": decision,
+                                           "note": note}, **kw)
+
+    # -- reading -----------------------------------------------------------------------------
+    def inputs(self):
+        return self.store.inputs(self.key)
+
+    def actionable_inputs(self):
+        return [r for r in self.inputs() if r.state in ACTIONABLE]
+
+    def tool_calls(self):
+        return self.store.tool_calls(self.key)
+
+    def claims(self):
+        return self.store.claims(self.key)
+
+    def events(self, **kw):
+        return self.store.events(self.key, **kw)
+
+    def meta(self) -> dict:
+        return self.store.meta(self.key)
+
+    def view(self) -> dict:
+        """The full state view as plain data (``continuation status --json``)."""
+        row = self.row
+        return {
+            "thread": row,
+            "inputs": [r.to_row() for r in self.inputs()],
+            "tool_calls": [c.to_row() for c in self.tool_calls()],
+            "claims": self.claims(),
+            "facts": self.meta(),
+        }
+
+
+def session_marker(pid: int | None = None) -> dict:
+    """Who is writing: the live-session marker refreshed at every hook (pid, start, host)."""
+    import socket
+
+    pid = pid or os.getppid()
+    return {"pid": pid, "proc_start": _proc_start(pid), "host": socket.gethostname()}
+
+
+def _proc_start(pid: int) -> str | None:
+    """The process start time, so a reused pid is not mistaken for the live owner."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().rsplit(b")", 1)[1].split()[19].decode()
+    except (OSError, IndexError):
+        return None

@@ -1,0 +1,230 @@
+"""What each hook event records, for both runtimes.
+
+The two runtimes send nearly the same payloads (see ``../shared/fixtures``); the differences:
+- input ids: Claude Code sends ``prompt_id`` (2.1.196+); Codex sends only ``turn_id``, and a turn
+  can hold several inputs (steering), so the id is a hash of (thread, turn, ordinal, text);
+- turn ids: Codex ``turn_id``; Claude Code ``prompt_id``, else the thread's running turn;
+- tool outcomes: Claude Code sends a dict (``interrupted``, ``stderr``...) and a separate
+  PostToolUseFailure event; Codex sends the output as a string.
+
+Boundaries (PreCompact, SessionStart compact/resume) do the heavy work in
+:mod:`continuation.boundary`, imported only there.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from statemachine import events as ev
+
+from ..engine import Engine, Thread, session_marker
+
+OUTPUT_EXCERPT = 2000
+
+
+def workspace_root(cwd: str | None) -> str | None:
+    """The canonical root: the nearest folder holding ``.git`` above ``cwd``, else ``cwd``.
+    A path walk, not a git call, because this runs on every prompt."""
+    if not cwd:
+        return None
+    try:
+        start = Path(cwd).resolve()
+    except OSError:
+        return cwd
+    for folder in (start, *start.parents):
+        if (folder / ".git").exists():
+            return str(folder)
+    return str(start)
+
+
+def _turn_id(runtime: str, thread: Thread, payload: dict) -> str | None:
+    turn = payload.get("turn_id") or payload.get("prompt_id")
+    if turn:
+        return str(turn)
+    row = thread.store.conn.execute(
+        "SELECT turn_id FROM turns WHERE thread_key=? AND status='running'"
+        " ORDER BY json_extract(data, '$.started_seq') DESC LIMIT 1", (thread.key,)).fetchone()
+    return row[0] if row else None
+
+
+def _excerpt(value) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        import json
+
+        value = json.dumps(value, ensure_ascii=False)
+    if len(value) <= OUTPUT_EXCERPT:
+        return value
+    half = OUTPUT_EXCERPT // 2
+    return value[:half] + f"\n[... {len(value) - OUTPUT_EXCERPT} chars cut ...]\n" + value[-half:]
+
+
+def _tool_status(event_name: str, response) -> tuple[str, int | None]:
+    if event_name == "PostToolUseFailure":
+        return "error", None
+    if isinstance(response, dict):
+        code = response.get("exit_code", response.get("exitCode"))
+        failed = bool(response.get("is_error") or response.get("interrupted")) or (
+            isinstance(code, int) and code != 0)
+        return ("error" if failed else "ok"), code if isinstance(code, int) else None
+    return "ok", None
+
+
+class HookContext:
+    def __init__(self, runtime: str, payload: dict, engine: Engine):
+        self.runtime = runtime
+        self.payload = payload
+        self.engine = engine
+        self.event = str(payload.get("hook_event_name") or "")
+        session_id = payload.get("session_id")
+        if not session_id or not isinstance(session_id, str):
+            raise ValueError("hook payload has no session_id")
+        self.thread = engine.thread(runtime, session_id,
+                                    workspace_root=workspace_root(payload.get("cwd")))
+        self.session = session_marker()
+        self.source = f"hook:{runtime}"
+
+    def record(self, etype: str, data: dict):
+        return self.thread.record(etype, data, source=self.source, session=self.session)
+
+
+def on_user_prompt(ctx: HookContext) -> dict | None:
+    p = ctx.payload
+    text = p.get("prompt")
+    if not isinstance(text, str):
+        text = "" if text is None else str(text)
+    turn = _turn_id(ctx.runtime, ctx.thread, p)
+    input_id = p.get("prompt_id") if ctx.runtime == "claude" else None
+    if turn is None:  # an older Claude Code: no prompt_id, one input per prompt
+        turn = f"prompt-{len(ctx.thread.inputs()) + 1}"
+    ordinal = 0
+    if not input_id:
+        row = ctx.thread.store.conn.execute(
+            "SELECT data FROM turns WHERE thread_key=? AND turn_id=?", (ctx.thread.key, turn)
+        ).fetchone()
+        if row:
+            import json
+
+            ordinal = len(json.loads(row[0]).get("input_ids") or [])
+    result = ctx.thread.admit(text, input_id=input_id, turn_id=turn, ordinal=ordinal,
+                              source=ctx.source, session=ctx.session)
+    if ctx.thread.row["needs_context"]:
+        # A new context generation reached a prompt with no delivery recorded (the compact
+        # SessionStart was deferred or dropped): inject it here instead.
+        from .. import boundary
+
+        return boundary.context_answer(ctx.thread, ctx.runtime, "UserPromptSubmit",
+                                       via="user_prompt", exclude_input=result.input_id)
+    return None
+
+
+def on_pre_tool(ctx: HookContext) -> None:
+    p = ctx.payload
+    call_id = p.get("tool_use_id") or p.get("call_id")
+    if not call_id:
+        return None
+    tool = str(p.get("tool_name") or "")
+    args = p.get("tool_input") if isinstance(p.get("tool_input"), dict) else {"input": p.get("tool_input")}
+    ctx.thread.tool_started(str(call_id), tool, args, turn_id=_turn_id(ctx.runtime, ctx.thread, p),
+                            source=ctx.source, session=ctx.session)
+    if tool in ("TodoWrite", "update_plan"):
+        items = args.get("todos") or args.get("plan") or []
+        ctx.record(ev.PLAN_UPDATED, {"tool": tool, "items": items})
+    return None
+
+
+def on_post_tool(ctx: HookContext) -> None:
+    p = ctx.payload
+    call_id = p.get("tool_use_id") or p.get("call_id")
+    if not call_id:
+        return None
+    response = p.get("tool_response", p.get("error"))
+    status, code = _tool_status(ctx.event, response)
+    ctx.thread.tool_finished(str(call_id), status, exit_code=code, output=_excerpt(response),
+                             turn_id=_turn_id(ctx.runtime, ctx.thread, p),
+                             source=ctx.source, session=ctx.session)
+    if isinstance(response, dict):
+        handle = response.get("backgroundTaskId") or response.get("shellId")
+        if handle:
+            ctx.record(ev.BACKGROUND_TASK, {"handle": str(handle), "tool": p.get("tool_name"),
+                                            "args": p.get("tool_input"), "call_id": call_id})
+    return None
+
+
+def on_stop(ctx: HookContext) -> None:
+    p = ctx.payload
+    turn = _turn_id(ctx.runtime, ctx.thread, p)
+    message = p.get("last_assistant_message")
+    if isinstance(message, str) and message:
+        ctx.record(ev.ASSISTANT_CLAIM, {"text": message, "turn_id": turn, "via": "Stop"})
+    if turn:
+        if ctx.event == "StopFailure":
+            ctx.thread.turn_aborted(turn, reason=str(p.get("error") or "stop_failure"),
+                                    source=ctx.source, session=ctx.session)
+        else:
+            ctx.thread.turn_completed(turn, source=ctx.source, session=ctx.session)
+    return None
+
+
+def on_session_start(ctx: HookContext) -> dict | None:
+    p = ctx.payload
+    source = str(p.get("source") or "startup")
+    ctx.record(ev.SESSION_STARTED, {"source": source, "transcript_path": p.get("transcript_path"),
+                                    "cwd": p.get("cwd")})
+    settings = {k: p[k] for k in ("model", "permission_mode", "effort") if k in p}
+    if settings:
+        ctx.record(ev.SETTINGS, settings)
+    from .. import boundary
+
+    return boundary.on_session_start(ctx.thread, ctx.runtime, source, source_tag=ctx.source)
+
+
+def on_pre_compact(ctx: HookContext) -> None:
+    from .. import boundary
+
+    trigger = str(ctx.payload.get("trigger") or "auto")
+    boundary.before_compaction(ctx.thread, trigger=trigger, source_tag=ctx.source,
+                               transcript_path=ctx.payload.get("transcript_path"))
+    return None
+
+
+def on_post_compact(ctx: HookContext) -> None:
+    summary = ctx.payload.get("compact_summary")
+    if isinstance(summary, str) and summary:
+        # the compaction summary is model-written: a claim, never authority
+        ctx.record(ev.ASSISTANT_CLAIM, {"text": summary, "via": "compact_summary"})
+    return None
+
+
+def on_session_end(ctx: HookContext) -> None:
+    reason = str(ctx.payload.get("reason") or "other")
+    for turn in ctx.engine.store.conn.execute(
+        "SELECT turn_id FROM turns WHERE thread_key=? AND status='running'", (ctx.thread.key,)
+    ).fetchall():
+        # the session ended while a turn still ran: that turn was cut, not completed
+        ctx.thread.turn_aborted(turn[0], reason=f"session_end:{reason}", source=ctx.source)
+    ctx.record(ev.SESSION_ENDED, {"reason": reason})
+    ctx.engine.store.end_sessions(ctx.thread.key)
+    return None
+
+
+HANDLERS = {
+    "UserPromptSubmit": on_user_prompt,
+    "PreToolUse": on_pre_tool,
+    "PostToolUse": on_post_tool,
+    "PostToolUseFailure": on_post_tool,
+    "Stop": on_stop,
+    "StopFailure": on_stop,
+    "SessionStart": on_session_start,
+    "PreCompact": on_pre_compact,
+    "PostCompact": on_post_compact,
+    "SessionEnd": on_session_end,
+}
+
+
+def handle(runtime: str, payload: dict) -> dict | None:
+    handler = HANDLERS.get(str(payload.get("hook_event_name") or ""))
+    if handler is None:
+        return None  # unknown events are not ours to judge
+    with Engine() as engine:
+        return handler(HookContext(runtime, payload, engine))

@@ -1,0 +1,109 @@
+"""The SQLite schema, as forward migrations. ``PRAGMA user_version`` is the schema version.
+
+A migration is applied once, in order, inside one transaction. Never edit a released
+migration: add the next one. A database whose version is newer than ``SCHEMA_VERSION`` was
+written by a newer continuation and is refused with a clear error (see ``StoreVersionError``).
+"""
+from __future__ import annotations
+
+MIGRATIONS: list[str] = [
+    # 1: events (the durable log) and the tables derived from them
+    """
+    CREATE TABLE threads (
+        thread_key TEXT PRIMARY KEY,
+        runtime TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        workspace_root TEXT,
+        forked_from TEXT,
+        forked_at_seq INTEGER,
+        name TEXT,
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL,
+        last_seq INTEGER NOT NULL DEFAULT 0,
+        status TEXT NOT NULL DEFAULT 'active',
+        generation INTEGER NOT NULL DEFAULT 0,
+        needs_context INTEGER NOT NULL DEFAULT 0,
+        delivered_generation INTEGER NOT NULL DEFAULT 0,
+        UNIQUE (runtime, session_id)
+    );
+    CREATE INDEX threads_workspace ON threads (workspace_root);
+    CREATE TABLE events (
+        thread_key TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        type TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        data TEXT NOT NULL,
+        ts REAL NOT NULL,
+        source TEXT NOT NULL,
+        PRIMARY KEY (thread_key, seq)
+    ) WITHOUT ROWID;
+    CREATE TABLE inputs (
+        thread_key TEXT NOT NULL,
+        input_id TEXT NOT NULL,
+        state TEXT NOT NULL,
+        turn_id TEXT,
+        admitted_seq INTEGER NOT NULL,
+        data TEXT NOT NULL,
+        PRIMARY KEY (thread_key, input_id)
+    ) WITHOUT ROWID;
+    CREATE INDEX inputs_by_state ON inputs (thread_key, state);
+    CREATE INDEX inputs_by_turn ON inputs (thread_key, turn_id);
+    CREATE TABLE turns (
+        thread_key TEXT NOT NULL,
+        turn_id TEXT NOT NULL,
+        status TEXT NOT NULL,
+        data TEXT NOT NULL,
+        PRIMARY KEY (thread_key, turn_id)
+    ) WITHOUT ROWID;
+    CREATE INDEX turns_by_status ON turns (thread_key, status);
+    CREATE TABLE tool_calls (
+        thread_key TEXT NOT NULL,
+        call_id TEXT NOT NULL,
+        status TEXT NOT NULL,
+        started_seq INTEGER NOT NULL,
+        data TEXT NOT NULL,
+        PRIMARY KEY (thread_key, call_id)
+    ) WITHOUT ROWID;
+    CREATE TABLE claims (
+        thread_key TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        turn_id TEXT,
+        text TEXT NOT NULL,
+        PRIMARY KEY (thread_key, seq)
+    ) WITHOUT ROWID;
+    CREATE TABLE thread_meta (
+        thread_key TEXT NOT NULL,
+        key TEXT NOT NULL,
+        value TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        PRIMARY KEY (thread_key, key)
+    ) WITHOUT ROWID;
+    CREATE TABLE checkpoints (
+        checkpoint_id TEXT PRIMARY KEY,
+        thread_key TEXT NOT NULL,
+        generation INTEGER NOT NULL,
+        seq INTEGER NOT NULL,
+        reason TEXT NOT NULL,
+        created_at REAL NOT NULL,
+        capsule BLOB NOT NULL,
+        sha256 TEXT NOT NULL,
+        capsule_version INTEGER NOT NULL,
+        rendered TEXT NOT NULL,
+        workspace TEXT,
+        file_path TEXT,
+        UNIQUE (thread_key, generation)
+    );
+    CREATE TABLE sessions (
+        thread_key TEXT NOT NULL,
+        pid INTEGER NOT NULL,
+        proc_start TEXT,
+        host TEXT NOT NULL,
+        started_at REAL NOT NULL,
+        heartbeat REAL NOT NULL,
+        ended_at REAL,
+        PRIMARY KEY (thread_key, host, pid)
+    ) WITHOUT ROWID;
+    """,
+]
+
+SCHEMA_VERSION = len(MIGRATIONS)

@@ -1,0 +1,371 @@
+"""The embedded SQLite store: an append-only event log per thread plus derived tables.
+
+Durability contract (DESIGN.md "Store"): WAL with ``synchronous=FULL``; every append runs in
+``BEGIN IMMEDIATE`` with a busy timeout, so concurrent hook processes serialise instead of
+failing; the event row and every table derived from it are written in the same transaction;
+the derived lifecycle tables are produced by the same reducer that a full replay uses.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import sqlite3
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterable, Iterator
+
+from statemachine import events as ev
+from statemachine.lifecycle import IllegalTransition
+from statemachine.reducer import ThreadState, apply, fold
+from statemachine.records import InputRecord, ToolCallRecord, TurnRecord
+
+from .schema import MIGRATIONS, SCHEMA_VERSION
+from .view import SqlStateView
+
+BUSY_TIMEOUT_S = 60.0
+
+
+class StoreError(Exception):
+    """A store problem the user can act on; the CLI prints it as one line."""
+
+
+class StoreVersionError(StoreError):
+    pass
+
+
+class UnknownThread(StoreError):
+    pass
+
+
+class IllegalFact(StoreError):
+    """A fact the lifecycle forbids (e.g. reconciling a call that has an outcome)."""
+
+
+class Appended:
+    """What an append did: ``seq`` is None when nothing was written (a duplicate)."""
+
+    __slots__ = ("thread_key", "seq", "outcome", "input_id")
+
+    def __init__(self, thread_key: str, seq: int | None, outcome: str,
+                 input_id: str | None = None):
+        self.thread_key, self.seq, self.outcome = thread_key, seq, outcome
+        self.input_id = input_id
+
+    def __repr__(self):
+        return f"Appended({self.thread_key!r}, seq={self.seq}, outcome={self.outcome!r})"
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def thread_key_for(runtime: str, session_id: str) -> str:
+    """A key safe in file names and git ref names, stable for (runtime, session id)."""
+    raw = f"{runtime}-{session_id}"
+    safe = _UNSAFE.sub("_", raw).strip("._-")[:80] or "thread"
+    if safe != raw:
+        safe = f"{safe}-{hashlib.sha256(raw.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
+    return safe
+
+
+def _dumps(data) -> str:
+    # surrogatepass-safe: lone surrogates from a runtime are escaped by json (ensure_ascii)
+    return json.dumps(data, ensure_ascii=True, separators=(",", ":"))
+
+
+class SqliteStore:
+    def __init__(self, path: Path, *, create: bool = True):
+        self.path = Path(path)
+        if not self.path.exists():
+            if not create:
+                raise StoreError(f"no store at {self.path}")
+            from ..paths import ensure_private_dir
+
+            ensure_private_dir(self.path.parent)
+            fd = os.open(self.path, os.O_CREAT | os.O_RDWR, 0o600)
+            os.close(fd)
+        try:
+            self.conn = sqlite3.connect(
+                str(self.path), timeout=BUSY_TIMEOUT_S, isolation_level=None
+            )
+            self.conn.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
+            version = self.conn.execute("PRAGMA user_version").fetchone()[0]
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(
+                f"cannot read the store {self.path}: {exc} (run `continuation doctor`)"
+            ) from None
+        if version > SCHEMA_VERSION:
+            self.conn.close()
+            raise StoreVersionError(
+                f"the store {self.path} has schema version {version}, newer than this "
+                f"continuation understands ({SCHEMA_VERSION}); upgrade continuation"
+            )
+        self.conn.execute("PRAGMA synchronous=FULL")
+        if version < SCHEMA_VERSION:
+            self._migrate()
+
+    # -- setup -------------------------------------------------------------------------------
+    def _migrate(self) -> None:
+        if self.conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+            self.conn.execute("PRAGMA journal_mode=WAL")
+        with self.transaction():
+            version = self.conn.execute("PRAGMA user_version").fetchone()[0]
+            for number in range(version, SCHEMA_VERSION):
+                for statement in MIGRATIONS[number].split(";"):
+                    if statement.strip():
+                        self.conn.execute(statement)
+            self.conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+
+    @property
+    def schema_version(self) -> int:
+        return self.conn.execute("PRAGMA user_version").fetchone()[0]
+
+    def close(self) -> None:
+        self.conn.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """``BEGIN IMMEDIATE``: take the write lock up front, so two writers never deadlock
+        on a read-to-write upgrade; the busy timeout makes the second one wait."""
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield self.conn
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        else:
+            self.conn.execute("COMMIT")
+
+    # -- threads -----------------------------------------------------------------------------
+    def ensure_thread(
+        self,
+        runtime: str,
+        session_id: str,
+        *,
+        workspace_root: str | None = None,
+        forked_from: str | None = None,
+        forked_at_seq: int | None = None,
+        name: str | None = None,
+    ) -> str:
+        key = thread_key_for(runtime, session_id)
+        now = time.time()
+        with self.transaction() as c:
+            self._ensure_thread_in(c, key, runtime, session_id, workspace_root, now,
+                                   forked_from, forked_at_seq, name)
+        return key
+
+    @staticmethod
+    def _ensure_thread_in(c, key, runtime, session_id, workspace_root, now,
+                          forked_from=None, forked_at_seq=None, name=None) -> None:
+        c.execute(
+            "INSERT OR IGNORE INTO threads (thread_key, runtime, session_id, workspace_root,"
+            " forked_from, forked_at_seq, name, created_at, updated_at)"
+            " VALUES (?,?,?,?,?,?,?,?,?)",
+            (key, runtime, session_id, workspace_root, forked_from, forked_at_seq, name, now, now),
+        )
+        if workspace_root:
+            c.execute(
+                "UPDATE threads SET workspace_root=? WHERE thread_key=? AND workspace_root IS NULL",
+                (workspace_root, key),
+            )
+
+    def threads(self) -> list[dict]:
+        cur = self.conn.execute("SELECT * FROM threads ORDER BY created_at, thread_key")
+        names = [d[0] for d in cur.description]
+        return [dict(zip(names, row)) for row in cur.fetchall()]
+
+    def thread(self, selector: str) -> dict:
+        """A thread by key, by session id, or by a unique prefix of either."""
+        rows = self.threads()
+        for field in ("thread_key", "session_id"):
+            exact = [r for r in rows if r[field] == selector]
+            if len(exact) == 1:
+                return exact[0]
+        matches = [r for r in rows if r["thread_key"].startswith(selector)
+                   or r["session_id"].startswith(selector)]
+        if len(matches) == 1:
+            return matches[0]
+        if not matches:
+            raise UnknownThread(f"no thread matches {selector!r} (see `continuation status`)")
+        raise UnknownThread(
+            f"{selector!r} matches {len(matches)} threads: "
+            + ", ".join(r["thread_key"] for r in matches[:5])
+        )
+
+    def thread_by_session(self, runtime: str, session_id: str) -> dict | None:
+        cur = self.conn.execute(
+            "SELECT * FROM threads WHERE runtime=? AND session_id=?", (runtime, session_id)
+        )
+        row = cur.fetchone()
+        return dict(zip([d[0] for d in cur.description], row)) if row else None
+
+    # -- the log -----------------------------------------------------------------------------
+    def append(self, thread_key: str, etype: str, data: dict, *, source: str,
+               ts: float | None = None, session: dict | None = None) -> Appended:
+        """Append one event and fold it into the derived tables, atomically.
+
+        A duplicate (an input id or tool call already known) is not written: admission is
+        exactly-once. A fact the lifecycle forbids raises :class:`IllegalFact` and nothing is
+        written. ``session`` (pid, proc_start, host) refreshes the live-session heartbeat in
+        the same transaction.
+        """
+        with self.transaction() as c:
+            result = self._append_in(c, thread_key, etype, data, source, ts)
+            if session is not None:
+                self._heartbeat_in(c, thread_key, session, ts or time.time())
+        return result
+
+    def append_many(self, thread_key: str, items: Iterable[tuple[str, dict]], *, source: str,
+                    ts: float | None = None) -> list[Appended]:
+        """Append several events in one transaction (all or none)."""
+        with self.transaction() as c:
+            return [self._append_in(c, thread_key, t, d, source, ts) for t, d in items]
+
+    def _append_in(self, c, thread_key, etype, data, source, ts) -> Appended:
+        row = c.execute("SELECT last_seq FROM threads WHERE thread_key=?", (thread_key,)).fetchone()
+        if row is None:
+            raise UnknownThread(f"no thread {thread_key!r}")
+        seq = row[0] + 1
+        event = {"seq": seq, "type": etype, "data": data}
+        # The reducer runs first: an illegal fact or a duplicate leaves no trace.
+        c.execute("SAVEPOINT fold")
+        try:
+            outcome = apply(SqlStateView(c, thread_key), event, self._history_fn(c, thread_key))
+        except IllegalTransition as exc:
+            c.execute("ROLLBACK TO fold")
+            c.execute("RELEASE fold")
+            raise IllegalFact(str(exc)) from None
+        if outcome == "duplicate":
+            c.execute("ROLLBACK TO fold")
+            c.execute("RELEASE fold")
+            return Appended(thread_key, None, outcome)
+        c.execute("RELEASE fold")
+        now = ts if ts is not None else time.time()
+        c.execute(
+            "INSERT INTO events (thread_key, seq, type, kind, data, ts, source) VALUES (?,?,?,?,?,?,?)",
+            (thread_key, seq, etype, ev.kind_of(etype), _dumps(data), now, source),
+        )
+        self._project_in(c, thread_key, seq, etype, data)
+        c.execute("UPDATE threads SET last_seq=?, updated_at=? WHERE thread_key=?",
+                  (seq, now, thread_key))
+        return Appended(thread_key, seq, outcome)
+
+    def _history_fn(self, c, thread_key):
+        def history(upto: int):
+            return self._event_rows(c, thread_key, upto=upto)
+        return history
+
+    @staticmethod
+    def _project_in(c, key, seq, etype, data) -> None:
+        """Derived tables outside the input lifecycle (claims, per-thread facts)."""
+        if etype == ev.ASSISTANT_CLAIM:
+            c.execute("INSERT INTO claims (thread_key, seq, turn_id, text) VALUES (?,?,?,?)",
+                      (key, seq, data.get("turn_id"), data.get("text", "")))
+        elif etype == ev.BOUNDARY:
+            c.execute("UPDATE threads SET needs_context=1 WHERE thread_key=?", (key,))
+        elif etype == ev.CONTEXT_DELIVERED:
+            c.execute(
+                "UPDATE threads SET needs_context=0, delivered_generation=MAX(delivered_generation, ?)"
+                " WHERE thread_key=?", (int(data.get("generation") or 0), key))
+        elif etype == ev.CHECKPOINT_COMMITTED:
+            c.execute("UPDATE threads SET generation=MAX(generation, ?) WHERE thread_key=?",
+                      (int(data["generation"]), key))
+        elif etype in (ev.SETTINGS, ev.PLAN_UPDATED, ev.BACKGROUND_TASK, ev.SESSION_STARTED,
+                       ev.SESSION_ENDED):
+            c.execute(
+                "INSERT OR REPLACE INTO thread_meta (thread_key, key, value, seq) VALUES (?,?,?,?)",
+                (key, etype, _dumps(data), seq))
+        elif etype == ev.ROLLED_BACK:
+            # claims made after the rollback point belong to the discarded branch
+            pass
+
+    @staticmethod
+    def _event_rows(c, thread_key, *, after: int = 0, upto: int | None = None,
+                    limit: int | None = None) -> list[dict]:
+        sql = "SELECT seq, type, kind, data, ts, source FROM events WHERE thread_key=? AND seq>?"
+        args: list = [thread_key, after]
+        if upto is not None:
+            sql += " AND seq<=?"
+            args.append(upto)
+        sql += " ORDER BY seq"
+        if limit is not None:
+            sql += " LIMIT ?"
+            args.append(limit)
+        return [
+            {"seq": s, "type": t, "kind": k, "data": json.loads(d), "ts": ts, "source": src}
+            for s, t, k, d, ts, src in c.execute(sql, args).fetchall()
+        ]
+
+    def events(self, thread_key: str, *, after: int = 0, upto: int | None = None,
+               limit: int | None = None) -> list[dict]:
+        return self._event_rows(self.conn, thread_key, after=after, upto=upto, limit=limit)
+
+    # -- live sessions -----------------------------------------------------------------------
+    @staticmethod
+    def _heartbeat_in(c, key, session, now) -> None:
+        c.execute(
+            "INSERT INTO sessions (thread_key, pid, proc_start, host, started_at, heartbeat)"
+            " VALUES (?,?,?,?,?,?) ON CONFLICT (thread_key, host, pid) DO UPDATE SET"
+            " heartbeat=excluded.heartbeat, proc_start=excluded.proc_start, ended_at=NULL",
+            (key, int(session["pid"]), session.get("proc_start"), session["host"], now, now),
+        )
+
+    def end_sessions(self, thread_key: str, now: float | None = None) -> None:
+        with self.transaction() as c:
+            c.execute("UPDATE sessions SET ended_at=? WHERE thread_key=? AND ended_at IS NULL",
+                      (now or time.time(), thread_key))
+
+    def sessions(self, thread_key: str | None = None) -> list[dict]:
+        sql, args = "SELECT * FROM sessions", ()
+        if thread_key:
+            sql, args = sql + " WHERE thread_key=?", (thread_key,)
+        cur = self.conn.execute(sql + " ORDER BY heartbeat", args)
+        names = [d[0] for d in cur.description]
+        return [dict(zip(names, r)) for r in cur.fetchall()]
+
+    # -- derived reads -----------------------------------------------------------------------
+    def inputs(self, thread_key: str) -> list[InputRecord]:
+        return SqlStateView(self.conn, thread_key).all_inputs()
+
+    def tool_calls(self, thread_key: str) -> list[ToolCallRecord]:
+        return SqlStateView(self.conn, thread_key).all_calls()
+
+    def turns(self, thread_key: str) -> list[TurnRecord]:
+        rows = self.conn.execute("SELECT data FROM turns WHERE thread_key=?", (thread_key,))
+        return [TurnRecord.from_row(json.loads(r[0])) for r in rows.fetchall()]
+
+    def claims(self, thread_key: str) -> list[dict]:
+        rows = self.conn.execute(
+            "SELECT seq, turn_id, text FROM claims WHERE thread_key=? ORDER BY seq", (thread_key,))
+        return [{"seq": s, "turn_id": t, "text": x} for s, t, x in rows.fetchall()]
+
+    def meta(self, thread_key: str) -> dict:
+        rows = self.conn.execute(
+            "SELECT key, value, seq FROM thread_meta WHERE thread_key=?", (thread_key,))
+        return {k: {"seq": s, **json.loads(v)} for k, v, s in rows.fetchall()}
+
+    def replay(self, thread_key: str) -> ThreadState:
+        """The pure fold of the whole log (the definition of the derived state)."""
+        return fold(self.events(thread_key))
+
+    def derived_state(self, thread_key: str) -> ThreadState:
+        """The derived tables, read back into the in-memory shape (for comparison)."""
+        state = ThreadState()
+        for rec in self.inputs(thread_key):
+            state.put_input(rec)
+        for rec in self.turns(thread_key):
+            state.put_turn(rec)
+        for rec in self.tool_calls(thread_key):
+            state.put_call(rec)
+        return state
+
+    def rebuild(self, thread_key: str) -> None:
+        """Re-derive the lifecycle tables from the log (recovery; `continuation doctor --repair`)."""
+        with self.transaction() as c:
+            view = SqlStateView(c, thread_key)
+            view.reset()
+            history = self._history_fn(c, thread_key)
+            for event in self._event_rows(c, thread_key):
+                apply(view, event, history)

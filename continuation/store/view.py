@@ -1,0 +1,84 @@
+"""The reducer's view of one thread, backed by the store's derived tables.
+
+Every get/put is one indexed statement inside the caller's transaction, so folding one new
+event touches only the rows that event names.
+"""
+from __future__ import annotations
+
+import json
+import sqlite3
+
+from statemachine.records import InputRecord, ToolCallRecord, TurnRecord
+
+
+def _dumps(row: dict) -> str:
+    return json.dumps(row, ensure_ascii=False, separators=(",", ":"))
+
+
+class SqlStateView:
+    def __init__(self, conn: sqlite3.Connection, thread_key: str):
+        self.conn = conn
+        self.key = thread_key
+
+    # inputs
+    def get_input(self, input_id):
+        row = self.conn.execute(
+            "SELECT data FROM inputs WHERE thread_key=? AND input_id=?", (self.key, input_id)
+        ).fetchone()
+        return InputRecord.from_row(json.loads(row[0])) if row else None
+
+    def put_input(self, rec):
+        self.conn.execute(
+            "INSERT OR REPLACE INTO inputs (thread_key, input_id, state, turn_id, admitted_seq,"
+            " data) VALUES (?,?,?,?,?,?)",
+            (self.key, rec.input_id, rec.state, rec.turn_id, rec.admitted_seq, _dumps(rec.to_row())),
+        )
+
+    def all_inputs(self):
+        rows = self.conn.execute(
+            "SELECT data FROM inputs WHERE thread_key=? ORDER BY admitted_seq", (self.key,)
+        ).fetchall()
+        return [InputRecord.from_row(json.loads(r[0])) for r in rows]
+
+    # turns
+    def get_turn(self, turn_id):
+        row = self.conn.execute(
+            "SELECT data FROM turns WHERE thread_key=? AND turn_id=?", (self.key, turn_id)
+        ).fetchone()
+        return TurnRecord.from_row(json.loads(row[0])) if row else None
+
+    def put_turn(self, rec):
+        self.conn.execute(
+            "INSERT OR REPLACE INTO turns (thread_key, turn_id, status, data) VALUES (?,?,?,?)",
+            (self.key, rec.turn_id, rec.status, _dumps(rec.to_row())),
+        )
+
+    def running_turns(self):
+        rows = self.conn.execute(
+            "SELECT data FROM turns WHERE thread_key=? AND status='running'", (self.key,)
+        ).fetchall()
+        return [TurnRecord.from_row(json.loads(r[0])) for r in rows]
+
+    # tool calls
+    def get_call(self, call_id):
+        row = self.conn.execute(
+            "SELECT data FROM tool_calls WHERE thread_key=? AND call_id=?", (self.key, call_id)
+        ).fetchone()
+        return ToolCallRecord.from_row(json.loads(row[0])) if row else None
+
+    def put_call(self, rec):
+        self.conn.execute(
+            "INSERT OR REPLACE INTO tool_calls (thread_key, call_id, status, started_seq, data)"
+            " VALUES (?,?,?,?,?)",
+            (self.key, rec.call_id, rec.status, rec.started_seq, _dumps(rec.to_row())),
+        )
+
+    def all_calls(self):
+        rows = self.conn.execute(
+            "SELECT data FROM tool_calls WHERE thread_key=? ORDER BY started_seq", (self.key,)
+        ).fetchall()
+        return [ToolCallRecord.from_row(json.loads(r[0])) for r in rows]
+
+    def reset(self):
+        for table in ("inputs", "turns", "tool_calls"):
+            self.conn.execute(f"DELETE FROM {table} WHERE thread_key=?", (self.key,))

@@ -1,0 +1,385 @@
+"""The reducer: folds an event sequence into the state of every input, turn and tool call.
+
+Replay is the only way state is derived: the store's live update after each append and a full
+recovery both call :func:`apply`, against a SQL-backed view or the in-memory
+:class:`ThreadState`. ``apply`` touches only the records an event names (an input, a turn, a
+call), so a live update costs O(1) however long the thread is.
+
+"handled" is decided by runtime facts only: a turn that completed normally after the input was
+delivered, with no tool call of that turn left without an outcome. Assistant claims never move
+an input.
+"""
+from __future__ import annotations
+
+from typing import Callable, Iterable, Iterator, Protocol
+
+from . import events as ev
+from .lifecycle import (
+    HANDLED,
+    INTERRUPTED,
+    NEW,
+    PENDING,
+    QUEUED,
+    RECONCILING,
+    ROLLED_BACK,
+    IllegalTransition,
+    next_state,
+)
+from .records import InputRecord, ToolCallRecord, TurnRecord
+
+History = Callable[[int], Iterable[dict]]
+
+
+class StateView(Protocol):
+    """Where the fold reads and writes records (a dict in memory, or the store's tables)."""
+
+    def get_input(self, input_id: str) -> InputRecord | None: ...
+    def put_input(self, rec: InputRecord) -> None: ...
+    def get_turn(self, turn_id: str) -> TurnRecord | None: ...
+    def put_turn(self, rec: TurnRecord) -> None: ...
+    def get_call(self, call_id: str) -> ToolCallRecord | None: ...
+    def put_call(self, rec: ToolCallRecord) -> None: ...
+    def running_turns(self) -> Iterable[TurnRecord]: ...
+    def all_inputs(self) -> Iterable[InputRecord]: ...
+    def all_calls(self) -> Iterable[ToolCallRecord]: ...
+    def reset(self) -> None: ...
+
+
+class ThreadState:
+    """The in-memory view: the result of folding a thread's events."""
+
+    def __init__(self) -> None:
+        self.inputs: dict[str, InputRecord] = {}
+        self.turns: dict[str, TurnRecord] = {}
+        self.calls: dict[str, ToolCallRecord] = {}
+        self.last_seq = 0
+        # the events folded so far: a rollback replays a prefix of them
+        self.events: list[dict] = []
+
+    def get_input(self, input_id):
+        return self.inputs.get(input_id)
+
+    def put_input(self, rec):
+        self.inputs[rec.input_id] = rec
+
+    def get_turn(self, turn_id):
+        return self.turns.get(turn_id)
+
+    def put_turn(self, rec):
+        self.turns[rec.turn_id] = rec
+
+    def get_call(self, call_id):
+        return self.calls.get(call_id)
+
+    def put_call(self, rec):
+        self.calls[rec.call_id] = rec
+
+    def running_turns(self):
+        return [t for t in self.turns.values() if t.status == "running"]
+
+    def all_inputs(self):
+        return list(self.inputs.values())
+
+    def all_calls(self):
+        return list(self.calls.values())
+
+    def reset(self):
+        self.inputs.clear()
+        self.turns.clear()
+        self.calls.clear()
+
+    def states(self) -> dict[str, str]:
+        """input id -> state, the comparable summary of a fold."""
+        return {i: r.state for i, r in self.inputs.items()}
+
+    def snapshot(self) -> dict:
+        """Every record as plain data, for equality checks between two folds."""
+        return {
+            "inputs": {k: v.to_row() for k, v in sorted(self.inputs.items())},
+            "turns": {k: v.to_row() for k, v in sorted(self.turns.items())},
+            "calls": {k: v.to_row() for k, v in sorted(self.calls.items())},
+        }
+
+
+def _move(view: StateView, rec: InputRecord, trigger: str, seq: int) -> None:
+    rec.state = next_state(rec.state, trigger, rec.input_id)
+    rec.updated_seq = seq
+    rec.last_trigger = trigger
+    view.put_input(rec)
+
+
+def _turn(view: StateView, turn_id: str, seq: int) -> TurnRecord:
+    turn = view.get_turn(turn_id)
+    if turn is None:
+        turn = TurnRecord(turn_id=turn_id, started_seq=seq)
+    return turn
+
+
+def _attach(view: StateView, rec: InputRecord, turn_id: str | None, seq: int) -> None:
+    """Bind an input to the turn it was delivered in (the turn whose end decides it)."""
+    if not turn_id:
+        return
+    rec.turn_id = turn_id
+    view.put_input(rec)
+    turn = _turn(view, turn_id, seq)
+    if rec.input_id not in turn.input_ids:
+        turn.input_ids.append(rec.input_id)
+    if turn.status != "running":
+        # A runtime that reuses a turn id for new input has started that turn again.
+        turn.status, turn.ended_seq = "running", None
+    view.put_turn(turn)
+
+
+def _admit(view, seq, data) -> str:
+    input_id = data["input_id"]
+    if view.get_input(input_id) is not None:
+        return "duplicate"
+    queued = bool(data.get("queued"))
+    rec = InputRecord(
+        input_id=input_id,
+        state=NEW,
+        text=data.get("text", ""),
+        queued=queued,
+        ordinal=int(data.get("ordinal") or 0),
+        admitted_seq=seq,
+        id_source=data.get("id_source", "runtime"),
+        attachments=list(data.get("attachments") or []),
+    )
+    _move(view, rec, "admitted_while_busy" if queued else "admitted", seq)
+    if not queued:
+        _attach(view, rec, data.get("turn_id"), seq)
+    else:
+        rec.turn_id = data.get("turn_id")
+        view.put_input(rec)
+    return "admitted"
+
+
+def _deliver(view, seq, data) -> str:
+    rec = view.get_input(data["input_id"])
+    if rec is None:
+        raise IllegalTransition(NEW, "delivered", data["input_id"])
+    _move(view, rec, "delivered", seq)
+    _attach(view, rec, data.get("turn_id") or rec.turn_id, seq)
+    return "applied"
+
+
+def _tool_started(view, seq, data) -> str:
+    call_id = data["call_id"]
+    if view.get_call(call_id) is not None:
+        return "duplicate"
+    turn_id = data.get("turn_id")
+    call = ToolCallRecord(
+        call_id=call_id,
+        turn_id=turn_id,
+        tool=data.get("tool", ""),
+        args=data.get("args") or {},
+        started_seq=seq,
+        started_at=data.get("started_at"),
+    )
+    view.put_call(call)
+    if turn_id:
+        turn = _turn(view, turn_id, seq)
+        turn.open_calls.append(call_id)
+        view.put_turn(turn)
+    return "applied"
+
+
+def _settle_inputs(view, call: ToolCallRecord, seq: int, decided: Callable[[InputRecord], str]):
+    """Release the inputs that ``call`` held in `reconciling` once none of their calls is unknown."""
+    turn = view.get_turn(call.turn_id) if call.turn_id else None
+    if turn is None:
+        return
+    for input_id in turn.input_ids:
+        rec = view.get_input(input_id)
+        if rec is None or rec.state != RECONCILING or call.call_id not in rec.unknown_calls:
+            continue
+        rec.unknown_calls.remove(call.call_id)
+        if rec.unknown_calls:
+            view.put_input(rec)
+            continue
+        _move(view, rec, decided(rec), seq)
+
+
+def _tool_finished(view, seq, data) -> str:
+    call_id = data["call_id"]
+    call = view.get_call(call_id)
+    if call is None:  # an outcome whose start we never saw (hooks installed mid-call)
+        call = ToolCallRecord(call_id=call_id, turn_id=data.get("turn_id"), started_seq=seq,
+                              tool=data.get("tool", ""), args=data.get("args") or {})
+    elif call.finished_seq is not None:
+        return "duplicate"
+    was_unknown = call.status == "unknown"
+    call.status = data.get("status") or "ok"
+    call.finished_seq = seq
+    call.outcome = {k: data[k] for k in ("exit_code", "output", "error") if k in data}
+    view.put_call(call)
+    if call.turn_id:
+        turn = view.get_turn(call.turn_id)
+        if turn is not None and call_id in turn.open_calls:
+            turn.open_calls.remove(call_id)
+            view.put_turn(turn)
+    if was_unknown:
+        _settle_inputs(
+            view, call, seq,
+            lambda rec: "tool_finished_after_turn_completed"
+            if rec.cut_by == "completed" else "tool_finished_after_turn_cut",
+        )
+    return "applied"
+
+
+def _end_turn(view, seq, turn: TurnRecord, how: str, trigger: str, trigger_open: str) -> None:
+    """Close a turn: its pending inputs become handled/interrupted, or reconciling when a call
+    of the turn has no outcome."""
+    open_calls = list(turn.open_calls)
+    for call_id in open_calls:
+        call = view.get_call(call_id)
+        if call is not None and call.status == "in_flight":
+            call.status = "unknown"
+            view.put_call(call)
+    for input_id in turn.input_ids:
+        rec = view.get_input(input_id)
+        if rec is None or rec.state != PENDING:
+            continue
+        if open_calls:
+            rec.unknown_calls = list(open_calls)
+            rec.cut_by = how
+            _move(view, rec, trigger_open, seq)
+        else:
+            _move(view, rec, trigger, seq)
+    turn.status = how
+    turn.ended_seq = seq
+    view.put_turn(turn)
+
+
+def _turn_completed(view, seq, data) -> str:
+    turn = view.get_turn(data["turn_id"])
+    if turn is None or turn.status != "running":
+        return "ignored"
+    _end_turn(view, seq, turn, "completed", "turn_completed", "turn_completed_with_open_tool")
+    return "applied"
+
+
+def _turn_aborted(view, seq, data) -> str:
+    turn = view.get_turn(data["turn_id"])
+    if turn is None or turn.status != "running":
+        return "ignored"
+    _end_turn(view, seq, turn, "aborted", "turn_aborted", "turn_aborted_with_open_tool")
+    return "applied"
+
+
+def _crash_detected(view, seq, data) -> str:
+    for turn in list(view.running_turns()):
+        _end_turn(view, seq, turn, "crashed", "crash_detected", "crash_detected_with_open_tool")
+    # pending inputs that never reached a turn (no turn id from the runtime)
+    for rec in list(view.all_inputs()):
+        if rec.state == PENDING and not rec.turn_id:
+            _move(view, rec, "crash_detected", seq)
+    return "applied"
+
+
+def _reconciled(view, seq, data) -> str:
+    call = view.get_call(data["call_id"])
+    if call is None:
+        raise IllegalTransition(NEW, "reconciled", data["call_id"])
+    if call.status not in ("unknown", "in_flight"):
+        raise IllegalTransition(call.status, "reconciled", data["call_id"])
+    decision = data["decision"]
+    if decision not in ("applied", "not_applied", "retry_safe"):
+        raise ValueError(f"unknown reconciliation decision {decision!r}")
+    call.status, call.decision, call.finished_seq = "reconciled", decision, seq
+    view.put_call(call)
+    if call.turn_id:
+        turn = view.get_turn(call.turn_id)
+        if turn is not None and call.call_id in turn.open_calls:
+            turn.open_calls.remove(call.call_id)
+            view.put_turn(turn)
+    _settle_inputs(
+        view, call, seq,
+        lambda rec: "reconciled_turn_completed"
+        if decision == "applied" and rec.cut_by == "completed" else "reconciled",
+    )
+    return "applied"
+
+
+def _rolled_back(view, seq, data, history: History | None) -> str:
+    """Everything after ``to_seq`` leaves the current view: state as of ``to_seq``, plus the
+    later inputs marked `rolled_back` and their tool calls hidden. The log stays append-only."""
+    if history is None:
+        raise ValueError("a rollback needs the event history to replay")
+    to_seq = int(data["to_seq"])
+    later_inputs = [r for r in view.all_inputs() if r.admitted_seq > to_seq and r.state != ROLLED_BACK]
+    already = [r for r in view.all_inputs() if r.admitted_seq > to_seq and r.state == ROLLED_BACK]
+    later_calls = [c for c in view.all_calls() if c.started_seq > to_seq]
+    view.reset()
+    for event in history(to_seq):
+        apply(view, event, history)
+    for rec in later_inputs:
+        rec.state = next_state(rec.state, "rolled_back", rec.input_id)
+        rec.updated_seq, rec.last_trigger = seq, "rolled_back"
+        view.put_input(rec)
+    for rec in already:
+        view.put_input(rec)
+    for call in later_calls:
+        call.status = "rolled_back"
+        view.put_call(call)
+    return "reset"
+
+
+def _explicit(trigger: str):
+    def handle(view, seq, data) -> str:
+        rec = view.get_input(data["input_id"])
+        if rec is None:
+            raise IllegalTransition(NEW, trigger, data["input_id"])
+        _move(view, rec, trigger, seq)
+        if trigger == "reopened" and rec.turn_id:
+            # reopened work is decided by the next turn that completes after it
+            rec.turn_id = None
+            view.put_input(rec)
+        return "applied"
+
+    return handle
+
+
+_HANDLERS = {
+    ev.INPUT_ADMITTED: _admit,
+    ev.INPUT_DELIVERED: _deliver,
+    ev.TOOL_STARTED: _tool_started,
+    ev.TOOL_FINISHED: _tool_finished,
+    ev.TURN_COMPLETED: _turn_completed,
+    ev.TURN_ABORTED: _turn_aborted,
+    ev.CRASH_DETECTED: _crash_detected,
+    ev.RECONCILED: _reconciled,
+    ev.INPUT_SUPERSEDED: _explicit("superseded"),
+    ev.INPUT_REOPENED: _explicit("reopened"),
+}
+
+
+def apply(view: StateView, event: dict, history: History | None = None) -> str:
+    """Fold one event into ``view``. Returns what happened: ``admitted``, ``duplicate``,
+    ``applied``, ``ignored`` (no lifecycle effect: claims, settings, unknown types) or
+    ``reset`` (a rollback rebuilt the view). Raises :class:`IllegalTransition` for a fact the
+    lifecycle forbids; the caller does not record such an event."""
+    etype = event["type"]
+    seq = int(event["seq"])
+    data = event.get("data") or {}
+    if etype == ev.ROLLED_BACK:
+        return _rolled_back(view, seq, data, history)
+    handler = _HANDLERS.get(etype)
+    if handler is None:
+        return "ignored"
+    return handler(view, seq, data)
+
+
+def fold(events: Iterable[dict], state: ThreadState | None = None) -> ThreadState:
+    """Replay ``events`` (in seq order) onto ``state`` (a fresh one by default)."""
+    state = state if state is not None else ThreadState()
+    seen = state.events
+
+    def history(upto: int) -> Iterator[dict]:
+        return (e for e in list(seen) if int(e["seq"]) <= upto)
+
+    for event in events:
+        apply(state, event, history)
+        seen.append(event)
+        state.last_seq = int(event["seq"])
+    return state
