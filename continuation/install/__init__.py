@@ -1,0 +1,22 @@
+"""Install continuation's command hooks into Codex CLI and Claude Code.
+
+    install(runtime, scope, *, project_dir, home, state_home, command=None, env=None) -> InstallReport
+    uninstall(runtime, scope, *, project_dir, home, state_home, env=None) -> InstallReport
+    status(runtime, scope, *, project_dir, home, state_home, command=None, env=None) -> dict
+
+``runtime`` is ``"codex"`` or ``"claude"``; ``scope`` is ``"user"`` or
+``"project"``. ``command`` is the launcher (default: the absolute path of
+the ``continuation`` script, else ``[sys.executable, "-m", "continuation"]``);
+the installed hook command is ``<command> hook --runtime <runtime>``.
+``env`` (default ``os.environ``) supplies ``CODEX_HOME`` / ``CLAUDE_CONFIG_DIR``.
+
+Merging keeps the user's hooks, other settings, key order and indentation;
+installing twice equals installing once; uninstall restores the file byte for
+byte when nothing else changed it (see :mod:`.core`). Codex only runs hooks
+the user trusted: see :mod:`.codex` and ``InstallReport.message``.
+"""
+
+from .core import InstallReport, default_command, install, status, uninstall
+from .errors import InstallError
+
+__all__ = ["InstallError", "InstallReport", "default_command", "install", "status", "uninstall"]

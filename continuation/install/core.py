@@ -1,0 +1,271 @@
+"""install / uninstall / status for any :class:`HookTarget`.
+
+Install: read the file (refuse malformed JSON, write nothing), merge our
+groups, and write only when the bytes change. Before the first write the
+original bytes (or "absent") are kept in a :class:`BackupRecord` under the
+state home. Uninstall: if the file still holds exactly what we wrote, put the
+original back byte for byte (or delete the file and the folders we created);
+if someone changed it since, take out only our entries.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from . import hooks_section
+from .backup import BackupRecord, BackupStore, sha256_hex
+from .claude import CLAUDE
+from .codex import CODEX
+from .errors import InstallError
+from .jsonfile import JsonDocument, atomic_write, fsync_dir, read_json_object, render
+from .target import HookTarget, Runtime, Scope, hook_command_line, render_command
+
+TARGETS: dict[str, HookTarget] = {"codex": CODEX, "claude": CLAUDE}
+
+Outcome = Literal["installed", "updated", "already-installed", "restored", "removed-entries", "not-installed"]
+
+
+class InstallReport(BaseModel):
+    runtime: Runtime
+    scope: Scope
+    action: Literal["install", "uninstall"]
+    path: Path
+    outcome: Outcome
+    changed: bool
+    events: list[str]
+    hook_command: str | None = None
+    record_path: Path | None = None
+    message: str
+    warnings: list[str] = []
+
+
+def default_command() -> list[str]:
+    """The absolute path of the ``continuation`` script, else ``python -m continuation``."""
+    found = shutil.which("continuation")
+    if found:
+        return [str(Path(found).absolute())]
+    return [sys.executable, "-m", "continuation"]
+
+
+def _target(runtime: str) -> HookTarget:
+    try:
+        return TARGETS[runtime]
+    except KeyError:
+        raise InstallError(f"unknown runtime {runtime!r}; expected one of {sorted(TARGETS)}") from None
+
+
+def _check_scope(scope: str) -> None:
+    if scope not in ("user", "project"):
+        raise InstallError(f"unknown scope {scope!r}; expected 'user' or 'project'")
+
+
+def _missing_dirs(path: Path) -> list[Path]:
+    """Folders between the nearest existing ancestor and ``path`` (outermost first)."""
+    missing = []
+    folder = path.parent
+    while not folder.exists():
+        missing.append(folder)
+        if folder.parent == folder:
+            break
+        folder = folder.parent
+    return list(reversed(missing))
+
+
+def _render_like(doc: JsonDocument, data: dict[str, Any]) -> bytes:
+    return render(data, doc.style)
+
+
+def install(
+    runtime: Runtime,
+    scope: Scope,
+    *,
+    project_dir: Path,
+    home: Path,
+    state_home: Path,
+    command: list[str] | str | None = None,
+    env: Mapping[str, str] | None = None,
+) -> InstallReport:
+    """Merge our hooks into the runtime's config file; idempotent."""
+    target = _target(runtime)
+    _check_scope(scope)
+    env = os.environ if env is None else env
+    path = target.config_path(scope, project_dir=project_dir, home=home, env=env)
+    hook_command = hook_command_line(default_command() if command is None else command, runtime)
+    if not target.is_ours(hook_command):
+        raise InstallError(
+            f"the hook command {hook_command!r} would not be recognised as ours later "
+            "(the launcher must be named 'continuation' or be 'python -m continuation')"
+        )
+    store = BackupStore(state_home, runtime, scope, path)
+    with store.lock():
+        doc = read_json_object(path)
+        where = str(path)
+        merged = hooks_section.merge_ours(doc.data, target.desired_groups(hook_command), target.is_ours, where)
+        had_ours = bool(hooks_section.events_with_ours(doc.data, target.is_ours, where))
+        message = target.install_message(path, scope, project_dir=project_dir)
+        if doc.exists and merged == doc.data:
+            return InstallReport(
+                runtime=runtime, scope=scope, action="install", path=path, outcome="already-installed",
+                changed=False, events=list(target.events), hook_command=hook_command,
+                record_path=store.path if store.path.exists() else None, message=message,
+            )
+        new_bytes = _render_like(doc, merged)
+        record, warnings = _load_record(store)
+        current_sha = sha256_hex(doc.raw)
+        if record is not None and not had_ours and current_sha != record.installed_sha256:
+            record = None  # our entries were removed by hand since: that record no longer describes this file
+        created = _missing_dirs(path)
+        atomic_write(path, new_bytes, mode_from=path if doc.exists else None)
+        if record is None:
+            record = BackupRecord.for_original(runtime, scope, path, doc.raw, created, new_bytes)
+        else:
+            record = record.model_copy(update={"installed_sha256": sha256_hex(new_bytes)})
+        store.save(record)
+        return InstallReport(
+            runtime=runtime, scope=scope, action="install", path=path,
+            outcome="updated" if had_ours else "installed", changed=True, events=list(target.events),
+            hook_command=hook_command, record_path=store.path, message=message, warnings=warnings,
+        )
+
+
+def _load_record(store: BackupStore) -> tuple[BackupRecord | None, list[str]]:
+    """The install record, or ``None`` plus a warning when it is unreadable (never fatal)."""
+    try:
+        return store.load(), []
+    except InstallError as exc:
+        return None, [f"ignored the install record: {exc}"]
+
+
+def _remove_created_dirs(record: BackupRecord) -> list[str]:
+    warnings = []
+    for folder in reversed([Path(d) for d in record.created_dirs]):
+        try:
+            folder.rmdir()  # only when empty: never delete anything that is not ours
+        except FileNotFoundError:
+            pass
+        except OSError:
+            warnings.append(f"left {folder} in place: it is not empty")
+            break
+    return warnings
+
+
+def uninstall(
+    runtime: Runtime,
+    scope: Scope,
+    *,
+    project_dir: Path,
+    home: Path,
+    state_home: Path,
+    command: list[str] | str | None = None,
+    env: Mapping[str, str] | None = None,
+) -> InstallReport:
+    """Undo :func:`install`: the original bytes when the file is as we left it, else only our entries out."""
+    del command  # any launcher of ours is removed, whatever path it had
+    target = _target(runtime)
+    _check_scope(scope)
+    env = os.environ if env is None else env
+    path = target.config_path(scope, project_dir=project_dir, home=home, env=env)
+    store = BackupStore(state_home, runtime, scope, path)
+    with store.lock():
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            raw = None
+        record, record_warnings = _load_record(store)
+        events: list[str] = []
+        if record is not None and raw is not None and sha256_hex(raw) == record.installed_sha256:
+            original = record.original_bytes()
+            warnings: list[str] = list(record_warnings)
+            if original is None:
+                path.unlink()
+                fsync_dir(path.parent)
+                warnings = _remove_created_dirs(record)
+                what = f"removed {path} (it did not exist before install)"
+            else:
+                atomic_write(path, original, mode_from=path)
+                what = f"restored {path} to its bytes from before install"
+            store.delete()
+            return InstallReport(
+                runtime=runtime, scope=scope, action="uninstall", path=path, outcome="restored", changed=True,
+                events=list(target.events), message=f"continuation hooks uninstalled: {what}.", warnings=warnings,
+            )
+        doc = read_json_object(path)
+        where = str(path)
+        found = hooks_section.events_with_ours(doc.data, target.is_ours, where)
+        if not found:
+            store.delete()
+            return InstallReport(
+                runtime=runtime, scope=scope, action="uninstall", path=path, outcome="not-installed", changed=False,
+                events=events, message=f"no continuation hooks in {path}; nothing changed.",
+                warnings=record_warnings,
+            )
+        cleaned = hooks_section.remove_ours(doc.data, target.is_ours, where)
+        atomic_write(path, _render_like(doc, cleaned), mode_from=path)
+        store.delete()
+        warnings = list(record_warnings)
+        if record is not None:
+            warnings.append(f"{path} changed since install; removed only the continuation entries")
+        return InstallReport(
+            runtime=runtime, scope=scope, action="uninstall", path=path, outcome="removed-entries", changed=True,
+            events=sorted(found), message=f"continuation hooks removed from {path}; everything else kept.",
+            warnings=warnings,
+        )
+
+
+def status(
+    runtime: Runtime,
+    scope: Scope,
+    *,
+    project_dir: Path,
+    home: Path,
+    state_home: Path,
+    command: list[str] | str | None = None,
+    env: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """Installed? which events? (Codex) trusted? — for ``continuation doctor``. Never raises for bad files."""
+    target = _target(runtime)
+    _check_scope(scope)
+    env = os.environ if env is None else env
+    path = target.config_path(scope, project_dir=project_dir, home=home, env=env)
+    store = BackupStore(state_home, runtime, scope, path)
+    result: dict[str, Any] = {
+        "runtime": runtime,
+        "scope": scope,
+        "path": str(path),
+        "exists": path.exists(),
+        "valid": True,
+        "error": None,
+        "installed": False,
+        "events": [],
+        "missing_events": list(target.events),
+        "commands": [],
+        "command_matches": None,
+        "record": str(store.path) if store.path.exists() else None,
+    }
+    try:
+        doc = read_json_object(path)
+        found = hooks_section.events_with_ours(doc.data, target.is_ours, str(path))
+    except InstallError as exc:
+        result.update(valid=False, error=str(exc))
+        return result
+    result["events"] = [e for e in target.events if e in found] + sorted(set(found) - set(target.events))
+    result["missing_events"] = [e for e in target.events if e not in found]
+    result["installed"] = not result["missing_events"]
+    result["commands"] = sorted({c for cs in found.values() for c in cs})
+    if command is not None:
+        expected = hook_command_line(command, runtime)
+        result["command_matches"] = result["commands"] == [expected]
+    trust = target.trust(path, scope, doc.data, project_dir=project_dir, home=home, env=env)
+    if trust is not None:
+        result["trust"] = trust
+    return result
+
+
+__all__ = ["InstallReport", "InstallError", "default_command", "install", "uninstall", "status", "render_command"]

@@ -1,0 +1,154 @@
+"""Read a JSON config file and write it back in the user's own style.
+
+The installer edits files people maintain by hand (``settings.json``,
+``hooks.json``), so a write keeps what can be kept: key order (dicts keep
+insertion order), the indentation unit (spaces or a tab), CRLF line endings,
+a UTF-8 byte-order mark and the presence of a final newline. Byte-for-byte
+restoration is not this module's job: the backup keeps the original bytes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .errors import InstallError
+
+_BOM = b"\xef\xbb\xbf"
+_INDENTED_LINE = re.compile(r"\n([ \t]+)\S")
+
+
+@dataclass(frozen=True)
+class JsonStyle:
+    indent: int | str | None = 2
+    newline: str = "\n"
+    final_newline: bool = True
+    bom: bool = False
+
+
+@dataclass(frozen=True)
+class JsonDocument:
+    """A parsed JSON object file: ``raw`` is ``None`` when the file does not exist."""
+
+    path: Path
+    raw: bytes | None
+    data: dict[str, Any]
+    style: JsonStyle
+
+    @property
+    def exists(self) -> bool:
+        return self.raw is not None
+
+
+def detect_style(text: str) -> JsonStyle:
+    newline = "\r\n" if "\r\n" in text else "\n"
+    body = text.replace("\r\n", "\n")
+    match = _INDENTED_LINE.search(body)
+    indent: int | str | None
+    if match:
+        unit = match.group(1)
+        indent = "\t" if unit.startswith("\t") else len(unit)
+    elif "\n" in body.strip():
+        indent = 2
+    else:
+        # A one-line file stays one line; an empty one gets the common default.
+        indent = None if body.strip() else 2
+    return JsonStyle(indent=indent, newline=newline, final_newline=body.endswith("\n") or not body.strip())
+
+
+def read_json_object(path: Path) -> JsonDocument:
+    """Parse ``path`` as a JSON object; a missing or blank file is an empty object.
+
+    Raises :class:`InstallError` (never writes anything) when the file is not
+    UTF-8, not JSON, or not an object at the top level.
+    """
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return JsonDocument(path, None, {}, JsonStyle())
+    except OSError as exc:
+        raise InstallError(f"{path}: cannot read ({exc.strerror or exc}); nothing was written") from exc
+    bom = raw.startswith(_BOM)
+    try:
+        text = raw[len(_BOM) :].decode("utf-8") if bom else raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InstallError(f"{path}: not UTF-8 text (byte {exc.start}); nothing was written") from exc
+    style = detect_style(text)
+    style = JsonStyle(style.indent, style.newline, style.final_newline, bom)
+    if not text.strip():
+        return JsonDocument(path, raw, {}, style)
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InstallError(
+            f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
+            "fix or move the file, nothing was written"
+        ) from exc
+    if not isinstance(data, dict):
+        raise InstallError(
+            f"{path}: expected a JSON object at the top level, found {type(data).__name__}; nothing was written"
+        )
+    return JsonDocument(path, raw, data, style)
+
+
+def render(data: dict[str, Any], style: JsonStyle) -> bytes:
+    text = json.dumps(data, indent=style.indent, ensure_ascii=False)
+    if style.final_newline:
+        text += "\n"
+    if style.newline != "\n":
+        text = text.replace("\n", style.newline)
+    encoded = text.encode("utf-8")
+    return _BOM + encoded if style.bom else encoded
+
+
+def atomic_write(path: Path, data: bytes, *, mode_from: Path | None = None) -> None:
+    """Write ``data`` to ``path`` through a temp file, fsync and rename.
+
+    The file keeps the permission bits of ``mode_from`` (the file it replaces)
+    where the OS supports it.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    mode = None
+    if mode_from is not None:
+        try:
+            mode = mode_from.stat().st_mode & 0o7777
+        except OSError:
+            mode = None
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    tmp = Path(tmp_name)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if mode is not None:
+            try:
+                os.chmod(tmp, mode)
+            except OSError:
+                pass  # best effort (Windows)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    fsync_dir(path.parent)
+
+
+def fsync_dir(folder: Path) -> None:
+    """fsync a folder so a rename is durable; skipped where the OS has no folder fsync."""
+    if os.name == "nt":
+        return
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

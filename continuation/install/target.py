@@ -1,0 +1,76 @@
+"""What differs between runtimes: where the file is, which events, which matchers.
+
+A :class:`HookTarget` describes one runtime's hook file. The install,
+uninstall and status logic in :mod:`continuation.install.core` is the same
+for every runtime and only asks the target these questions.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+Runtime = Literal["codex", "claude"]
+Scope = Literal["user", "project"]
+
+
+def render_command(command: list[str] | str) -> str:
+    """The launcher as one shell word list (the runtimes run hook commands through a shell)."""
+    if isinstance(command, str):
+        return command
+    if not command:
+        raise ValueError("command must not be empty")
+    if os.name == "nt":
+        return subprocess.list2cmdline(command)
+    return shlex.join(command)
+
+
+def hook_command_line(command: list[str] | str, runtime: str) -> str:
+    return f"{render_command(command)} hook --runtime {runtime}"
+
+
+def ours_pattern(runtime: str) -> re.Pattern[str]:
+    # Matches "<...>continuation hook --runtime codex" however the launcher
+    # path is quoted ('/a b/continuation', continuation.exe, python -m continuation).
+    return re.compile(
+        r"continuation(?:\.exe)?['\"]?\s+hook\s+--runtime(?:\s+|=)['\"]?" + re.escape(runtime) + r"(?![\w-])"
+    )
+
+
+@dataclass(frozen=True)
+class HookTarget:
+    runtime: Runtime
+    events: tuple[str, ...]
+    tool_events: frozenset[str]
+    timeouts: Mapping[str, int]
+    default_timeout: int
+
+    def config_path(self, scope: Scope, *, project_dir: Path, home: Path, env: Mapping[str, str]) -> Path:
+        raise NotImplementedError
+
+    def is_ours(self, command: str) -> bool:
+        return bool(ours_pattern(self.runtime).search(command))
+
+    def group_for(self, event: str, hook_command: str) -> dict[str, Any]:
+        handler = {"type": "command", "command": hook_command, "timeout": self.timeouts.get(event, self.default_timeout)}
+        if event in self.tool_events:
+            return {"matcher": "*", "hooks": [handler]}
+        return {"hooks": [handler]}
+
+    def desired_groups(self, hook_command: str) -> dict[str, dict[str, Any]]:
+        return {event: self.group_for(event, hook_command) for event in self.events}
+
+    def trust(
+        self, path: Path, scope: Scope, data: Mapping[str, Any], *, project_dir: Path, home: Path, env: Mapping[str, str]
+    ) -> dict[str, Any] | None:
+        """Runtime-specific "will these hooks actually run?" facts, or ``None``."""
+        return None
+
+    def install_message(self, path: Path, scope: Scope, *, project_dir: Path) -> str:
+        return f"continuation hooks are in {path}."
