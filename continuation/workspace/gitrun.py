@@ -1,0 +1,171 @@
+"""Running git against the user's repository (or a shadow one) without side effects.
+
+Every command gets an explicit GIT_DIR, GIT_WORK_TREE and GIT_INDEX_FILE (so variables inherited
+from a parent git process cannot redirect it), an empty hooks folder (no hook, including
+``reference-transaction`` and ``post-index-change``, can run), no fsmonitor, no split index, no
+reflog, no signing, and a fixed author/committer identity. GitPython is imported lazily here.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from .errors import GitFailure, WorkspaceError
+from .layout import StateLayout
+
+IDENTITY = {
+    "GIT_AUTHOR_NAME": "continuation",
+    "GIT_AUTHOR_EMAIL": "continuation@localhost",
+    "GIT_COMMITTER_NAME": "continuation",
+    "GIT_COMMITTER_EMAIL": "continuation@localhost",
+}
+
+
+def _config_args(layout: StateLayout) -> list[str]:
+    settings = {
+        "core.hooksPath": str(layout.no_hooks_dir),
+        "core.fsmonitor": "false",
+        "core.splitIndex": "false",
+        "core.logAllRefUpdates": "false",
+        "commit.gpgSign": "false",
+        "gc.auto": "0",
+        "maintenance.auto": "false",
+        "advice.addEmbeddedRepo": "false",
+        "status.showStash": "false",
+    }
+    args: list[str] = []
+    for key, value in settings.items():
+        args += ["-c", f"{key}={value}"]
+    return args
+
+
+def _git_command_class():
+    try:
+        import git  # GitPython; heavy (~100 ms), so only at boundaries
+    except ImportError as exc:  # GitPython also raises ImportError when no git executable is found
+        raise WorkspaceError(f"workspace snapshots need GitPython and a git executable: {exc}") from exc
+    return git.Git
+
+
+@dataclass(frozen=True)
+class GitTarget:
+    """A repository plus work tree that commands run against."""
+
+    work_tree: Path
+    git_dir: Path
+    common_dir: Path | None  # None only while discovering (git reads it from the gitfile)
+    kind: Literal["git", "shadow"]
+    layout: StateLayout
+
+    @property
+    def user_index(self) -> Path:
+        return self.git_dir / "index"
+
+    def env(self, index: Path | None, *, optional_locks: bool = True) -> dict[str, str]:
+        env = {
+            "GIT_DIR": str(self.git_dir),
+            "GIT_WORK_TREE": str(self.work_tree),
+            "GIT_INDEX_FILE": str(index if index is not None else self.user_index),
+            "GIT_NAMESPACE": "",
+            "GIT_TERMINAL_PROMPT": "0",
+            "GIT_OPTIONAL_LOCKS": "1" if optional_locks else "0",
+            **IDENTITY,
+        }
+        if self.common_dir is not None:
+            env["GIT_COMMON_DIR"] = str(self.common_dir)
+        # Inherited from a parent git process these would point elsewhere; GitPython cannot
+        # unset variables, so pin them to this repository's own values.
+        if "GIT_OBJECT_DIRECTORY" in os.environ and self.common_dir is not None:
+            env["GIT_OBJECT_DIRECTORY"] = str(self.common_dir / "objects")
+        if "GIT_ALTERNATE_OBJECT_DIRECTORIES" in os.environ:
+            env["GIT_ALTERNATE_OBJECT_DIRECTORIES"] = ""
+        return env
+
+    def run(
+        self,
+        args: list[str],
+        *,
+        index: Path | None = None,
+        stdin: bytes | None = None,
+        check: bool = True,
+        optional_locks: bool = True,
+    ) -> tuple[int, bytes, str]:
+        """Run ``git <args>``; return (exit code, stdout bytes, stderr text)."""
+        command = ["git", *_config_args(self.layout), *args]
+        git_cls = _git_command_class()
+        runner = git_cls(str(self.work_tree))
+        stream = None
+        try:
+            if stdin is not None:
+                stream = tempfile.TemporaryFile()
+                stream.write(stdin)
+                stream.seek(0)
+            status, out, err = runner.execute(
+                command,
+                istream=stream,
+                with_extended_output=True,
+                with_exceptions=False,
+                stdout_as_string=False,
+                strip_newline_in_stdout=False,
+                env=self.env(index, optional_locks=optional_locks),
+            )
+        except OSError as exc:
+            raise WorkspaceError(f"cannot run git: {exc}") from exc
+        finally:
+            if stream is not None:
+                stream.close()
+        if check and status != 0:
+            raise GitFailure(args, status, err if isinstance(err, str) else err.decode("utf-8", "replace"))
+        return status, out, err if isinstance(err, str) else err.decode("utf-8", "replace")
+
+    def out(self, args: list[str], **kwargs) -> str:
+        return self.run(args, **kwargs)[1].decode("utf-8", "surrogateescape").strip()
+
+
+def find_git_entry(root: Path) -> Path | None:
+    """The nearest ``.git`` (folder or gitfile) at or above root, as git's own discovery does."""
+    for folder in (root, *root.parents):
+        candidate = folder / ".git"
+        if candidate.exists():
+            return candidate
+    return None
+
+
+def open_git_target(root: Path, layout: StateLayout) -> GitTarget | None:
+    """The user's repository containing ``root``, or None when root is not inside one."""
+    entry = find_git_entry(root)
+    if entry is None:
+        return None
+    provisional = GitTarget(entry.parent, entry, None, "git", layout)
+    layout.ensure()
+    code, out, err = provisional.run(
+        ["rev-parse", "--path-format=absolute", "--absolute-git-dir", "--git-common-dir"],
+        check=False,
+        optional_locks=False,
+        index=layout.tmp_dir / "unused.index",
+    )
+    if code != 0:
+        raise WorkspaceError(f"{entry} looks like a git repository but git cannot open it: {err.strip()}")
+    lines = out.decode("utf-8", "surrogateescape").splitlines()
+    if len(lines) < 2:
+        raise WorkspaceError(f"unexpected output from git rev-parse in {entry.parent}")
+    return GitTarget(entry.parent.resolve(), Path(lines[0]), Path(lines[1]), "git", layout)
+
+
+def open_shadow_target(root: Path, layout: StateLayout, *, create: bool) -> GitTarget | None:
+    """The shadow repository for a folder outside git (created on first use)."""
+    git_dir = layout.shadow_git_dir
+    target = GitTarget(root, git_dir, git_dir, "shadow", layout)
+    if not (git_dir / "HEAD").is_file():
+        if not create:
+            return None
+        layout.ensure()
+        empty_template = layout.tmp_dir / "empty-template"
+        empty_template.mkdir(parents=True, exist_ok=True)
+        target.run(["init", "--quiet", f"--template={empty_template}"])
+        (git_dir / "info").mkdir(exist_ok=True)
+    return target

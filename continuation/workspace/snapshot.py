@@ -1,0 +1,159 @@
+"""Taking checkpoints: ``take_snapshot`` and the locked building blocks restore reuses."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from .gitrun import GitTarget
+from .layout import snapshot_ref_name, validate_generation, validate_thread_key
+from .lock import DEFAULT_LOCK_TIMEOUT, workspace_lock
+from .model import DIRTY_SAMPLE, Submodule, WorkspaceRef
+from .policy import WorkspacePolicy
+from .treebuild import build_tree, dirty_summary, seed_index
+from .workspace_target import (
+    Workspace,
+    content_target,
+    in_progress_operation,
+    resolve_workspace,
+    utc_now,
+    write_json_atomic,
+)
+
+
+def take_snapshot(
+    root: Path | str,
+    thread_key: str,
+    generation: int,
+    *,
+    state_home: Path | str,
+    policy: WorkspacePolicy = WorkspacePolicy(),
+    lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+) -> WorkspaceRef:
+    """Checkpoint the workspace at ``root`` for ``thread_key`` at context ``generation``.
+
+    git repository, policy ``snapshot``: a commit of the whole work tree (tracked changes, staged
+    or not, plus untracked files the user's ignore rules allow) stored as
+    ``refs/continuation/<thread_key>/<generation>`` in the user's object store. The user's HEAD,
+    branch, index, stash, config, hooks and ``git status`` are unchanged (see ``treebuild``).
+    Outside git: the same in a shadow repository under the state home. Policy ``metadata``: a
+    manifest (path, size, mode, mtime, sha256); ``none``: the root only. Snapshotting the same
+    generation twice moves its ref to the newer commit.
+    """
+    validate_thread_key(thread_key)
+    validate_generation(generation)
+    ws = resolve_workspace(root, state_home)
+    if policy.mode == "none":
+        return _describe(ws, "none", thread_key, generation, policy)
+    with workspace_lock(ws.layout, lock_timeout):
+        if policy.mode == "metadata":
+            from .manifest import metadata_checkpoint
+
+            return metadata_checkpoint(ws, thread_key, generation, policy)
+        return snapshot_locked(ws, thread_key, snapshot_ref_name(thread_key, generation), generation, policy)
+
+
+def _describe(ws: Workspace, kind: str, thread_key: str, generation: int | None, policy: WorkspacePolicy) -> WorkspaceRef:
+    return WorkspaceRef(
+        root=str(ws.root),
+        kind=kind,
+        thread_key=thread_key,
+        generation=generation,
+        exclude_patterns=list(policy.exclude),
+        size_cap_bytes=policy.size_cap_bytes,
+        created_at=utc_now(),
+    )
+
+
+def snapshot_locked(
+    ws: Workspace,
+    thread_key: str,
+    ref_name: str,
+    generation: int | None,
+    policy: WorkspacePolicy,
+    *,
+    keep_index: bool = True,
+) -> WorkspaceRef:
+    """Build, commit and name one snapshot. The caller holds the workspace lock."""
+    target = content_target(ws, create=True)
+    assert target is not None
+    layout = ws.layout
+    if target.kind == "shadow":
+        _write_shadow_excludes(target, policy)
+    scratch = layout.scratch_index(thread_key)
+    try:
+        seeded_from_user = seed_index(target, scratch, layout.thread_index(thread_key))
+        built = build_tree(target, scratch, policy.matcher(), policy.size_cap_bytes)
+        head = built.status.head if target.kind == "git" else None
+        message = f"continuation snapshot {ref_name}\n\nworkspace: {ws.root}\n"
+        args = ["commit-tree", "--no-gpg-sign", built.tree, "-m", message]
+        if head:
+            args[2:2] = ["-p", head]
+        commit = target.out(args)
+        _clear_stale_ref_lock(target, ref_name)
+        target.run(["update-ref", "--no-deref", ref_name, commit])
+        submodules = _submodules(target, scratch) if target.kind == "git" else []
+        if keep_index:
+            os.replace(scratch, layout.thread_index(thread_key))
+            write_json_atomic(
+                layout.thread_record(thread_key),
+                {"tree": built.tree, "commit": commit, "ref": ref_name, "generation": generation},
+            )
+    finally:
+        scratch.unlink(missing_ok=True)
+    ref = _describe(ws, target.kind, thread_key, generation, policy)
+    ref.snapshot_ref, ref.snapshot_commit, ref.snapshot_tree = ref_name, commit, built.tree
+    ref.dirty = dirty_summary(target, built.status, seeded_from_user=seeded_from_user)
+    ref.oversized = built.oversized
+    ref.excluded = built.excluded[:DIRTY_SAMPLE]
+    ref.excluded_count = len(built.excluded)
+    ref.nested_repos = built.nested_repos
+    ref.submodules = submodules
+    if target.kind == "git":
+        ref.head = head
+        ref.branch = built.status.branch
+        ref.detached = built.status.branch is None
+        ref.unborn = head is None
+        ref.in_progress = in_progress_operation(target.git_dir)
+    return ref
+
+
+def _clear_stale_ref_lock(target: GitTarget, ref_name: str) -> None:
+    """A snapshot killed inside update-ref leaves ``<ref>.lock``; under our lock it is stale."""
+    assert target.common_dir is not None
+    (target.common_dir / (ref_name + ".lock")).unlink(missing_ok=True)
+
+
+def _write_shadow_excludes(target: GitTarget, policy: WorkspacePolicy) -> None:
+    """Policy patterns become the shadow repository's info/exclude so git never even lists them."""
+    lines = ["# written by continuation: workspace policy exclude patterns", *policy.exclude]
+    exclude_file = target.git_dir / "info" / "exclude"
+    exclude_file.parent.mkdir(parents=True, exist_ok=True)
+    text = "\n".join(lines) + "\n"
+    try:
+        if exclude_file.read_text(encoding="utf-8") == text:
+            return
+    except OSError:
+        pass
+    exclude_file.write_text(text, encoding="utf-8")
+
+
+def _submodules(target: GitTarget, index: Path) -> list[Submodule]:
+    """Submodules declared in .gitmodules, with the commit the snapshot records for each."""
+    if not (target.work_tree / ".gitmodules").is_file():
+        return []
+    code, out, _ = target.run(
+        ["config", "-z", "-f", ".gitmodules", "--get-regexp", r"^submodule\..*\.path$"], check=False
+    )
+    if code != 0:
+        return []
+    paths = [rec.split("\n", 1)[1] for rec in out.decode("utf-8", "surrogateescape").split("\0") if "\n" in rec]
+    if not paths:
+        return []
+    listing = target.run(["ls-files", "-s", "-z", "--", *paths], index=index)[1]
+    commits: dict[str, str] = {}
+    for record in listing.decode("utf-8", "surrogateescape").split("\0"):
+        if record.startswith("160000 "):
+            meta, path = record.split("\t", 1)
+            commits[path] = meta.split(" ")[1]
+    return [Submodule(p, commits.get(p)) for p in paths]

@@ -1,0 +1,74 @@
+"""Resolving a root to its workspace: canonical root, state layout and git target."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from .gitrun import GitTarget, find_git_entry, open_git_target, open_shadow_target
+from .layout import StateLayout, canonical_root
+
+
+@dataclass(frozen=True)
+class Workspace:
+    root: Path  # canonical: the git top level for repositories
+    layout: StateLayout
+    git: GitTarget | None  # the user's repository, None outside git
+
+
+def resolve_workspace(root: Path | str, state_home: Path | str) -> Workspace:
+    path = canonical_root(root)
+    entry = find_git_entry(path)
+    if entry is not None:
+        path = entry.parent.resolve()
+    layout = StateLayout.for_root(state_home, path)
+    target = open_git_target(path, layout) if entry is not None else None
+    if target is not None:
+        path = target.work_tree
+    return Workspace(path, layout, target)
+
+
+def content_target(ws: Workspace, *, create: bool) -> GitTarget | None:
+    """Where snapshot contents live: the user's repository, else the shadow repository."""
+    if ws.git is not None:
+        return ws.git
+    return open_shadow_target(ws.root, ws.layout, create=create)
+
+
+def utc_now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def in_progress_operation(git_dir: Path) -> str | None:
+    """A merge, rebase, cherry-pick or revert the user has in progress (recorded, left alone)."""
+    if (git_dir / "rebase-merge").is_dir() or (git_dir / "rebase-apply").is_dir():
+        return "rebase"
+    if (git_dir / "MERGE_HEAD").is_file():
+        return "merge"
+    if (git_dir / "CHERRY_PICK_HEAD").is_file():
+        return "cherry-pick"
+    if (git_dir / "REVERT_HEAD").is_file():
+        return "revert"
+    return None
+
+
+def write_json_atomic(path: Path, data: object) -> None:
+    """Temp file, fsync, rename: a reader sees the old file or the new one, never a torn one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "w", encoding="utf-8") as handle:
+        json.dump(data, handle, sort_keys=True)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+
+
+def read_json(path: Path) -> object | None:
+    """The parsed file, or None when it is missing, torn or not JSON."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
