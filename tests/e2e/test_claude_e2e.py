@@ -1,0 +1,282 @@
+"""End-to-end: the real Claude Code CLI (pinned) against a loopback Messages-API stand-in.
+
+One session is driven through: a prompt answered with text, a prompt that makes a Bash tool call,
+a manual ``/compact``, a prompt after the compaction, and a run SIGKILLed (whole process group)
+while its slow tool call (``sh build.sh``, which sleeps 30 s) runs. Claude Code 2.1.332 refuses
+a bare ``sleep 30`` Bash call ("Blocked: standalone sleep") before any hook fires.
+
+- ``test_claude_hook_context_reaches_model`` uses recorder hooks only: it pins down how Claude Code
+  2.1.332 delivers hook context (which path the engine can rely on) and the hook order.
+- ``test_claude_session_through_continuation`` installs our hooks with
+  ``continuation install --runtime claude --scope user`` and checks the engine's view of the session.
+
+Skipped with a reason when node/npm are missing or the pinned CLI cannot be installed. Bounded: every
+subprocess has a timeout and is killed with its process group.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+try:  # tests/e2e may or may not be a package
+    from . import claude_tools as ct
+    from .messages_standin import StandInServer, read_log
+except ImportError:
+    import claude_tools as ct  # type: ignore[no-redef]
+    from messages_standin import StandInServer, read_log  # type: ignore[no-redef]
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+PROMPTS = (
+    "append a line to notes.txt",
+    "append a second line",
+    "/compact",
+    "append a third line",
+    "slow task: wait for the build",
+)
+CHECKPOINT_MARKER = "CONTINUATION CHECKPOINT"
+RUN_TIMEOUT_S = 120
+CLI_TIMEOUT_S = 120
+
+
+@pytest.fixture(scope="module")
+def claude_bin() -> Path:
+    try:
+        return ct.ensure_claude()
+    except ct.ClaudeUnavailable as exc:
+        pytest.skip(f"Claude Code {ct.CLAUDE_VERSION} unavailable: {exc}")
+
+
+@dataclass
+class Step:
+    prompt: str
+    first_request: int  # index into the stand-in log of the first request this run sent
+    end_request: int
+    first_payload: int  # index into the recorder's hook payload log
+    end_payload: int
+    result: dict[str, Any] | None = None
+
+
+@dataclass
+class Session:
+    session_id: str
+    steps: list[Step] = field(default_factory=list)
+    killed_tool_pids: list[int] = field(default_factory=list)
+
+
+def _requests(log: Path) -> list[dict[str, Any]]:
+    return [r for r in read_log(log) if r.get("method") == "POST" and str(r.get("path", "")).startswith("/v1/messages")
+            and "count_tokens" not in str(r.get("path"))]
+
+
+def _body_text(request: dict[str, Any]) -> str:
+    return json.dumps(request.get("body"), ensure_ascii=False)
+
+
+def _is_compaction_request(request: dict[str, Any]) -> bool:
+    return "create a detailed summary of the conversation" in _body_text(request)
+
+
+def drive_session(box: ct.ClaudeSandbox, request_log: Path) -> Session:
+    """Run the five steps on one session; the last one is SIGKILLed mid tool call."""
+    session: Session | None = None
+    for prompt in PROMPTS[:-1]:
+        before_req, before_hooks = len(_requests(request_log)), len(box.hook_payloads())
+        done = box.run(prompt, resume=session.session_id if session else None, timeout=RUN_TIMEOUT_S)
+        assert done.returncode == 0, f"claude -p {prompt!r} failed: {done.stdout[-2000:]} {done.stderr[-2000:]}"
+        result = done.json()
+        assert result.get("is_error") is False, result
+        if session is None:
+            session = Session(session_id=result["session_id"])
+        assert result["session_id"] == session.session_id, "resume must keep the session id"
+        session.steps.append(Step(prompt, before_req, len(_requests(request_log)), before_hooks,
+                                  len(box.hook_payloads()), result))
+
+    assert session is not None
+    before_req, before_hooks = len(_requests(request_log)), len(box.hook_payloads())
+    proc = box.start(PROMPTS[-1], resume=session.session_id)
+    try:
+        def tool_running() -> list[int]:
+            if proc.poll() is not None:
+                out, err = proc.communicate(timeout=30)
+                raise AssertionError(f"claude exited ({proc.returncode}) before its tool call ran: "
+                                     f"{out[-2000:]!r} {err[-2000:]!r}")
+            started = [p for p in box.hook_payloads()[before_hooks:]
+                       if p.get("hook_event_name") == "PreToolUse"
+                       and "build.sh" in json.dumps(p.get("tool_input"))]
+            if not started:
+                return []
+            if not Path("/proc").is_dir():  # no process table to look at: the hook fired, give it a moment
+                return [-1]
+            # All PreToolUse hooks have returned once the tool command itself runs.
+            return [pid for pid in ct.descendants(proc.pid) if ct.cmdline(pid).startswith("sleep 30")]
+
+        session.killed_tool_pids = ct.wait_for(tool_running, timeout=RUN_TIMEOUT_S,
+                                               what="the slow task's build.sh tool call (sleep 30) to start")
+        assert proc.poll() is None, "claude exited before the kill"
+    finally:
+        ct.kill_tree(proc)
+    session.steps.append(Step(PROMPTS[-1], before_req, len(_requests(request_log)), before_hooks,
+                              len(box.hook_payloads())))
+    for pid in session.killed_tool_pids:
+        if pid > 0:
+            assert not Path(f"/proc/{pid}").exists() or "sleep" not in ct.cmdline(pid), "tool process survived"
+    return session
+
+
+def _step_events(box: ct.ClaudeSandbox, step: Step) -> list[str]:
+    return ct.event_names(box.hook_payloads()[step.first_payload:step.end_payload])
+
+
+def test_claude_hook_context_reaches_model(claude_bin: Path, tmp_path: Path) -> None:
+    """Which hook context Claude Code 2.1.332 passes to the model, and in which order hooks fire."""
+    request_log = tmp_path / "requests.jsonl"
+    with StandInServer(request_log) as server:
+        box = ct.ClaudeSandbox(tmp_path, claude_bin, server.base_url)
+        box.init_repo()
+        box.write_settings(markers=True)
+        session = drive_session(box, request_log)
+
+    first, second, compact, third, slow = session.steps
+    requests = _requests(request_log)
+
+    # Hook order per run (the /compact run has no UserPromptSubmit and no Stop: it is not an input).
+    assert _step_events(box, first) == ["SessionStart:startup", "UserPromptSubmit", "Stop", "SessionEnd"]
+    assert _step_events(box, second) == ["SessionStart:resume", "UserPromptSubmit", "PreToolUse:Bash",
+                                         "PostToolUse:Bash", "Stop", "SessionEnd"]
+    assert _step_events(box, compact) == ["SessionStart:resume", "PreCompact:manual", "SessionStart:compact",
+                                          "PostCompact:manual", "SessionEnd"]
+    assert _step_events(box, third) == ["SessionStart:resume", "UserPromptSubmit", "Stop", "SessionEnd"]
+    # SIGKILL mid tool call: PreToolUse fired, no PostToolUse / Stop / SessionEnd ever came.
+    assert _step_events(box, slow) == ["SessionStart:resume", "UserPromptSubmit", "PreToolUse:Bash"]
+    payloads = box.hook_payloads()
+    assert all(p["session_id"] == session.session_id for p in payloads)
+    ups = [p for p in payloads if p["hook_event_name"] == "UserPromptSubmit"]
+    assert [p["prompt"] for p in ups] == [p for p in PROMPTS if p != "/compact"]
+    assert len({p["prompt_id"] for p in ups}) == 4, "each prompt has its own prompt_id"
+
+    # The tool call really ran; the answer to the text prompt wrote nothing.
+    assert (box.repo / "notes.txt").read_text(encoding="utf-8") == "line\n"
+
+    # UserPromptSubmit context reaches the model in the request carrying that prompt.
+    first_request = _body_text(requests[first.first_request])
+    assert "UserPromptSubmit hook additional context: " + ct.UPS_MARKER in first_request
+    assert ct.SS_MARKER.format(source="startup") in first_request
+
+    # The /compact run sends exactly the summarisation request.
+    compact_requests = requests[compact.first_request:compact.end_request]
+    assert len(compact_requests) == 1 and _is_compaction_request(compact_requests[0])
+    compact_marker = ct.SS_MARKER.format(source="compact")
+    assert compact_marker not in _body_text(compact_requests[0])
+
+    # The SessionStart(compact) context reaches the model in the first request after the compaction
+    # (the next run, which resumes from the transcript): the primary path works in 2.1.332.
+    after = _body_text(requests[third.first_request])
+    assert "SessionStart hook additional context: " + compact_marker in after
+    # Contexts given before the compaction are gone from the model's view after it.
+    assert ct.SS_MARKER.format(source="startup") not in after
+    assert after.count(ct.UPS_MARKER) == 1
+
+    # The killed run reached the model (tool_use answer) before the kill.
+    assert slow.end_request - slow.first_request == 1
+
+
+# ---------------------------------------------------------------------------------------------
+# With our hooks installed
+
+
+def _continuation_cmd() -> list[str] | None:
+    exe = shutil.which("continuation", path=str(Path(sys.executable).parent)) or shutil.which("continuation")
+    return [exe] if exe else None
+
+
+def _has_subcommand(cmd: list[str], name: str) -> bool:
+    try:
+        done = subprocess.run(cmd + [name, "--help"], capture_output=True, text=True, timeout=60,
+                              stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0
+
+
+def _cli(cmd: list[str], box: ct.ClaudeSandbox, *args: str) -> ct.RunResult:
+    done = ct.run_bounded(cmd + list(args), cwd=box.repo, env=box.env, timeout=CLI_TIMEOUT_S)
+    assert done.returncode == 0, f"continuation {' '.join(args)} failed: {done.stdout[-2000:]} {done.stderr[-2000:]}"
+    return done
+
+
+def _json_list(text: str, key: str) -> list[dict[str, Any]]:
+    value = json.loads(text)
+    if isinstance(value, dict):
+        value = value.get(key, value.get("items", []))
+    assert isinstance(value, list), text[:2000]
+    return value
+
+
+def test_claude_session_through_continuation(claude_bin: Path, tmp_path: Path) -> None:
+    cmd = _continuation_cmd()
+    if cmd is None:
+        pytest.skip("the `continuation` command is not installed in this environment")
+    missing = [name for name in ("hook", "install", "inputs", "recover", "events") if not _has_subcommand(cmd, name)]
+    if missing:
+        pytest.skip(f"`continuation` lacks subcommands {missing} needed for this test")
+
+    request_log = tmp_path / "requests.jsonl"
+    state_home = tmp_path / "state"
+    with StandInServer(request_log) as server:
+        box = ct.ClaudeSandbox(tmp_path, claude_bin, server.base_url,
+                               extra_env={"CONTINUATION_HOME": str(state_home)})
+        box.init_repo()
+        box.write_settings(markers=False)  # our permissions + a recorder, which install must keep
+        mine = json.loads(box.settings_path.read_text(encoding="utf-8"))
+        _cli(cmd, box, "install", "--runtime", "claude", "--scope", "user")
+        installed = json.loads(box.settings_path.read_text(encoding="utf-8"))
+        assert installed["permissions"] == mine["permissions"]
+        for event, groups in mine["hooks"].items():
+            for group in groups:
+                assert group in installed["hooks"][event], f"install dropped the user's {event} hook"
+        assert "continuation" in json.dumps(installed["hooks"]["SessionStart"]) .replace(
+            json.dumps(mine["hooks"]["SessionStart"]), "")
+
+        session = drive_session(box, request_log)
+        _cli(cmd, box, "recover")
+        inputs = _json_list(_cli(cmd, box, "inputs", "--json").stdout, "inputs")
+        events = _json_list(_cli(cmd, box, "events", "--json").stdout, "events")
+
+    by_text = {str(i.get("text")): i for i in inputs}
+    expected = {
+        "append a line to notes.txt": "handled",
+        "append a second line": "handled",
+        "append a third line": "handled",
+        "slow task: wait for the build": "reconciling",
+    }
+    assert {t: by_text.get(t, {}).get("state") for t in expected} == expected, inputs
+    assert "/compact" not in by_text, "the /compact command is not an input"
+
+    # The compact SessionStart answered with our assembled context (its stdout, kept in the transcript).
+    transcript = box.transcript(session.session_id)
+    compact_out = ct.hook_outputs(transcript, "SessionStart:compact")
+    ours = [o for o in compact_out if CHECKPOINT_MARKER in o]
+    assert ours, f"SessionStart:compact outputs had no checkpoint: {compact_out!r}"
+    answer = json.loads(ours[0])
+    assert answer["hookSpecificOutput"]["hookEventName"] == "SessionStart"
+    assert CHECKPOINT_MARKER in answer["hookSpecificOutput"]["additionalContext"]
+    assert any(e.get("type") == "context_delivered" for e in events), "engine recorded no context delivery"
+
+    # ... and it reached the model in the first request after the compaction.
+    requests = _requests(request_log)
+    third = session.steps[3]
+    after = _body_text(requests[third.first_request])
+    assert CHECKPOINT_MARKER in after
+    path = ("SessionStart(compact)" if "SessionStart hook additional context: " in after
+            and CHECKPOINT_MARKER in after.split("SessionStart hook additional context: ", 1)[1]
+            else "UserPromptSubmit fallback")
+    print(f"context path taken by Claude Code {ct.CLAUDE_VERSION}: {path}")
