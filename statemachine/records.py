@@ -37,6 +37,8 @@ class InputRecord(_Row):
     unknown_calls: list = field(default_factory=list)
     # how the input's turn ended while calls were unknown: "completed" | "aborted" | "crashed"
     cut_by: str | None = None
+    # a settled call was not applied (or must be retried): the input cannot be handled yet
+    work_remains: bool = False
     last_trigger: str | None = None
 
 

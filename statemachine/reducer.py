@@ -23,6 +23,7 @@ from .lifecycle import (
     RECONCILING,
     ROLLED_BACK,
     IllegalTransition,
+    allowed,
     next_state,
 )
 from .records import InputRecord, ToolCallRecord, TurnRecord
@@ -184,8 +185,12 @@ def _tool_started(view, seq, data) -> str:
     return "applied"
 
 
-def _settle_inputs(view, call: ToolCallRecord, seq: int, decided: Callable[[InputRecord], str]):
-    """Release the inputs that ``call`` held in `reconciling` once none of their calls is unknown."""
+def _settle_inputs(view, call: ToolCallRecord, seq: int, *, via: str, leaves_work: bool):
+    """Release the inputs ``call`` held in `reconciling` once none of their calls is unknown.
+
+    The input becomes handled only when its turn had completed and every settled call is known
+    to have done its work; otherwise it is actionable again (pending after a decision,
+    interrupted after a late outcome of a cut turn)."""
     turn = view.get_turn(call.turn_id) if call.turn_id else None
     if turn is None:
         return
@@ -194,10 +199,18 @@ def _settle_inputs(view, call: ToolCallRecord, seq: int, decided: Callable[[Inpu
         if rec is None or rec.state != RECONCILING or call.call_id not in rec.unknown_calls:
             continue
         rec.unknown_calls.remove(call.call_id)
+        rec.work_remains = rec.work_remains or leaves_work
         if rec.unknown_calls:
             view.put_input(rec)
             continue
-        _move(view, rec, decided(rec), seq)
+        done = rec.cut_by == "completed" and not rec.work_remains
+        if done:
+            trigger = "tool_finished_after_turn_completed" if via == "outcome" else "reconciled_turn_completed"
+        elif via == "outcome" and not rec.work_remains:
+            trigger = "tool_finished_after_turn_cut"  # the call is known, its turn was cut
+        else:
+            trigger = "reconciled"  # a decision left work to do
+        _move(view, rec, trigger, seq)
 
 
 def _tool_finished(view, seq, data) -> str:
@@ -219,11 +232,7 @@ def _tool_finished(view, seq, data) -> str:
             turn.open_calls.remove(call_id)
             view.put_turn(turn)
     if was_unknown:
-        _settle_inputs(
-            view, call, seq,
-            lambda rec: "tool_finished_after_turn_completed"
-            if rec.cut_by == "completed" else "tool_finished_after_turn_cut",
-        )
+        _settle_inputs(view, call, seq, via="outcome", leaves_work=False)
     return "applied"
 
 
@@ -293,11 +302,7 @@ def _reconciled(view, seq, data) -> str:
         if turn is not None and call.call_id in turn.open_calls:
             turn.open_calls.remove(call.call_id)
             view.put_turn(turn)
-    _settle_inputs(
-        view, call, seq,
-        lambda rec: "reconciled_turn_completed"
-        if decision == "applied" and rec.cut_by == "completed" else "reconciled",
-    )
+    _settle_inputs(view, call, seq, via="decision", leaves_work=decision != "applied")
     return "applied"
 
 
@@ -307,8 +312,12 @@ def _rolled_back(view, seq, data, history: History | None) -> str:
     if history is None:
         raise ValueError("a rollback needs the event history to replay")
     to_seq = int(data["to_seq"])
-    later_inputs = [r for r in view.all_inputs() if r.admitted_seq > to_seq and r.state != ROLLED_BACK]
-    already = [r for r in view.all_inputs() if r.admitted_seq > to_seq and r.state == ROLLED_BACK]
+    if not 0 <= to_seq < seq:
+        raise IllegalTransition(f"seq {seq}", f"rolled_back to {to_seq}")
+    later = [r for r in view.all_inputs() if r.admitted_seq > to_seq]
+    # superseded and already rolled-back inputs stay as they are (both are terminal)
+    later_inputs = [r for r in later if allowed(r.state, "rolled_back")]
+    already = [r for r in later if not allowed(r.state, "rolled_back")]
     later_calls = [c for c in view.all_calls() if c.started_seq > to_seq]
     view.reset()
     for event in history(to_seq):

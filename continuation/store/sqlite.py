@@ -58,13 +58,13 @@ class Appended:
         return f"Appended({self.thread_key!r}, seq={self.seq}, outcome={self.outcome!r})"
 
 
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+_UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")  # no dots: git refs refuse ".." and ".lock"
 
 
 def thread_key_for(runtime: str, session_id: str) -> str:
     """A key safe in file names and git ref names, stable for (runtime, session id)."""
     raw = f"{runtime}-{session_id}"
-    safe = _UNSAFE.sub("_", raw).strip("._-")[:80] or "thread"
+    safe = _UNSAFE.sub("_", raw).strip("_-")[:80] or "thread"
     if safe != raw:
         safe = f"{safe}-{hashlib.sha256(raw.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
     return safe
@@ -73,6 +73,13 @@ def thread_key_for(runtime: str, session_id: str) -> str:
 def _dumps(data) -> str:
     # surrogatepass-safe: lone surrogates from a runtime are escaped by json (ensure_ascii)
     return json.dumps(data, ensure_ascii=True, separators=(",", ":"))
+
+
+def _sql_text(text) -> str:
+    """SQLite text must be valid UTF-8: lone surrogates become U+FFFD in derived columns (the
+    event row keeps the exact text, JSON-escaped)."""
+    text = text if isinstance(text, str) else str(text)
+    return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
 
 
 class SqliteStore:
@@ -262,7 +269,7 @@ class SqliteStore:
         """Derived tables outside the input lifecycle (claims, per-thread facts)."""
         if etype == ev.ASSISTANT_CLAIM:
             c.execute("INSERT INTO claims (thread_key, seq, turn_id, text) VALUES (?,?,?,?)",
-                      (key, seq, data.get("turn_id"), data.get("text", "")))
+                      (key, seq, data.get("turn_id"), _sql_text(data.get("text", ""))))
         elif etype == ev.BOUNDARY:
             c.execute("UPDATE threads SET needs_context=1 WHERE thread_key=?", (key,))
         elif etype == ev.CONTEXT_DELIVERED:

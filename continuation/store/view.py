@@ -12,7 +12,7 @@ from statemachine.records import InputRecord, ToolCallRecord, TurnRecord
 
 
 def _dumps(row: dict) -> str:
-    return json.dumps(row, ensure_ascii=False, separators=(",", ":"))
+    return json.dumps(row, ensure_ascii=True, separators=(",", ":"))  # lone surrogates survive
 
 
 class SqlStateView:

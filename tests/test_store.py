@@ -1,0 +1,122 @@
+"""The SQLite store: durability settings, versioning, exactly-once, derived tables."""
+from __future__ import annotations
+
+import os
+import sqlite3
+import stat
+import sys
+
+import pytest
+
+from continuation.store import IllegalFact, SqliteStore, StoreError, StoreVersionError, UnknownThread
+from continuation.store.schema import SCHEMA_VERSION
+
+
+@pytest.fixture
+def store(tmp_path):
+    s = SqliteStore(tmp_path / "home" / "store.sqlite3")
+    yield s
+    s.close()
+
+
+def test_store_settings_and_private_files(store):
+    assert store.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert store.conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+    assert store.schema_version == SCHEMA_VERSION
+    if sys.platform != "win32":
+        assert stat.S_IMODE(store.path.stat().st_mode) == 0o600
+        assert stat.S_IMODE(store.path.parent.stat().st_mode) == 0o700
+
+
+def test_newer_schema_is_a_clear_error(tmp_path):
+    path = tmp_path / "s.sqlite3"
+    SqliteStore(path).close()
+    conn = sqlite3.connect(path)
+    conn.execute(f"PRAGMA user_version={SCHEMA_VERSION + 1}")
+    conn.close()
+    with pytest.raises(StoreVersionError, match="newer"):
+        SqliteStore(path)
+
+
+def test_garbage_file_is_a_store_error(tmp_path):
+    path = tmp_path / "s.sqlite3"
+    path.write_bytes(b"this is not a database" * 100)
+    with pytest.raises(StoreError, match="doctor"):
+        SqliteStore(path)
+
+
+def test_older_schema_is_migrated_forward(tmp_path, monkeypatch):
+    from continuation.store import schema
+
+    path = tmp_path / "s.sqlite3"
+    SqliteStore(path).close()  # a version-1 database
+    monkeypatch.setattr(schema, "MIGRATIONS", schema.MIGRATIONS + [
+        "CREATE TABLE future_things (x INTEGER)"])
+    monkeypatch.setattr("continuation.store.sqlite.MIGRATIONS", schema.MIGRATIONS)
+    monkeypatch.setattr("continuation.store.sqlite.SCHEMA_VERSION", SCHEMA_VERSION + 1)
+    s = SqliteStore(path)
+    assert s.schema_version == SCHEMA_VERSION + 1
+    s.conn.execute("SELECT * FROM future_things")
+    s.close()
+
+
+def test_duplicates_and_illegal_facts_are_not_written(store):
+    key = store.ensure_thread("claude", "s1", workspace_root="/w")
+    assert store.append(key, "input_admitted", {"input_id": "p1", "text": "x", "turn_id": "p1"},
+                        source="t").seq == 1
+    dup = store.append(key, "input_admitted", {"input_id": "p1", "text": "x", "turn_id": "p1"},
+                       source="t")
+    assert dup.seq is None and dup.outcome == "duplicate"
+    with pytest.raises(IllegalFact):
+        store.append(key, "reconciled", {"call_id": "nope", "decision": "applied"}, source="t")
+    assert [e["seq"] for e in store.events(key)] == [1]
+    assert store.thread(key)["last_seq"] == 1
+
+
+def test_threads_are_keyed_by_runtime_and_session(store):
+    a = store.ensure_thread("codex", "same", workspace_root="/repo")
+    b = store.ensure_thread("claude", "same", workspace_root="/repo")
+    assert a != b
+    store.append(a, "input_admitted", {"input_id": "x", "text": "t", "turn_id": "1"}, source="t")
+    assert store.inputs(b) == []
+    assert store.ensure_thread("codex", "same") == a
+    with pytest.raises(UnknownThread):
+        store.thread("nothing-like-this")
+    with pytest.raises(UnknownThread, match="matches 2"):
+        store.thread("sam")  # a prefix of both session ids
+    assert store.thread("codex")["thread_key"] == a
+
+
+def test_thread_keys_are_safe_for_refs_and_files(store):
+    key = store.ensure_thread("codex", "../../etc/passwd weird:name")
+    assert "/" not in key and " " not in key and ":" not in key and ".." not in key
+
+
+def test_rebuild_rederives_the_same_tables(store):
+    key = store.ensure_thread("codex", "s")
+    store.append(key, "input_admitted", {"input_id": "a", "text": "x", "turn_id": "t"}, source="t")
+    store.append(key, "tool_started", {"call_id": "c", "turn_id": "t"}, source="t")
+    store.append(key, "turn_completed", {"turn_id": "t"}, source="t")
+    before = store.derived_state(key).snapshot()
+    store.conn.execute("DELETE FROM inputs")
+    store.rebuild(key)
+    assert store.derived_state(key).snapshot() == before
+    assert before["inputs"]["a"]["state"] == "reconciling"
+
+
+def test_claims_are_stored_apart_from_facts(store):
+    key = store.ensure_thread("codex", "s")
+    store.append(key, "input_admitted", {"input_id": "a", "text": "x", "turn_id": "t"}, source="t")
+    store.append(key, "assistant_claim", {"text": "all done", "turn_id": "t"}, source="t")
+    assert store.claims(key) == [{"seq": 2, "turn_id": "t", "text": "all done"}]
+    kinds = {e["type"]: e["kind"] for e in store.events(key)}
+    assert kinds == {"input_admitted": "input", "assistant_claim": "claim"}
+    assert store.inputs(key)[0].state == "pending"
+
+
+def test_binary_and_surrogate_text_round_trips(store):
+    key = store.ensure_thread("codex", "s")
+    text = "nul\x00 emoji 😀 lone \udcff end"
+    store.append(key, "input_admitted", {"input_id": "a", "text": text, "turn_id": "t"}, source="t")
+    assert store.events(key)[0]["data"]["text"] == text
+    assert store.inputs(key)[0].text == text
