@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Real Codex CLI 0.171.0 end-to-end test, from the shell.
+#
+# Installs @openai/codex@0.171.0 into ~/.cache/continuation-e2e (or $CONTINUATION_E2E_CACHE)
+# when absent, serves the scripted Responses-API stand-in on 127.0.0.1, installs our hooks
+# into a temporary CODEX_HOME, runs `codex exec` then `codex exec resume --last` with a low
+# model_auto_compact_token_limit (a real auto-compaction), and checks the engine's input
+# states and that the first request after the compaction carries the continuation checkpoint.
+# Same code as tests/e2e/test_codex_e2e.py; prints a summary of the run at the end.
+#
+# Usage: scripts/e2e_codex.sh [extra pytest args]      (PYTHON=... to choose the interpreter)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON="${PYTHON:-}"
+if [[ -z "$PYTHON" ]]; then
+  if [[ -x /tmp/venv/bin/python ]]; then PYTHON=/tmp/venv/bin/python; else PYTHON=python3; fi
+fi
+report_dir="$(mktemp -d "${TMPDIR:-/tmp}/continuation-e2e-codex.XXXXXX")"
+status=0
+start=$(date +%s)
+CONTINUATION_E2E_REPORT_DIR="$report_dir" timeout 900 "$PYTHON" -m pytest -m e2e -v -rs \
+  tests/e2e/test_codex_e2e.py "$@" || status=$?
+end=$(date +%s)
+report="$report_dir/codex-e2e-report.json"
+if [[ -f "$report" ]]; then
+  "$PYTHON" - "$report" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1], encoding="utf-8"))
+print("\n== Codex e2e summary ==")
+print("codex:", r["codex"])
+for run in r["runs"]:
+    print(f"  {run['label']}: exit={run['exit']} {run['seconds']}s hooks={' > '.join(run['hook_events'])}")
+events = r.get("events", {}).get("events", []) if isinstance(r.get("events"), dict) else []
+print("  engine events:", " > ".join(e["type"] + (f"({e['data'].get('source')})" if e["type"] == "session_started" else "") for e in events))
+print("  requests:", " ".join(q["kind"] + ("*" if q["capsule_items"] else "") for q in r["requests"]), "(* = carries the checkpoint)")
+print("  checkpoint in first request after compaction:", r["marker_in_request_after_compaction"])
+inputs = r.get("inputs", {}).get("inputs", []) if isinstance(r.get("inputs"), dict) else []
+for i in inputs:
+    print(f"  input {i['state']:>11}: {i['text']}")
+print("  scenario seconds:", r["seconds"])
+print("  report:", sys.argv[1])
+PY
+fi
+echo "total wall time: $((end - start)) s"
+exit "$status"

@@ -1,0 +1,315 @@
+"""Drive the real Codex CLI 0.171.0 offline, through an auto-compaction, with our hooks.
+
+Used by ``test_codex_e2e.py`` and, run as a script, by ``scripts/e2e_codex.sh``.
+
+The scenario (:func:`run_compaction_scenario`):
+
+1. a temporary ``CODEX_HOME`` whose ``config.toml`` points a ``model_providers``
+   entry (``wire_api = "responses"``) at the scripted stand-in on 127.0.0.1,
+   a temporary git repository, a temporary ``CONTINUATION_HOME``;
+2. our hooks installed with :func:`continuation.install.install` (user scope,
+   i.e. ``$CODEX_HOME/hooks.json``), and their trust hashes checked against
+   ``codex app-server`` ``hooks/list``;
+3. ``codex exec "<prompt 1>"``: one ``exec_command`` tool call, then an answer;
+4. ``codex exec -c model_auto_compact_token_limit=1400 resume --last "<prompt 2>"``:
+   the stand-in reported 1500 input tokens per response, so Codex compacts
+   before the turn (a real local compaction: the stand-in answers the
+   compaction request with a summary), then runs prompt 2 (tool call, answer);
+5. the stand-in's request log, the hook events Codex printed, and the engine's
+   view (``continuation inputs --json``) are collected into a report.
+
+Hooks run with ``--dangerously-bypass-hook-trust`` (untrusted hooks are silently
+skipped by 0.171.0; see ``continuation/install/codex.py``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+if str(HERE) not in sys.path:  # sibling helpers import as top-level modules (no package here)
+    sys.path.insert(0, str(HERE))
+
+from bounded import Finished, run_bounded  # noqa: E402
+from npm_tools import ToolUnavailable, ensure_npm_cli  # noqa: E402
+from responses_standin import ResponsesStandin, ScriptedModel  # noqa: E402
+
+CODEX_PACKAGE = "@openai/codex"
+CODEX_VERSION = "0.171.0"
+CODEX_TIMEOUT_S = 120
+COMPACT_LIMIT = 1400
+PROMPT_1 = "append a line to notes.txt: `echo line >> notes.txt`"
+PROMPT_2 = "append a second line: `echo second >> notes.txt`"
+CAPSULE_MARKER = "CONTINUATION-CHECKPOINT"  # capsule/render.py MARKER; the begin line is <<<MARKER nonce BEGIN>>>
+_HOOK_LINE = re.compile(r"^hook: (\w+)$", re.MULTILINE)
+
+
+def ensure_codex() -> Path:
+    return ensure_npm_cli(CODEX_PACKAGE, CODEX_VERSION, "codex")
+
+
+def default_launcher() -> list[str]:
+    """The ``continuation`` script of this interpreter's environment, else ``python -m continuation``."""
+    beside = Path(sys.executable).with_name("continuation.exe" if os.name == "nt" else "continuation")
+    if beside.exists():
+        return [str(beside)]
+    found = shutil.which("continuation")
+    return [found] if found else [sys.executable, "-m", "continuation"]
+
+
+@dataclass
+class CodexRun:
+    label: str
+    finished: Finished
+    hook_events: list[str]  # "hook: <Event>" lines Codex printed, in order
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "label": self.label,
+            "exit": self.finished.returncode,
+            "seconds": round(self.finished.seconds, 2),
+            "hook_events": self.hook_events,
+        }
+
+
+@dataclass
+class CodexSandbox:
+    root: Path
+    codex: Path
+    launcher: list[str]
+    codex_home: Path = field(init=False)
+    project: Path = field(init=False)
+    state: Path = field(init=False)
+    request_log: Path = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.codex_home = self.root / "codex-home"
+        self.project = self.root / "project"
+        self.state = self.root / "continuation-state"
+        self.request_log = self.root / "requests.jsonl"
+        for folder in (self.codex_home, self.project, self.state, self.root / "home"):
+            folder.mkdir(parents=True, exist_ok=True)
+        git = shutil.which("git") or "git"
+        for args in (["init", "-q"], ["config", "user.email", "e2e@example.invalid"], ["config", "user.name", "e2e"],
+                     ["commit", "-q", "--allow-empty", "-m", "init"]):
+            done = run_bounded([git, *args], timeout=30, cwd=self.project, env=self.env())
+            if done.returncode != 0:
+                raise RuntimeError(f"git {' '.join(args)} failed: {done.tail()}")
+
+    def env(self) -> dict[str, str]:
+        """A closed environment: nothing from the real HOME, CODEX_HOME or API keys leaks in."""
+        keep = ("PATH", "LANG", "LC_ALL", "TMPDIR", "SYSTEMROOT", "COMSPEC", "PATHEXT")
+        env = {k: os.environ[k] for k in keep if k in os.environ}
+        env.update(
+            HOME=str(self.root / "home"),
+            USERPROFILE=str(self.root / "home"),
+            CODEX_HOME=str(self.codex_home),
+            CONTINUATION_HOME=str(self.state),
+            STANDIN_API_KEY="sk-standin",
+            NO_COLOR="1",
+        )
+        return env
+
+    def write_config(self, base_url: str) -> None:
+        (self.codex_home / "config.toml").write_text(
+            "\n".join(
+                [
+                    'model = "mock-model"',
+                    'model_provider = "standin"',
+                    "",
+                    "[model_providers.standin]",
+                    'name = "standin"',
+                    f'base_url = "{base_url}"',
+                    'wire_api = "responses"',
+                    'env_key = "STANDIN_API_KEY"',
+                    "request_max_retries = 0",
+                    "stream_max_retries = 0",
+                    "",
+                ]
+            ),
+            encoding="utf-8",
+        )
+
+    def install_hooks(self):
+        from continuation.install import install
+
+        return install(
+            "codex", "user", project_dir=self.project, home=self.root / "home", state_home=self.state,
+            command=self.launcher, env={"CODEX_HOME": str(self.codex_home)},
+        )
+
+    def run_codex(self, label: str, args: list[str], timeout: float = CODEX_TIMEOUT_S) -> CodexRun:
+        done = run_bounded([self.codex, *args], timeout=timeout, cwd=self.project, env=self.env())
+        return CodexRun(label, done, _HOOK_LINE.findall(done.stderr + "\n" + done.stdout))
+
+    def exec_args(self, *extra: str) -> list[str]:
+        return ["exec", "--dangerously-bypass-hook-trust", "--dangerously-bypass-approvals-and-sandbox",
+                "--skip-git-repo-check", *extra]
+
+    def continuation(self, *args: str, timeout: float = 60) -> Finished:
+        return run_bounded([*self.launcher, *args], timeout=timeout, cwd=self.project, env=self.env())
+
+    def hooks_list(self, timeout: float = 30) -> list[dict[str, Any]]:
+        """``hooks/list`` from ``codex app-server``: key, currentHash and trustStatus per hook."""
+        messages = [
+            {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"clientInfo": {"name": "e2e", "version": "0"}}},
+            {"jsonrpc": "2.0", "method": "initialized"},
+            {"jsonrpc": "2.0", "id": 2, "method": "hooks/list", "params": {"cwds": [str(self.project)]}},
+        ]
+        return _app_server_hooks(self.codex, messages, self.env(), self.project, timeout)
+
+
+def _app_server_hooks(codex: Path, messages: list[dict], env: dict, cwd: Path, timeout: float) -> list[dict]:
+    import subprocess
+    import threading
+
+    kwargs: dict = {"start_new_session": True} if os.name != "nt" else {}
+    proc = subprocess.Popen([str(codex), "app-server"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, cwd=cwd, env=env, text=True, encoding="utf-8", **kwargs)
+    timer = threading.Timer(timeout, proc.kill)
+    timer.start()
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        for message in messages:
+            proc.stdin.write(json.dumps(message) + "\n")
+            proc.stdin.flush()
+        for line in proc.stdout:
+            try:
+                reply = json.loads(line)
+            except ValueError:
+                continue
+            if reply.get("id") == 2:
+                if "error" in reply:
+                    raise RuntimeError(f"hooks/list failed: {reply['error']}")
+                return [hook for entry in reply["result"]["data"] for hook in entry["hooks"]]
+        raise RuntimeError("codex app-server ended without answering hooks/list")
+    finally:
+        timer.cancel()
+        proc.kill()
+        proc.wait(timeout=10)
+
+
+def _request_text(record: dict[str, Any]) -> str:
+    return json.dumps(record.get("body", {}), ensure_ascii=False)
+
+
+def _items_with(record: dict[str, Any], needle: str) -> list[dict[str, Any]]:
+    found = []
+    for item in record.get("body", {}).get("input") or []:
+        text = json.dumps(item, ensure_ascii=False)
+        if needle in text:
+            found.append({"type": item.get("type"), "role": item.get("role"), "chars": len(text)})
+    return found
+
+
+def run_compaction_scenario(root: Path, *, codex: Path | None = None, launcher: list[str] | None = None) -> dict:
+    """Run the scenario under ``root``; return a JSON-able report (see the module docstring)."""
+    started = time.monotonic()
+    codex = codex or ensure_codex()
+    sandbox = CodexSandbox(root, codex, launcher or default_launcher())
+    report: dict[str, Any] = {"codex": str(codex), "codex_version": CODEX_VERSION, "root": str(root)}
+    model = ScriptedModel(tokens_before_compaction=1500, tokens_after_compaction=200)
+    with ResponsesStandin(sandbox.request_log, model) as standin:
+        sandbox.write_config(standin.base_url)
+        installed = sandbox.install_hooks()
+        report["install"] = {"path": str(installed.path), "outcome": installed.outcome,
+                             "hook_command": installed.hook_command}
+        try:
+            listed = sandbox.hooks_list()
+        except (RuntimeError, OSError) as exc:
+            listed = []
+            report["hooks_list_error"] = str(exc)
+        from continuation.install import status
+
+        st = status("codex", "user", project_dir=sandbox.project, home=root / "home", state_home=sandbox.state,
+                    env={"CODEX_HOME": str(sandbox.codex_home)})
+        report["install_status"] = {"installed": st["installed"], "events": st["events"], "trust": st["trust"]["hooks"]}
+        report["hooks_list"] = [
+            {"key": h["key"], "event": h["eventName"], "trust": h["trustStatus"], "currentHash": h["currentHash"],
+             "command": h["command"], "timeoutSec": h["timeoutSec"]}
+            for h in listed
+        ]
+        run1 = sandbox.run_codex("exec", sandbox.exec_args(PROMPT_1))
+        inputs_after_run1 = sandbox.continuation("inputs", "--json")
+        run2 = sandbox.run_codex(
+            "exec resume (auto-compaction)",
+            sandbox.exec_args("-c", f"model_auto_compact_token_limit={COMPACT_LIMIT}", "resume", "--last", PROMPT_2),
+        )
+        requests = standin.requests()
+    inputs = sandbox.continuation("inputs", "--json")
+    status_out = sandbox.continuation("status", "--json")
+    events_out = sandbox.continuation("events", "--json")
+
+    posts = [r for r in requests if r.get("method") == "POST"]
+    compaction_at = next((i for i, r in enumerate(posts) if r.get("kind") == "compaction"), None)
+    after = posts[compaction_at + 1] if compaction_at is not None and compaction_at + 1 < len(posts) else None
+    report.update(
+        runs=[run1.summary(), run2.summary()],
+        run_output={"exec": run1.finished.tail(3000), "resume": run2.finished.tail(3000)},
+        requests=[{"seq": r["seq"], "kind": r.get("kind"), "input_items": len((r.get("body") or {}).get("input") or []),
+                   "reply": [i.get("type") for i in r.get("reply", [])],
+                   "capsule_items": _items_with(r, CAPSULE_MARKER)} for r in posts],
+        compaction_request_index=compaction_at,
+        marker_in_request_after_compaction=bool(after and CAPSULE_MARKER in _request_text(after)),
+        marker_items_after_compaction=_items_with(after, CAPSULE_MARKER) if after else [],
+        marker_in_requests_before_compaction=any(
+            CAPSULE_MARKER in _request_text(r) for r in posts[: compaction_at or 0]
+        ),
+        notes_txt=(sandbox.project / "notes.txt").read_text(encoding="utf-8")
+        if (sandbox.project / "notes.txt").exists() else None,
+        inputs_after_run1=_json_or_text(inputs_after_run1),
+        inputs=_json_or_text(inputs),
+        engine_status=_json_or_text(status_out),
+        events=_json_or_text(events_out),
+        hook_errors_log=_read(sandbox.state / "logs" / "hooks.log"),
+        seconds=round(time.monotonic() - started, 2),
+    )
+    return report
+
+
+def _json_or_text(done: Finished) -> Any:
+    try:
+        return json.loads(done.stdout)
+    except ValueError:
+        return {"exit": done.returncode, "stdout": done.stdout[-2000:], "stderr": done.stderr[-2000:]}
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")[-4000:]
+    except FileNotFoundError:
+        return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+    import tempfile
+
+    parser = argparse.ArgumentParser(description="Real Codex CLI e2e: exec, resume with auto-compaction")
+    parser.add_argument("--root", type=Path, help="work folder (default: a new temp folder, kept)")
+    parser.add_argument("--report", type=Path, help="write the JSON report here too")
+    args = parser.parse_args(argv)
+    try:
+        codex = ensure_codex()
+    except ToolUnavailable as exc:
+        print(f"SKIP: {exc}")
+        return 0
+    root = args.root or Path(tempfile.mkdtemp(prefix="continuation-e2e-codex-"))
+    report = run_compaction_scenario(root, codex=codex)
+    text = json.dumps(report, indent=2, ensure_ascii=False)
+    if args.report:
+        args.report.write_text(text, encoding="utf-8")
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,141 @@
+"""The real Codex CLI 0.171.0, offline, through a real auto-compaction, with our hooks.
+
+One scenario run (``codex_harness.run_compaction_scenario``, ~3-10 s once the
+CLI is cached) feeds all tests below: ``codex exec`` (a tool call, an answer),
+then ``codex exec resume --last`` with ``model_auto_compact_token_limit=1400``
+so Codex compacts before the second turn. Skipped with the reason when node/npm
+is missing or the npm install fails.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import codex_harness as ch  # noqa: E402
+from npm_tools import ToolUnavailable  # noqa: E402
+
+pytestmark = pytest.mark.e2e
+
+BEGIN_LINE = re.compile(r"<<<" + re.escape(ch.CAPSULE_MARKER) + r" [0-9a-f]+ BEGIN>>>")
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    try:
+        codex = ch.ensure_codex()
+    except ToolUnavailable as exc:
+        pytest.skip(f"real Codex CLI unavailable: {exc}")
+    root = tmp_path_factory.mktemp("codex-e2e")
+    result = ch.run_compaction_scenario(root, codex=codex)
+    text = json.dumps(result, indent=2, ensure_ascii=False)
+    (root / "report.json").write_text(text, encoding="utf-8")
+    copy_to = os.environ.get("CONTINUATION_E2E_REPORT_DIR")
+    if copy_to:  # scripts/e2e_codex.sh prints a summary from here
+        Path(copy_to).mkdir(parents=True, exist_ok=True)
+        (Path(copy_to) / "codex-e2e-report.json").write_text(text, encoding="utf-8")
+    return result
+
+
+def _events(report: dict) -> list[dict]:
+    events = report["events"]
+    assert isinstance(events, dict) and "events" in events, f"continuation events --json failed: {events}"
+    return events["events"]
+
+
+def test_both_codex_runs_finish(report: dict) -> None:
+    for run in report["runs"]:
+        assert run["exit"] == 0, report["run_output"]
+    # Each command ran exactly once: nothing was repeated after the compaction.
+    assert report["notes_txt"] == "line\nsecond\n"
+
+
+def test_installer_hooks_are_the_ones_codex_lists_with_matching_trust_hashes(report: dict) -> None:
+    assert report["install"]["outcome"] == "installed"
+    assert report["install_status"]["installed"] is True
+    listed = report["hooks_list"]
+    assert "hooks_list_error" not in report
+    assert {h["command"] for h in listed} == {report["install"]["hook_command"]}
+    events = {h["event"] for h in listed}
+    assert events == {"sessionStart", "userPromptSubmit", "preToolUse", "postToolUse", "preCompact",
+                      "postCompact", "stop", "sessionEnd"}
+    # Our trust computation agrees with Codex: both say untrusted (no trust written) ...
+    assert {h["trust"] for h in listed} == {"untrusted"}
+    assert set(report["install_status"]["trust"].values()) == {"untrusted"}
+    # ... and our hash is Codex's currentHash for every hook.
+    from continuation.install.codex import codex_hook_hash
+
+    hooks_json = json.loads(Path(report["install"]["path"]).read_text(encoding="utf-8"))["hooks"]
+    for hook in listed:
+        event = hook["event"][0].upper() + hook["event"][1:]
+        group_index, handler_index = (int(x) for x in hook["key"].rsplit(":", 2)[1:])
+        group = hooks_json[event][group_index]
+        assert codex_hook_hash(event, group.get("matcher"), group["hooks"][handler_index]) == hook["currentHash"]
+
+
+def test_hook_events_fire_in_the_documented_order(report: dict) -> None:
+    first, second = report["runs"]
+    assert first["hook_events"][:5] == ["SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop"]
+    # Pre-turn auto-compaction on resume: compaction hooks first, then SessionStart
+    # (resume, then compact), then the prompt.
+    assert second["hook_events"][:5] == ["PreCompact", "PostCompact", "SessionStart", "SessionStart",
+                                         "UserPromptSubmit"]
+    starts = [e["data"].get("source") for e in _events(report) if e["type"] == "session_started"]
+    assert starts == ["startup", "resume", "compact"]
+
+
+def test_exactly_one_real_compaction_happened(report: dict) -> None:
+    kinds = [r["kind"] for r in report["requests"]]
+    assert kinds.count("compaction") == 1, kinds
+    assert report["compaction_request_index"] is not None
+
+
+def test_no_hook_error_was_logged(report: dict) -> None:
+    assert report["hook_errors_log"] is None, report["hook_errors_log"]
+
+
+def test_engine_input_states(report: dict) -> None:
+    inputs = report["inputs"]
+    assert isinstance(inputs, dict) and "inputs" in inputs, f"continuation inputs --json failed: {inputs}"
+    states = {i["text"]: i["state"] for i in inputs["inputs"]}
+    assert states == {ch.PROMPT_1: "handled", ch.PROMPT_2: "handled"}
+    after_first = {i["text"]: i["state"] for i in report["inputs_after_run1"]["inputs"]}
+    assert after_first == {ch.PROMPT_1: "handled"}
+
+
+def test_the_request_after_compaction_carries_our_context(report: dict) -> None:
+    assert report["marker_in_request_after_compaction"], (
+        "the first model request after the compaction does not contain the continuation checkpoint; "
+        f"requests: {report['requests']}; hook errors: {report['hook_errors_log']}"
+    )
+    items = report["marker_items_after_compaction"]
+    assert any(i["role"] == "developer" for i in items), items
+    assert not report["marker_in_requests_before_compaction"]
+
+
+def test_checkpoint_block_is_well_formed_in_the_request(report: dict) -> None:
+    log = Path(report["root"]) / "requests.jsonl"
+    posts = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+    posts = [r for r in posts if r.get("method") == "POST"]
+    after = posts[report["compaction_request_index"] + 1]
+    text = "\n".join(
+        part.get("text", "")
+        for item in after["body"]["input"]
+        if item.get("type") == "message"
+        for part in item.get("content", [])
+        if isinstance(part, dict)
+    )
+    begins = BEGIN_LINE.findall(text)
+    assert begins, "no <<<CONTINUATION-CHECKPOINT <nonce> BEGIN>>> line in the post-compaction request"
+    nonce = begins[0].split()[1]
+    assert f"<<<{ch.CAPSULE_MARKER} {nonce} END>>>" in text
+    # The still-relevant user inputs are in the block, with their states.
+    block = text[text.index(begins[0]) : text.index(f"{nonce} END>>>")]
+    assert "append a line to notes.txt" in block
