@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from statemachine import events as ev
+
+from .. import faults
 from statemachine.lifecycle import IllegalTransition
 from statemachine.reducer import ThreadState, apply, fold
 from statemachine.records import InputRecord, ToolCallRecord, TurnRecord
@@ -222,6 +224,8 @@ class SqliteStore:
             result = self._append_in(c, thread_key, etype, data, source, ts)
             if session is not None:
                 self._heartbeat_in(c, thread_key, session, ts or time.time())
+            faults.point("event.before_commit")
+        faults.point("event.after_commit")
         return result
 
     def append_many(self, thread_key: str, items: Iterable[tuple[str, dict]], *, source: str,

@@ -1,0 +1,25 @@
+"""Named persistence points where the fault-injection harness can kill the process.
+
+``CONTINUATION_FAULT=<point>`` makes the process SIGKILL itself when it reaches that point (the
+harness in tests/ runs a scripted session once per point). Unset, a point costs one dict lookup.
+"""
+from __future__ import annotations
+
+import os
+import signal
+
+POINTS = (
+    "event.before_commit",
+    "event.after_commit",
+    "capsule.mid_write",
+    "capsule.before_rename",
+    "capsule.before_dir_fsync",
+    "checkpoint.before_commit",
+    "snapshot.mid",
+)
+
+
+def point(name: str) -> None:
+    if os.environ.get("CONTINUATION_FAULT") == name:
+        kill = getattr(signal, "SIGKILL", signal.SIGTERM)  # Windows has no SIGKILL
+        os.kill(os.getpid(), kill)
