@@ -17,6 +17,7 @@ subprocess has a timeout and is killed with its process group.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -198,13 +199,17 @@ def _continuation_cmd() -> list[str] | None:
     return [exe] if exe else None
 
 
-def _has_subcommand(cmd: list[str], name: str) -> bool:
+def _subcommands(cmd: list[str]) -> set[str]:
+    """The subcommands ``continuation --help`` lists (``hook`` takes no --help of its own)."""
     try:
-        done = subprocess.run(cmd + [name, "--help"], capture_output=True, text=True, timeout=60,
+        done = subprocess.run(cmd + ["--help"], capture_output=True, text=True, timeout=60,
                               stdin=subprocess.DEVNULL)
     except (OSError, subprocess.TimeoutExpired):
-        return False
-    return done.returncode == 0
+        return set()
+    names = set(re.findall(r"^ {4}([a-z][a-z0-9_-]*)\b", done.stdout, flags=re.MULTILINE))
+    for group in re.findall(r"\{([a-z0-9_,-]+)\}", done.stdout):
+        names.update(group.split(","))
+    return names
 
 
 def _cli(cmd: list[str], box: ct.ClaudeSandbox, *args: str) -> ct.RunResult:
@@ -221,13 +226,31 @@ def _json_list(text: str, key: str) -> list[dict[str, Any]]:
     return value
 
 
+def _install_hooks(cmd: list[str], box: ct.ClaudeSandbox, state_home: Path, can_install_cli: bool) -> None:
+    """``continuation install --runtime claude --scope user`` into the temporary HOME (or, while the
+    CLI subcommand is not wired yet, the same installer through its Python API)."""
+    if can_install_cli:
+        _cli(cmd, box, "install", "--runtime", "claude", "--scope", "user")
+        return
+    from continuation.install import install
+
+    install("claude", "user", project_dir=box.repo, home=box.home, state_home=state_home, command=cmd,
+            env=box.env)
+
+
 def test_claude_session_through_continuation(claude_bin: Path, tmp_path: Path) -> None:
     cmd = _continuation_cmd()
     if cmd is None:
         pytest.skip("the `continuation` command is not installed in this environment")
-    missing = [name for name in ("hook", "install", "inputs", "recover", "events") if not _has_subcommand(cmd, name)]
-    if missing:
-        pytest.skip(f"`continuation` lacks subcommands {missing} needed for this test")
+    available = _subcommands(cmd)
+    required = [name for name in ("hook", "inputs", "events") if name not in available]
+    if required:
+        pytest.skip(f"`continuation` lacks subcommands {required} needed for this test")
+    can_install_cli = "install" in available
+    can_recover = "recover" in available
+    not_checked = []
+    if not can_install_cli:
+        not_checked.append("`continuation install` CLI (hooks installed through continuation.install.install)")
 
     request_log = tmp_path / "requests.jsonl"
     state_home = tmp_path / "state"
@@ -237,46 +260,60 @@ def test_claude_session_through_continuation(claude_bin: Path, tmp_path: Path) -
         box.init_repo()
         box.write_settings(markers=False)  # our permissions + a recorder, which install must keep
         mine = json.loads(box.settings_path.read_text(encoding="utf-8"))
-        _cli(cmd, box, "install", "--runtime", "claude", "--scope", "user")
+        _install_hooks(cmd, box, state_home, can_install_cli)
         installed = json.loads(box.settings_path.read_text(encoding="utf-8"))
         assert installed["permissions"] == mine["permissions"]
         for event, groups in mine["hooks"].items():
             for group in groups:
                 assert group in installed["hooks"][event], f"install dropped the user's {event} hook"
-        assert "continuation" in json.dumps(installed["hooks"]["SessionStart"]) .replace(
-            json.dumps(mine["hooks"]["SessionStart"]), "")
+            ours = [g for g in installed["hooks"][event] if g not in groups]
+            assert "hook --runtime claude" in json.dumps(ours), f"no continuation hook for {event}"
 
         session = drive_session(box, request_log)
-        _cli(cmd, box, "recover")
-        inputs = _json_list(_cli(cmd, box, "inputs", "--json").stdout, "inputs")
-        events = _json_list(_cli(cmd, box, "events", "--json").stdout, "events")
+        if can_recover:
+            _cli(cmd, box, "recover")
+        else:
+            not_checked.append("`continuation recover` (slow task's reconciling state)")
+        inputs = _json_list(_cli(cmd, box, "inputs", "--thread", session.session_id, "--json").stdout, "inputs")
+        events = _json_list(_cli(cmd, box, "events", "--thread", session.session_id, "--json").stdout, "events")
 
-    by_text = {str(i.get("text")): i for i in inputs}
+    hook_errors = state_home / "logs" / "hooks.log"
+    assert not hook_errors.exists(), "our hook failed (open):\n" + hook_errors.read_text(encoding="utf-8")[-4000:]
+
+    states = {str(i.get("text")): i.get("state") for i in inputs}
     expected = {
         "append a line to notes.txt": "handled",
         "append a second line": "handled",
         "append a third line": "handled",
         "slow task: wait for the build": "reconciling",
     }
-    assert {t: by_text.get(t, {}).get("state") for t in expected} == expected, inputs
-    assert "/compact" not in by_text, "the /compact command is not an input"
+    if not can_recover:
+        expected.pop("slow task: wait for the build")
+    assert {t: states.get(t) for t in expected} == expected, inputs
+    assert "/compact" not in states, "the /compact command is not an input"
+    assert len(inputs) == 4, inputs
 
     # The compact SessionStart answered with our assembled context (its stdout, kept in the transcript).
     transcript = box.transcript(session.session_id)
     compact_out = ct.hook_outputs(transcript, "SessionStart:compact")
     ours = [o for o in compact_out if CHECKPOINT_MARKER in o]
-    assert ours, f"SessionStart:compact outputs had no checkpoint: {compact_out!r}"
+    assert ours, f"no SessionStart:compact output carried the checkpoint: {compact_out!r}"
     answer = json.loads(ours[0])
     assert answer["hookSpecificOutput"]["hookEventName"] == "SessionStart"
     assert CHECKPOINT_MARKER in answer["hookSpecificOutput"]["additionalContext"]
     assert any(e.get("type") == "context_delivered" for e in events), "engine recorded no context delivery"
 
-    # ... and it reached the model in the first request after the compaction.
+    # ... and it reached the model in the first request after the compaction: through the
+    # SessionStart(compact) answer, or else through the fallback injection at UserPromptSubmit.
     requests = _requests(request_log)
-    third = session.steps[3]
-    after = _body_text(requests[third.first_request])
+    after = _body_text(requests[session.steps[3].first_request])
     assert CHECKPOINT_MARKER in after
-    path = ("SessionStart(compact)" if "SessionStart hook additional context: " in after
-            and CHECKPOINT_MARKER in after.split("SessionStart hook additional context: ", 1)[1]
-            else "UserPromptSubmit fallback")
+    via_session_start = any(CHECKPOINT_MARKER in chunk.split("UserPromptSubmit hook additional context: ")[0]
+                            for chunk in after.split("SessionStart hook additional context: ")[1:])
+    path = "SessionStart(compact)" if via_session_start else "UserPromptSubmit fallback"
     print(f"context path taken by Claude Code {ct.CLAUDE_VERSION}: {path}")
+    # Claude Code 2.1.332 passes the compact SessionStart context on (see the recorder test).
+    assert via_session_start, "expected the checkpoint in the SessionStart(compact) context block"
+
+    if not_checked:
+        pytest.skip("all present checks passed; not checked (missing commands): " + "; ".join(not_checked))
