@@ -1,0 +1,485 @@
+"""Build a capsule that fits a byte budget and a token budget, whatever the source holds.
+
+``build_capsule(source, budget)`` never fails for size and never exceeds either limit:
+
+- bytes: length of the FINAL canonical encoding (``model.encode_capsule``), UTF-8;
+- tokens: tiktoken count of the FINAL rendering (``render.render_capsule``).
+
+Both are measured on the finished capsule before it is returned; the estimates used while
+choosing what to keep only decide what to try.
+
+Always kept (the skeleton): thread key, generation, reason, time, the objective (clipped to
+``objective_max_bytes`` and a quarter of the tokens), the execution cursor (each field clipped to
+``cursor_max_bytes`` and 1/16 of the tokens), the next action, input counts per state, source
+pointers, the plan header, the budget report and the cuts. Every other text is first capped at
+``item_max_bytes`` (notices at twice that) and 1/16 of the tokens.
+
+Drop order when everything does not fit (first dropped first; oldest first inside a step):
+
+1.  texts of superseded and rolled-back inputs
+2.  texts of handled inputs
+3.  assistant claims
+4.  runtime facts
+5.  finished tool calls (ok / error), with their arguments
+6.  notices of priority below 50 (lowest priority first)
+7.  rows of superseded / rolled-back inputs, then of handled inputs (counts stay in
+    ``input_counts``)
+8.  attachment references
+9.  plan items: completed ones first, then the others from the end of the list
+10. background work
+11. extra settings: unknown workspace keys, extra permission and model settings
+12. model / provider, permissions / sandbox / approval, then the workspace reference
+13. notices of priority 50 and above (lowest priority first)
+14. texts of actionable inputs other than the objective (queued ones first)
+15. arguments of in-flight / unknown-outcome tool calls
+16. rows of actionable inputs (pending, interrupted, reconciling, queued)
+17. rows of in-flight / unknown-outcome tool calls
+
+Elements are kept in the reverse order until one does not fit; that one is clipped to the room
+left when it has text, and everything after it is dropped, so nothing of a later step is kept
+while an earlier one lost something. Every clip is a cut of its own; everything dropped whole
+is one cut per field group (items, total bytes and tokens, sha256 over the texts, first and
+last pointer). If even the skeleton does not fit, it shrinks: objective and cursor limits halve,
+then the group cuts merge into one.
+
+Lone surrogates are replaced by U+FFFD and counted in ``budget.replaced_surrogates``; hashes of
+cut texts are over the original text (UTF-8, surrogatepass), as the store holds it.
+
+Cost: tokens are only counted for texts already clipped by bytes, for the elements actually
+considered (in keep order, stopping at the first misfit), and costs are cached across the few
+verify-and-shrink rounds, so 10,000 inputs cost one sort and a pass, not a re-render each.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, model_validator
+
+from . import render
+from .elements import Element, PendingCut, Skeleton, apply_settings, collect
+from .model import (
+    BudgetReport,
+    Capsule,
+    Cursor,
+    Cut,
+    Objective,
+    Plan,
+    canonical_json,
+    encode_capsule,
+)
+from .source import CapsuleSource
+from .textclip import (
+    clip_json_bytes,
+    clip_tokens,
+    json_size,
+    raw_bytes,
+    render_literal,
+    sha256_text,
+    sha256_texts,
+)
+from .tokens import EXACT_TOKEN_BYTES, TokenCounter, get_token_counter
+
+MIN_BYTES = 4096
+MIN_TOKENS = 1024
+
+
+class Budget(BaseModel):
+    """Limits of one capsule. Unset per-field limits scale with ``max_bytes``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    max_bytes: int = 16384
+    max_tokens: int = 4000
+    objective_max_bytes: int | None = None  # default min(4096, max_bytes // 4)
+    cursor_max_bytes: int | None = None  # per cursor field; default min(1024, max_bytes // 16)
+    item_max_bytes: int | None = None  # any other text; default min(1024, max_bytes // 16)
+
+    @model_validator(mode="after")
+    def _check(self) -> Budget:
+        if self.max_bytes < MIN_BYTES:
+            raise ValueError(f"max_bytes must be at least {MIN_BYTES} (got {self.max_bytes})")
+        if self.max_tokens < MIN_TOKENS:
+            raise ValueError(f"max_tokens must be at least {MIN_TOKENS} (got {self.max_tokens})")
+        for name, value, cap in (
+            ("objective_max_bytes", self.objective_max_bytes, self.max_bytes // 4),
+            ("cursor_max_bytes", self.cursor_max_bytes, self.max_bytes // 8),
+            ("item_max_bytes", self.item_max_bytes, self.max_bytes // 4),
+        ):
+            if value is not None and not 16 <= value <= cap:
+                raise ValueError(f"{name} must be between 16 and {cap} for max_bytes={self.max_bytes} (got {value})")
+        return self
+
+    @property
+    def objective_bytes(self) -> int:
+        return self.objective_max_bytes or min(4096, self.max_bytes // 4)
+
+    @property
+    def cursor_bytes(self) -> int:
+        return self.cursor_max_bytes or min(1024, self.max_bytes // 16)
+
+    @property
+    def item_bytes(self) -> int:
+        return self.item_max_bytes or min(1024, self.max_bytes // 16)
+
+    @property
+    def objective_tokens(self) -> int:
+        return self.max_tokens // 4
+
+    @property
+    def cursor_tokens(self) -> int:
+        return self.max_tokens // 16
+
+    @property
+    def item_tokens(self) -> int:
+        return max(32, self.max_tokens // 16)
+
+
+# Room kept free while choosing, for what estimates miss (newline merges, number widths).
+SLACK_BYTES = 48
+SLACK_TOKENS = 12
+ROUNDS = 6
+# A clipped remainder shorter than this is not worth its cut record.
+MIN_PARTIAL_BYTES = 48
+# Placeholder numbers for estimating a cut record before its sizes are known.
+_BIG = 99_999_999
+
+
+@dataclass
+class _SkeletonLimits:
+    objective_bytes: int
+    objective_tokens: int
+    cursor_bytes: int
+    cursor_tokens: int
+    merge_groups: bool
+
+
+@dataclass
+class _Measured:
+    capsule: Capsule
+    bytes: int
+    tokens: int
+
+
+@dataclass
+class _Builder:
+    source: CapsuleSource
+    budget: Budget
+    counter: TokenCounter
+    skeleton: Skeleton = field(init=False)
+    elements: list[Element] = field(init=False)
+    _cut_cache: dict[tuple[str, int], tuple[int, bool]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.skeleton, self.elements = collect(self.source)
+        self.elements.sort(key=lambda e: e.rank, reverse=True)  # keep order
+
+    # -- token helpers -------------------------------------------------------------------------
+    def literal_tokens(self, text: str) -> int:
+        return self.counter.count(render_literal(text))
+
+    def cap(self, text: str, max_bytes: int, max_tokens: int) -> str:
+        clipped = clip_json_bytes(text, max_bytes)
+        return clip_tokens(clipped, max_tokens, self.literal_tokens)
+
+    def original_tokens(self, text: str) -> tuple[int, bool]:
+        key = (sha256_text(text), len(text))
+        if key not in self._cut_cache:
+            self._cut_cache[key] = self.counter.count_bounded(text)
+        return self._cut_cache[key]
+
+    # -- cuts ----------------------------------------------------------------------------------
+    def make_cut(self, pending: PendingCut) -> Cut:
+        tokens, exact = self.original_tokens(pending.original)
+        return Cut(
+            field=pending.field,
+            original_bytes=len(raw_bytes(pending.original)),
+            original_tokens=tokens,
+            original_tokens_exact=exact,
+            kept_bytes=len(pending.kept.encode("utf-8")),
+            kept_tokens=self.counter.count(pending.kept) if pending.kept else 0,
+            sha256=sha256_text(pending.original),
+            pointer=pending.pointer,
+        )
+
+    def group_cut(self, group: str, dropped: list[Element]) -> Cut:
+        texts = [e.original for e in dropped]
+        total = sum(len(raw_bytes(t)) for t in texts)
+        counted_bytes = counted_tokens = 0
+        for t in texts:  # exact over a bounded prefix of the group, then extrapolated
+            size = len(raw_bytes(t))
+            if counted_bytes + size > EXACT_TOKEN_BYTES:
+                break
+            counted_bytes += size
+            counted_tokens += self.counter.count(t)
+        exact = counted_bytes == total
+        if exact:
+            tokens = counted_tokens
+        elif counted_bytes:
+            tokens = -(-counted_tokens * total // counted_bytes)
+        else:
+            tokens = self.original_tokens(texts[0])[0] * len(texts)
+        return Cut(
+            field=group,
+            items=len(dropped),
+            original_bytes=total,
+            original_tokens=tokens,
+            original_tokens_exact=exact,
+            kept_bytes=0,
+            kept_tokens=0,
+            sha256=sha256_texts(texts),
+            pointer=dropped[0].pointer,
+            last_pointer=dropped[-1].pointer if len(dropped) > 1 else None,
+        )
+
+    def cut_cost(self, field_name: str, pointer: str) -> tuple[int, int]:
+        probe = Cut(
+            field=field_name, original_bytes=_BIG, original_tokens=_BIG, kept_bytes=_BIG,
+            kept_tokens=_BIG, sha256="0" * 64, pointer=pointer,
+        )
+        return (
+            len(canonical_json(probe.model_dump(mode="json"))) + 1,
+            self.counter.count(render.cut_line(probe)) + 1,
+        )
+
+    # -- element costs -------------------------------------------------------------------------
+    def capped(self, el: Element) -> str | None:
+        if el.full is None:
+            return None
+        if el.capped is None:
+            limit = self.budget.item_bytes * (2 if el.slot == "notices" else 1)
+            el.capped = self.cap(el.full, limit, self.budget.item_tokens * (2 if el.slot == "notices" else 1))
+        return el.capped
+
+    def object_cost(self, obj: Any, line: str) -> tuple[int, int]:
+        data = obj.model_dump(mode="json") if isinstance(obj, BaseModel) else obj
+        return len(canonical_json(data)) + 1, self.counter.count(line) + 1
+
+    def cost(self, el: Element, text: str | None) -> tuple[int, int]:
+        """Bytes and tokens ``el`` adds when kept with ``text``, cut records included."""
+        clipped = el.full is not None and text != el.full
+        if el.parent is None:
+            obj = el.build(text)
+            b, t = self.object_cost(obj, el.line(obj, clipped))
+        else:  # a text of a row: the row with it minus the row without it
+            with_obj = el.build(text)
+            without = el.parent.build(None)
+            wb, wt = self.object_cost(with_obj, el.line(with_obj, clipped))
+            ob, ot = self.object_cost(without, el.parent.line(without, False))
+            b, t = wb - ob, wt - ot
+        for _ in el.pre_cuts:
+            cb, ct = self.cut_cost(el.field or el.group, el.pointer)
+            b, t = b + cb, t + ct
+        if clipped:
+            cb, ct = self.cut_cost(el.field, el.pointer)
+            b, t = b + cb, t + ct
+        return b, t
+
+    def full_cost(self, el: Element) -> tuple[int, int]:
+        if el.cost is None:
+            el.cost = self.cost(el, self.capped(el))
+        return el.cost
+
+    def partial(self, el: Element, room_bytes: int, room_tokens: int) -> str | None:
+        """The longest clip of ``el``'s text that fits the room left, or None."""
+        text = self.capped(el)
+        if not text or room_bytes < MIN_PARTIAL_BYTES:
+            return None
+        base_b, base_t = self.cost(el, "")
+        if base_b >= room_bytes or base_t >= room_tokens:
+            return None
+        kept = clip_json_bytes(text, room_bytes - base_b + 2)
+        kept = clip_tokens(kept, room_tokens - base_t, self.literal_tokens)
+        for _ in range(4):  # estimates are near-additive; tighten until it really fits
+            if json_size(kept) < MIN_PARTIAL_BYTES // 2:
+                return None
+            b, t = self.cost(el, kept)
+            if b <= room_bytes and t <= room_tokens:
+                return kept
+            kept = kept[: int(len(kept) * 0.8)]
+        return None
+
+    # -- selection -----------------------------------------------------------------------------
+    def select(self, room_bytes: int, room_tokens: int) -> dict[Element, str | None]:
+        kept: dict[Element, str | None] = {}
+        used_b = used_t = 0
+        for el in self.elements:
+            if el.parent is not None and el.parent not in kept:
+                break
+            b, t = self.full_cost(el)
+            if used_b + b <= room_bytes and used_t + t <= room_tokens:
+                kept[el] = self.capped(el)
+                used_b, used_t = used_b + b, used_t + t
+                continue
+            text = self.partial(el, room_bytes - used_b, room_tokens - used_t)
+            if text is not None:
+                kept[el] = text
+            break
+        return kept
+
+    # -- composing and measuring ---------------------------------------------------------------
+    def skeleton_parts(self, limits: _SkeletonLimits) -> tuple[Objective, Cursor, list[PendingCut]]:
+        sk = self.skeleton
+        cuts: list[PendingCut] = []
+        text = self.cap(sk.objective.text, limits.objective_bytes, limits.objective_tokens)
+        if text != sk.objective.text:
+            cuts.append(PendingCut("objective.text", sk.objective_original, text, sk.objective.pointer))
+        objective = sk.objective.model_copy(update={"text": text})
+        updates: dict[str, str] = {}
+        for name, original in sk.cursor_original.items():
+            full = getattr(sk.cursor, name)
+            kept = self.cap(full, limits.cursor_bytes, limits.cursor_tokens)
+            updates[name] = kept
+            if kept != full:
+                cuts.append(PendingCut(f"cursor.{name}", original, kept, sk.cursor.pointer))
+        return objective, sk.cursor.model_copy(update=updates), cuts
+
+    def compose(self, kept: dict[Element, str | None], limits: _SkeletonLimits) -> Capsule:
+        sk = self.skeleton
+        objective, cursor, pending = self.skeleton_parts(limits)
+        rows: dict[str, list[tuple[int, Any]]] = {}
+        texts: dict[Element, str | None] = {e.parent: t for e, t in kept.items() if e.parent is not None}
+        parts: dict[str, dict[str, Any]] = {}
+        for el, text in kept.items():
+            if el.parent is not None:
+                continue
+            obj = el.build(texts.get(el, text))
+            if isinstance(obj, dict):
+                parts[el.slot] = obj
+            else:
+                rows.setdefault(el.slot, []).append((el.index, obj))
+            pending.extend(el.pre_cuts)
+        for el, text in kept.items():
+            if el.full is not None and text != el.full:
+                pending.append(PendingCut(el.field, el.original, text or "", el.pointer))
+        # dropped whole, grouped by field, in drop order; a text whose row is dropped goes with it
+        groups: dict[str, list[Element]] = {}
+        for el in reversed(self.elements):
+            if el in kept or (el.parent is not None and el.parent not in kept):
+                continue
+            groups.setdefault(el.group, []).append(el)
+        for members in groups.values():
+            members.sort(key=lambda e: (e.slot, e.index))
+        cuts = [self.make_cut(p) for p in pending]
+        group_cuts = [self.group_cut(g, members) for g, members in groups.items()]
+        if limits.merge_groups and len(group_cuts) > 1:
+            everything = [e for members in groups.values() for e in members]
+            merged = self.group_cut("*", everything)
+            group_cuts = [merged.model_copy(update={"field": "+".join(groups)[:200]})]
+        cuts.extend(group_cuts)
+
+        def ordered(slot: str) -> list[Any]:
+            return [obj for _, obj in sorted(rows.get(slot, []), key=lambda pair: pair[0])]
+
+        permissions, model_settings = apply_settings(parts)
+        workspace = None
+        if "workspace" in parts:
+            workspace = {**parts["workspace"], **parts.get("workspace.extra", {})}
+        plan = None
+        if sk.plan is not None:
+            plan = Plan(**{**sk.plan.model_dump(), "items": ordered("plan")})
+        b = self.budget
+        return Capsule(
+            thread=sk.thread,
+            generation=sk.generation,
+            reason=sk.reason,
+            created_at=sk.created_at,
+            objective=objective,
+            cursor=cursor,
+            next_action=sk.next_action,
+            input_counts=sk.input_counts,
+            inputs=ordered("inputs"),
+            tool_calls=ordered("tool_calls"),
+            runtime_facts=ordered("runtime_facts"),
+            assistant_claims=ordered("assistant_claims"),
+            workspace=workspace,
+            permissions=permissions,
+            model_settings=model_settings,
+            attachments=ordered("attachments"),
+            plan=plan,
+            background=ordered("background"),
+            source=sk.source,
+            notices=ordered("notices"),
+            cuts=cuts,
+            budget=BudgetReport(
+                encoding=self.counter.name,
+                max_bytes=b.max_bytes,
+                max_tokens=b.max_tokens,
+                objective_max_bytes=limits.objective_bytes,
+                cursor_max_bytes=limits.cursor_bytes,
+                replaced_surrogates=sk.replaced_surrogates,
+                dropped={g: len(m) for g, m in groups.items()},
+            ),
+        )
+
+    def measure(self, capsule: Capsule) -> _Measured:
+        """Record the final totals in the capsule: tokens of its rendering, and its own encoded
+        length (a fixed point: the number counts its own digits)."""
+        tokens = self.counter.count(render.render_capsule(capsule))
+        report = capsule.budget.model_copy(update={"tokens": tokens, "bytes": 0})
+        size = 0
+        for _ in range(8):
+            capsule = capsule.model_copy(update={"budget": report})
+            encoded = len(encode_capsule(capsule))
+            if encoded == size:
+                break
+            size = encoded
+            report = report.model_copy(update={"bytes": size})
+        return _Measured(capsule, size, tokens)
+
+    def fits(self, m: _Measured) -> bool:
+        return m.bytes <= self.budget.max_bytes and m.tokens <= self.budget.max_tokens
+
+    def ladder(self) -> Iterable[_SkeletonLimits]:
+        b = self.budget
+        ob, ot, cb, ct = b.objective_bytes, b.objective_tokens, b.cursor_bytes, b.cursor_tokens
+        yield _SkeletonLimits(ob, ot, cb, ct, False)
+        yield _SkeletonLimits(ob // 2, ot // 2, cb // 2, ct // 2, False)
+        yield _SkeletonLimits(ob // 4, ot // 4, cb // 4, ct // 4, True)
+        yield _SkeletonLimits(min(ob, 256), min(ot, 64), min(cb, 64), min(ct, 16), True)
+        yield _SkeletonLimits(0, 0, 0, 0, True)
+
+    def build(self) -> Capsule:
+        b = self.budget
+        base: _Measured | None = None
+        for step, limits in enumerate(self.ladder()):
+            base = self.measure(self.compose({}, limits))
+            if self.fits(base):
+                break
+        else:
+            raise RuntimeError(  # unreachable for budgets >= MIN_BYTES / MIN_TOKENS (tested)
+                f"capsule skeleton ({base.bytes} bytes, {base.tokens} tokens) exceeds the budget"
+            )
+        if step > 0:
+            return base.capsule  # the skeleton had to shrink: there is no room for detail
+        room_b = b.max_bytes - base.bytes - SLACK_BYTES
+        room_t = b.max_tokens - base.tokens - SLACK_TOKENS
+        for attempt in range(ROUNDS):
+            if room_b <= 0 or room_t <= 0:
+                break
+            kept = self.select(room_b, room_t)
+            if not kept:
+                break
+            done = self.measure(self.compose(kept, limits))
+            if self.fits(done):
+                return done.capsule
+            # shrink by the overshoot, a bit more each round
+            if done.bytes > b.max_bytes:
+                room_b -= done.bytes - b.max_bytes + SLACK_BYTES * 2**attempt
+            if done.tokens > b.max_tokens:
+                room_t -= done.tokens - b.max_tokens + SLACK_TOKENS * 2**attempt
+        return base.capsule
+
+
+def build_capsule(
+    source: CapsuleSource,
+    budget: Budget | None = None,
+    counter: TokenCounter | None = None,
+) -> Capsule:
+    """The capsule of ``source`` within ``budget`` (default 16 KiB and 4,000 tokens).
+
+    ``counter`` defaults to the process-wide one (``tokens.get_token_counter``); pass
+    ``tokens.token_counter_for(name)`` to pin the encoding (tests, reproducing a count).
+    """
+    return _Builder(source, budget or Budget(), counter or get_token_counter()).build()

@@ -1,0 +1,504 @@
+"""Turn a :class:`CapsuleSource` into the capsule's fixed skeleton and its droppable elements.
+
+An element is one thing the budget may keep or drop (an input row, an input's text, a claim,
+...). Each has a ``rank``: elements are kept in descending rank and dropped in ascending rank,
+which is the drop order stated in ``capsule.budget``. Nothing here measures sizes or counts
+tokens; texts are kept whole until the budgeter asks (``Element.full``).
+
+Identifiers (ids, turn ids, tool names, kinds, refs) are never clipped silently: one longer than
+``ID_MAX`` bytes becomes a prefix plus ``~`` and 16 hex chars of its sha256 (``short_id``).
+Pointers may be up to ``POINTER_MAX`` bytes.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from dataclasses import field as dc_field
+from typing import Any
+
+from pydantic import BaseModel
+
+from . import render
+from .derive import derive_next_action, pick_objective
+from .model import (
+    AssistantClaim,
+    Attachment,
+    BackgroundWork,
+    CapsuleInput,
+    CapsuleToolCall,
+    Cursor,
+    ModelSettings,
+    NextAction,
+    Notice,
+    Objective,
+    Permissions,
+    Plan,
+    PlanItem,
+    RuntimeFact,
+    SourcePointers,
+)
+from .source import (
+    ACTIONABLE_STATES,
+    INPUT_STATES,
+    NOTICE_HIGH_PRIORITY,
+    UNSETTLED_TOOL_STATUSES,
+    CapsuleSource,
+    ThreadKey,
+)
+from .textclip import scrub, short_id
+
+ID_MAX = 160
+POINTER_MAX = 512
+REF_MAX = 512
+MAX_ROW_ATTACHMENTS = 8
+MAX_EXTRA_KEYS = 16
+VALUE_MAX = 512  # one workspace / settings value, JSON bytes
+
+# Tiers: lower is dropped first. The budget module's docstring states this order in words.
+T_HIST_SUPERSEDED_TEXT = 1
+T_HIST_HANDLED_TEXT = 2
+T_CLAIM = 3
+T_FACT = 4
+T_SETTLED_CALL = 5
+T_NOTICE_LOW = 6
+T_HIST_ROW = 7
+T_ATTACHMENT = 8
+T_PLAN_ITEM = 9
+T_BACKGROUND = 10
+T_EXTRA_SETTINGS = 11
+T_WORKSPACE_SETTINGS = 12
+T_NOTICE_HIGH = 13
+T_ACTIONABLE_TEXT = 14
+T_UNSETTLED_ARGS = 15
+T_ACTIONABLE_ROW = 16
+T_UNSETTLED_ROW = 17
+
+# Group names used for the one cut that summarises what a field lost whole.
+G_INPUT_TEXT_HIST = "inputs.text[historical]"
+G_INPUT_TEXT_ACT = "inputs.text[actionable]"
+G_INPUT_ROW_HIST = "inputs[historical]"
+G_INPUT_ROW_ACT = "inputs[actionable]"
+G_CALL_SETTLED = "tool_calls[ok,error]"
+G_CALL_ARGS = "tool_calls.args[in_flight,unknown]"
+G_CALL_ROW = "tool_calls[in_flight,unknown]"
+G_CLAIMS = "assistant_claims"
+G_FACTS = "runtime_facts"
+G_NOTICES = "notices"
+G_ATTACHMENTS = "attachments"
+G_PLAN = "plan.items"
+G_BACKGROUND = "background"
+G_WORKSPACE = "workspace"
+G_SETTINGS = "permissions,model_settings"
+
+
+@dataclass
+class PendingCut:
+    """A text that lost something: ``kept`` is what stays of ``original``."""
+
+    field: str
+    original: str
+    kept: str
+    pointer: str
+
+
+@dataclass(eq=False)
+class Element:
+    rank: tuple[int, int, int]
+    slot: str  # where it goes in the capsule (see budget.compose)
+    index: int  # original order inside the slot
+    group: str  # cut group when dropped whole
+    build: Callable[[str | None], BaseModel | dict[str, Any]]
+    line: Callable[[Any, bool], str]  # rendered line(s) of the built object, clipped flag
+    full: str | None = None  # clippable text, scrubbed (None: the element has no text)
+    original: str = ""  # text as given (hash and size of a cut); for rows, the input's text
+    field: str = ""  # cut field path when the text is clipped
+    pointer: str = ""
+    parent: Element | None = None  # set on a text that belongs to a row
+    pre_cuts: list[PendingCut] = dc_field(default_factory=list)  # clips made whatever the budget
+    # caches filled by the budgeter
+    capped: str | None = None
+    cost: tuple[int, int] | None = None
+
+
+@dataclass
+class Skeleton:
+    """What every capsule carries, however small (texts still full: the budgeter clips)."""
+
+    thread: ThreadKey
+    generation: int
+    reason: str
+    created_at: Any
+    objective: Objective  # text full
+    objective_original: str
+    cursor: Cursor  # texts full
+    cursor_original: dict[str, str]
+    next_action: NextAction
+    input_counts: dict[str, int]
+    source: SourcePointers
+    plan: Plan | None  # header only
+    replaced_surrogates: int
+
+
+class _Scrubber:
+    def __init__(self) -> None:
+        self.replaced = 0
+
+    def text(self, value: str) -> str:
+        clean, n = scrub(value)
+        self.replaced += n
+        return clean
+
+    def ident(self, value: str | None, limit: int = ID_MAX) -> str | None:
+        if value is None:
+            return None
+        return short_id(self.text(value), limit)
+
+    def tree(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, list):
+            return [self.tree(v) for v in value]
+        if isinstance(value, dict):
+            return {self.text(str(k)): self.tree(v) for k, v in value.items()}
+        return value
+
+
+def _json_text(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def _clip_value(value: Any, limit: int = VALUE_MAX) -> tuple[Any, str | None]:
+    """A JSON value kept whole if small, else as a clipped JSON text. Returns (kept, original)."""
+    from .textclip import clip_json_bytes, json_size
+
+    if value is None or isinstance(value, (bool, int, float)):
+        return value, None
+    if isinstance(value, str):
+        if json_size(value) <= limit:
+            return value, None
+        return clip_json_bytes(value, limit), value
+    dumped = _json_text(value)
+    if json_size(dumped) <= limit:
+        return value, None
+    return clip_json_bytes(dumped, limit), dumped
+
+
+def _mapping(values: dict[str, Any], prefix: str, pointer: str, as_text: bool) -> tuple[dict[str, Any], list[PendingCut]]:
+    out: dict[str, Any] = {}
+    cuts: list[PendingCut] = []
+    for key in sorted(values):
+        kept, original = _clip_value(values[key])
+        if as_text and not isinstance(kept, str):
+            kept = _json_text(kept)
+        out[short_id(key, 64)] = kept
+        if original is not None:
+            cuts.append(PendingCut(f"{prefix}.{short_id(key, 64)}", original, kept, pointer))
+    return out, cuts
+
+
+def _split_extras(values: dict[str, Any], prefix: str, pointer: str, as_text: bool) -> tuple[dict[str, Any], list[PendingCut]]:
+    keys = sorted(values)
+    kept, cuts = _mapping({k: values[k] for k in keys[:MAX_EXTRA_KEYS]}, prefix, pointer, as_text)
+    if len(keys) > MAX_EXTRA_KEYS:
+        rest = {k: values[k] for k in keys[MAX_EXTRA_KEYS:]}
+        cuts.append(PendingCut(f"{prefix}[{len(rest)} more keys]", _json_text(rest), "", pointer))
+    return kept, cuts
+
+
+WORKSPACE_KNOWN = (
+    "root", "canonical_root", "kind", "vcs", "head", "detached", "branch", "upstream",
+    "dirty", "dirty_summary", "dirty_count", "snapshot_ref", "snapshot_id", "checkpoint_id",
+)
+
+
+def collect(source: CapsuleSource) -> tuple[Skeleton, list[Element]]:
+    """The skeleton and every droppable element of ``source`` (no measuring yet)."""
+    s = _Scrubber()
+    elements: list[Element] = []
+    thread = ThreadKey(
+        runtime=s.ident(source.thread.runtime, 64),
+        session_id=s.ident(source.thread.session_id),
+        thread_id=s.ident(source.thread.thread_id),
+    )
+
+    # -- inputs --------------------------------------------------------------------------------
+    objective_input, actionable = pick_objective(source.inputs)
+    objective_index = next((k for k, i in enumerate(source.inputs) if i is objective_input), -1)
+    counts: dict[str, int] = {}
+    for k, item in enumerate(source.inputs):
+        counts[item.state] = counts.get(item.state, 0) + 1
+        is_actionable = item.state in ACTIONABLE_STATES
+        row_fields = dict(
+            id=s.ident(item.id),
+            state=item.state,
+            turn_id=s.ident(item.turn_id),
+            seq=item.admitted_seq,
+            queued=item.queued,
+            attachments=[s.ident(a, REF_MAX) for a in item.attachments[:MAX_ROW_ATTACHMENTS]],
+            pointer=s.ident(item.pointer, POINTER_MAX),
+        )
+        objective_id = row_fields["id"] if k == objective_index else None
+
+        def build_row(text: str | None, _f: dict[str, Any] = row_fields) -> CapsuleInput:
+            return CapsuleInput(**_f, text=text)
+
+        def input_line(obj: CapsuleInput, clipped: bool, _o: str | None = objective_id) -> str:
+            return render.input_line(obj, objective_id=_o, clipped=clipped)
+
+        if k == objective_index:
+            row_rank = (T_ACTIONABLE_ROW, 9, k) if actionable else (T_HIST_ROW, 9, k)
+        elif is_actionable:
+            row_rank = (T_ACTIONABLE_ROW, 1, k)
+        else:
+            row_rank = (T_HIST_ROW, 1 if item.state == "handled" else 0, k)
+        row = Element(
+            rank=row_rank,
+            slot="inputs",
+            index=k,
+            group=G_INPUT_ROW_ACT if is_actionable else G_INPUT_ROW_HIST,
+            build=build_row,
+            line=input_line,
+            original=item.text,
+            pointer=row_fields["pointer"],
+        )
+        elements.append(row)
+        if k == objective_index:
+            continue  # its text is the objective's
+        if is_actionable:
+            text_rank = (T_ACTIONABLE_TEXT, 0 if item.state == "queued" else 1, k)
+        elif item.state == "handled":
+            text_rank = (T_HIST_HANDLED_TEXT, 0, k)
+        else:
+            text_rank = (T_HIST_SUPERSEDED_TEXT, 0, k)
+        elements.append(Element(
+            rank=text_rank,
+            slot="inputs.text",
+            index=k,
+            group=G_INPUT_TEXT_ACT if is_actionable else G_INPUT_TEXT_HIST,
+            build=build_row,
+            line=input_line,
+            full=s.text(item.text),
+            original=item.text,
+            field=f"inputs[{row_fields['id']}].text",
+            pointer=row_fields["pointer"],
+            parent=row,
+        ))
+
+    # -- tool calls ----------------------------------------------------------------------------
+    for k, call in enumerate(source.tool_calls):
+        call_fields = dict(
+            call_id=s.ident(call.call_id),
+            tool=s.ident(call.tool, 64),
+            status=call.status,
+            turn_id=s.ident(call.turn_id),
+            started_at=call.started_at,
+            exit_code=call.exit_code,
+            pointer=s.ident(call.pointer, POINTER_MAX),
+        )
+        args_text = _json_text(call.args)
+
+        def build_call(text: str | None, _f: dict[str, Any] = call_fields) -> CapsuleToolCall:
+            return CapsuleToolCall(**_f, args=text)
+
+        def call_line(obj: CapsuleToolCall, clipped: bool) -> str:
+            return render.tool_call_line(obj, clipped=clipped)
+
+        field_path = f"tool_calls[{call_fields['call_id']}].args"
+        if call.status in UNSETTLED_TOOL_STATUSES:
+            row = Element(
+                rank=(T_UNSETTLED_ROW, 0, k), slot="tool_calls", index=k, group=G_CALL_ROW,
+                build=build_call, line=call_line, original=args_text, pointer=call_fields["pointer"],
+            )
+            elements.append(row)
+            elements.append(Element(
+                rank=(T_UNSETTLED_ARGS, 0, k), slot="tool_calls.args", index=k, group=G_CALL_ARGS,
+                build=build_call, line=call_line, full=s.text(args_text), original=args_text,
+                field=field_path, pointer=call_fields["pointer"], parent=row,
+            ))
+        else:
+            elements.append(Element(
+                rank=(T_SETTLED_CALL, 0, k), slot="tool_calls", index=k, group=G_CALL_SETTLED,
+                build=build_call, line=call_line, full=s.text(args_text), original=args_text,
+                field=field_path, pointer=call_fields["pointer"],
+            ))
+
+    # -- facts and claims ----------------------------------------------------------------------
+    for k, fact in enumerate(source.facts):
+        fact_fields = dict(seq=fact.seq, kind=s.ident(fact.kind, 64), pointer=s.ident(fact.pointer, POINTER_MAX))
+        elements.append(Element(
+            rank=(T_FACT, 0, k), slot="runtime_facts", index=k, group=G_FACTS,
+            build=lambda t, _f=fact_fields: RuntimeFact(**_f, text=t or ""),
+            line=lambda o, c: render.fact_line(o, clipped=c),
+            full=s.text(fact.text), original=fact.text,
+            field=f"runtime_facts[{fact_fields['pointer']}].text", pointer=fact_fields["pointer"],
+        ))
+    for k, claim in enumerate(source.claims):
+        claim_fields = dict(seq=claim.seq, turn_id=s.ident(claim.turn_id), pointer=s.ident(claim.pointer, POINTER_MAX))
+        elements.append(Element(
+            rank=(T_CLAIM, 0, k), slot="assistant_claims", index=k, group=G_CLAIMS,
+            build=lambda t, _f=claim_fields: AssistantClaim(**_f, text=t or ""),
+            line=lambda o, c: render.claim_line(o, clipped=c),
+            full=s.text(claim.text), original=claim.text,
+            field=f"assistant_claims[{claim_fields['pointer']}].text", pointer=claim_fields["pointer"],
+        ))
+
+    # -- notices -------------------------------------------------------------------------------
+    for k, notice in enumerate(source.notices):
+        notice_fields = dict(
+            title=s.ident(notice.title, 200), priority=notice.priority,
+            pointer=s.ident(notice.pointer, POINTER_MAX),
+        )
+        body = "\n".join(notice.lines)
+        high = notice.priority >= NOTICE_HIGH_PRIORITY
+        elements.append(Element(
+            rank=(T_NOTICE_HIGH if high else T_NOTICE_LOW, notice.priority, k), slot="notices", index=k,
+            group=G_NOTICES,
+            build=lambda t, _f=notice_fields: Notice(**_f, lines=t.split("\n") if t else []),
+            line=lambda o, c: "\n".join(render.notice_lines(o, clipped=c)),
+            full=s.text(body), original=body,
+            field=f"notices[{notice_fields['pointer']}].lines", pointer=notice_fields["pointer"],
+        ))
+
+    # -- plan ----------------------------------------------------------------------------------
+    plan_header: Plan | None = None
+    if source.plan is not None:
+        plan_pointer = s.ident(source.plan.pointer, POINTER_MAX)
+        plan_header = Plan(
+            tool=s.ident(source.plan.tool, 64), seq=source.plan.seq,
+            total_items=len(source.plan.items), pointer=plan_pointer,
+        )
+        n = len(source.plan.items)
+        for k, item in enumerate(source.plan.items):
+            done = item.status.strip().lower() in {"completed", "complete", "done"}
+            item_fields = dict(step=k + 1, status=s.ident(item.status, 32))
+            elements.append(Element(
+                rank=(T_PLAN_ITEM, 0 if done else 1, n - k), slot="plan", index=k, group=G_PLAN,
+                build=lambda t, _f=item_fields: PlanItem(**_f, text=t or ""),
+                line=lambda o, c: render.plan_item_line(o, clipped=c),
+                full=s.text(item.text), original=item.text,
+                field=f"plan.items[{k + 1}].text", pointer=plan_pointer,
+            ))
+
+    # -- background work -----------------------------------------------------------------------
+    for k, work in enumerate(source.background):
+        work_fields = dict(
+            handle=s.ident(work.handle, 200), handle_kind=s.ident(work.handle_kind, 32), seq=work.seq,
+            pointer=s.ident(work.pointer, POINTER_MAX),
+        )
+        elements.append(Element(
+            rank=(T_BACKGROUND, 0, k), slot="background", index=k, group=G_BACKGROUND,
+            build=lambda t, _f=work_fields: BackgroundWork(**_f, description=t or ""),
+            line=lambda o, c: render.background_line(o, clipped=c),
+            full=s.text(work.description), original=work.description,
+            field=f"background[{work_fields['handle']}].description", pointer=work_fields["pointer"],
+        ))
+
+    # -- attachments ---------------------------------------------------------------------------
+    for k, att in enumerate(source.attachments):
+        att_obj = Attachment(
+            ref=s.ident(att.ref, REF_MAX), kind=s.ident(att.kind, 32), input_id=s.ident(att.input_id),
+            sha256=s.ident(att.sha256, 80), pointer=s.ident(att.pointer, POINTER_MAX),
+        )
+        elements.append(Element(
+            rank=(T_ATTACHMENT, 0, k), slot="attachments", index=k, group=G_ATTACHMENTS,
+            build=lambda t, _o=att_obj: _o, line=lambda o, c: render.attachment_line(o),
+            original=att.ref, pointer=att_obj.pointer,
+        ))
+
+    # -- workspace and settings ----------------------------------------------------------------
+    if source.workspace is not None:
+        ws = s.tree(source.workspace)
+        ws_pointer = "workspace"
+        known = {k: v for k, v in ws.items() if k in WORKSPACE_KNOWN}
+        extra = {k: v for k, v in ws.items() if k not in WORKSPACE_KNOWN}
+        known_kept, known_cuts = _mapping(known, "workspace", ws_pointer, as_text=False)
+        elements.append(Element(
+            rank=(T_WORKSPACE_SETTINGS, 1, 0), slot="workspace", index=0, group=G_WORKSPACE,
+            build=lambda t, _d=known_kept: dict(_d), line=lambda o, c: "\n".join(render.mapping_lines(o)),
+            original=_json_text(known), pointer=ws_pointer, pre_cuts=known_cuts,
+        ))
+        if extra:
+            extra_kept, extra_cuts = _split_extras(extra, "workspace", ws_pointer, as_text=False)
+            elements.append(Element(
+                rank=(T_EXTRA_SETTINGS, 1, 0), slot="workspace.extra", index=0, group=G_WORKSPACE,
+                build=lambda t, _d=extra_kept: dict(_d), line=lambda o, c: "\n".join(render.mapping_lines(o)),
+                original=_json_text(extra), pointer=ws_pointer, pre_cuts=extra_cuts,
+            ))
+    perm, model = source.permissions, source.model_settings
+    settings = dict(
+        permission_mode=s.ident(perm.permission_mode, 64), sandbox=s.ident(perm.sandbox, 64),
+        approval=s.ident(perm.approval, 64), model=s.ident(model.model, 128), provider=s.ident(model.provider, 128),
+    )
+    if any(v is not None for v in settings.values()):
+        elements.append(Element(
+            rank=(T_WORKSPACE_SETTINGS, 0, 0), slot="settings", index=0, group=G_SETTINGS,
+            build=lambda t, _d=settings: dict(_d),
+            line=lambda o, c: _settings_line(o),
+            original=_json_text(settings), pointer="settings",
+        ))
+    for slot, extra_values in (("permissions.extra", perm.extra), ("model_settings.extra", model.extra)):
+        if extra_values:
+            kept, cuts = _split_extras(s.tree(extra_values), slot, "settings", as_text=True)
+            label = "permission" if slot.startswith("permissions") else "model"
+            elements.append(Element(
+                rank=(T_EXTRA_SETTINGS, 0, 0), slot=slot, index=0, group=G_SETTINGS,
+                build=lambda t, _d=kept: dict(_d),
+                line=lambda o, c, _l=label: "\n".join(
+                    f"- {_l} {render.render_literal(k)}: {render.render_literal(v)}" for k, v in sorted(o.items())
+                ),
+                original=_json_text(extra_values), pointer="settings", pre_cuts=cuts,
+            ))
+
+    # -- skeleton ------------------------------------------------------------------------------
+    if objective_input is not None:
+        objective = Objective(
+            input_id=s.ident(objective_input.id), state=objective_input.state, actionable=actionable,
+            text=s.text(objective_input.text), pointer=s.ident(objective_input.pointer, POINTER_MAX),
+        )
+        objective_original = objective_input.text
+    else:
+        objective, objective_original = Objective(), ""
+    cur = source.cursor
+    cursor = Cursor(
+        last_completed_step=None if cur.last_completed_step is None else s.text(cur.last_completed_step),
+        last_runtime_outcome=None if cur.last_runtime_outcome is None else s.text(cur.last_runtime_outcome),
+        pointer=s.ident(cur.pointer, POINTER_MAX),
+    )
+    cursor_original = {
+        k: v for k, v in (("last_completed_step", cur.last_completed_step),
+                          ("last_runtime_outcome", cur.last_runtime_outcome)) if v is not None
+    }
+    action = derive_next_action(source.inputs, source.tool_calls, objective_input.id if actionable and objective_input else None)
+    action = action.model_copy(update={"refs": [s.ident(r) for r in action.refs]})
+    p = source.pointers
+    pointers = SourcePointers(
+        event_seq_first=p.event_seq_first, event_seq_last=p.event_seq_last,
+        transcript_path=s.ident(p.transcript_path, POINTER_MAX), transcript_offset=p.transcript_offset,
+        transcript_prefix_sha256=s.ident(p.transcript_prefix_sha256, 80),
+    )
+    skeleton = Skeleton(
+        thread=thread, generation=source.generation, reason=s.ident(source.reason, 64) or "",
+        created_at=source.created_at, objective=objective, objective_original=objective_original,
+        cursor=cursor, cursor_original=cursor_original, next_action=action,
+        input_counts={k: counts[k] for k in INPUT_STATES if k in counts}, source=pointers,
+        plan=plan_header, replaced_surrogates=0,
+    )
+    skeleton.replaced_surrogates = s.replaced
+    return skeleton, elements
+
+
+def _settings_line(values: dict[str, Any]) -> str:
+    return " ".join(f"{k}={'-' if v is None else render.render_literal(v)}" for k, v in values.items())
+
+
+def apply_settings(parts: dict[str, dict[str, Any]]) -> tuple[Permissions, ModelSettings]:
+    """Permissions and model settings from the kept settings slots."""
+    base = parts.get("settings", {})
+    return (
+        Permissions(
+            permission_mode=base.get("permission_mode"), sandbox=base.get("sandbox"),
+            approval=base.get("approval"), extra=parts.get("permissions.extra", {}),
+        ),
+        ModelSettings(model=base.get("model"), provider=base.get("provider"), extra=parts.get("model_settings.extra", {})),
+    )

