@@ -1,0 +1,133 @@
+"""Workspace checkpoints that never disturb the user's git.
+
+API (GitPython and filelock are imported only when a function runs, never at import)::
+
+    from continuation.workspace import (
+        WorkspacePolicy, WorkspaceRef, take_snapshot, plan_restore, apply_restore, plan_undo,
+        drift, list_snapshot_refs, delete_thread_refs, prune_thread_refs, gc_shadow, WorkspaceError,
+    )
+
+    ref = take_snapshot(root, "t12-abcdef", generation, state_home=home,
+                        policy=WorkspacePolicy(mode="snapshot", exclude=("node_modules/",)))
+    capsule_workspace = ref.to_dict()          # JSON; WorkspaceRef.from_dict() reads it back
+    plan = plan_restore(ref, state_home=home, session_created=paths_written_by_tools)
+    print(plan.describe())                      # `continuation restore --dry-run` stops here
+    result = apply_restore(plan, state_home=home)   # result.safety = snapshot taken first
+    undo = plan_undo(result, state_home=home)   # preview of undoing the restore
+    report = drift(ref, state_home=home, session_paths=paths_written_by_tools)
+    delete_thread_refs(root, "t12-abcdef", state_home=home)   # `thread delete` / `gc`
+    prune_thread_refs(root, "t12-abcdef", keep=5, state_home=home)
+
+Snapshots (policy ``snapshot``, the default) in a git repository are commits under
+``refs/continuation/<thread_key>/<generation>`` built with a private index under the state home;
+the user's HEAD, branch, ``.git/index`` (byte for byte), stash, config, hooks and ``git status``
+are unchanged, no hook runs and nothing is signed or pushed. Outside git a shadow repository under
+``<state_home>/workspaces/<id>/shadow.git`` uses the folder as its work tree. Policy ``metadata``
+writes a manifest (path, size, mode, mtime, sha256); ``none`` records the root only. Files over
+the size cap, policy exclusions, submodules and nested repositories are recorded, not stored, and
+a restore leaves them alone. A file lock per workspace serialises snapshots, restores and drift
+checks of concurrent threads; each thread has its own refs.
+
+``thread_key`` comes from the engine and must be ref- and file-safe (``[A-Za-z0-9._-]``, see
+``layout.validate_thread_key``). Errors are ``WorkspaceError`` subclasses with a clear message
+(``WorkspaceBusy``, ``RestoreUnavailable``, ``GitFailure``, ``InvalidThreadKey``,
+``CorruptReference``). How a restore decides a file was "created by the session" is documented
+in ``continuation.workspace.restore``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+# Names resolve lazily (PEP 562) so that importing this package costs the hook hot path nothing.
+_EXPORTS = {
+    "drift": "drift",
+    "CorruptReference": "errors",
+    "GitFailure": "errors",
+    "InvalidThreadKey": "errors",
+    "RestoreUnavailable": "errors",
+    "WorkspaceBusy": "errors",
+    "WorkspaceError": "errors",
+    "snapshot_ref_name": "layout",
+    "validate_thread_key": "layout",
+    "DirtyPath": "model",
+    "DirtySummary": "model",
+    "DriftReport": "model",
+    "ModeChange": "model",
+    "OversizedFile": "model",
+    "RestorePlan": "model",
+    "RestoreResult": "model",
+    "SkippedPath": "model",
+    "Submodule": "model",
+    "WorkspaceRef": "model",
+    "WorkspacePolicy": "policy",
+    "apply_restore": "restore",
+    "plan_restore": "restore",
+    "plan_undo": "restore",
+    "SnapshotRefInfo": "retention",
+    "delete_thread_refs": "retention",
+    "gc_shadow": "retention",
+    "list_snapshot_refs": "retention",
+    "prune_thread_refs": "retention",
+    "take_snapshot": "snapshot",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))
+
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from .drift import drift
+    from .errors import CorruptReference, GitFailure, InvalidThreadKey, RestoreUnavailable, WorkspaceBusy, WorkspaceError
+    from .layout import snapshot_ref_name, validate_thread_key
+    from .model import (
+        DirtyPath, DirtySummary, DriftReport, ModeChange, OversizedFile, RestorePlan, RestoreResult,
+        SkippedPath, Submodule, WorkspaceRef,
+    )
+    from .policy import WorkspacePolicy
+    from .restore import apply_restore, plan_restore, plan_undo
+    from .retention import SnapshotRefInfo, delete_thread_refs, gc_shadow, list_snapshot_refs, prune_thread_refs
+    from .snapshot import take_snapshot
+
+__all__ = [
+    "CorruptReference",
+    "DirtyPath",
+    "DirtySummary",
+    "DriftReport",
+    "GitFailure",
+    "InvalidThreadKey",
+    "ModeChange",
+    "OversizedFile",
+    "RestorePlan",
+    "RestoreResult",
+    "RestoreUnavailable",
+    "SkippedPath",
+    "SnapshotRefInfo",
+    "Submodule",
+    "WorkspaceBusy",
+    "WorkspaceError",
+    "WorkspacePolicy",
+    "WorkspaceRef",
+    "apply_restore",
+    "delete_thread_refs",
+    "drift",
+    "gc_shadow",
+    "list_snapshot_refs",
+    "plan_restore",
+    "plan_undo",
+    "prune_thread_refs",
+    "snapshot_ref_name",
+    "take_snapshot",
+    "validate_thread_key",
+]

@@ -1,0 +1,242 @@
+"""Restoring a snapshot: preview first (``plan_restore``), then ``apply_restore``.
+
+How "created by the session" is known (the only files a restore deletes): a path qualifies when
+it is absent from the checkpoint's tree, is not hidden by the user's ignore rules (git never
+lists ignored files here), was not recorded at the checkpoint as oversized, excluded or inside a
+nested repository, AND at least one of:
+- the engine names it in ``session_created`` (from its tool-call records: files written by the
+  agent's Write/Edit/apply_patch calls), or
+- it is present in a later snapshot of the same thread (``refs/continuation/<thread>/<g>`` with
+  ``g`` greater than the checkpoint's generation), i.e. it appeared while that thread was running.
+Any other new file is listed as ``kept`` and left alone. Untracked files that existed at the
+checkpoint are in its tree, so they are restored, never deleted.
+
+``apply_restore`` never moves HEAD, never changes the branch and never writes the user's index:
+contents are written with ``git checkout-index`` from a scratch index. It first takes a safety
+snapshot (``RestoreResult.safety``); ``plan_undo(result)`` previews undoing the restore.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterable
+from pathlib import Path
+
+from .compare import (
+    SkipRules,
+    open_snapshot_target,
+    relative_paths,
+    snapshot_tree,
+    status_against_snapshot,
+)
+from .gitrun import GitTarget
+from .layout import REF_NAMESPACE, safety_ref_name
+from .lock import DEFAULT_LOCK_TIMEOUT, workspace_lock
+from .model import ModeChange, RestorePlan, RestoreResult, SkippedPath, WorkspaceRef
+from .policy import WorkspacePolicy
+from .snapshot import snapshot_locked
+from .workspace_target import resolve_workspace
+
+
+def plan_restore(
+    ref: WorkspaceRef,
+    *,
+    state_home: Path | str,
+    session_created: Iterable[str | Path] = (),
+    lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+) -> RestorePlan:
+    """What restoring ``ref`` would change; changes nothing (this is ``--dry-run``)."""
+    ws = resolve_workspace(ref.root, state_home)
+    target = open_snapshot_target(ws, ref)
+    with workspace_lock(ws.layout, lock_timeout):
+        tree = snapshot_tree(target, ref)
+        status = status_against_snapshot(target, ref, tree)
+        plan = RestorePlan(checkpoint=ref)
+        rules = SkipRules(ref)
+        new_paths: list[str] = []
+        mode_candidates = []
+        for entry in status.entries:
+            if entry.kind == "1" and entry.y == ".":
+                continue
+            reason = rules.reason(entry)
+            if reason is not None:
+                plan.skipped.append(SkippedPath(entry.path.rstrip("/"), reason))
+            elif entry.kind == "?":
+                new_paths.append(entry.path)
+            elif entry.y == "D":
+                plan.recreated.append(entry.path)
+            elif entry.y == "M" and entry.mode_index != entry.mode_worktree:
+                mode_candidates.append(entry)
+            else:
+                plan.modified.append(entry.path)
+        for entry, same_content in zip(mode_candidates, _same_content(target, mode_candidates)):
+            plan.mode_changes.append(ModeChange(entry.path, entry.mode_worktree, entry.mode_index))
+            if not same_content:
+                plan.modified.append(entry.path)
+        created = _created_by_session(target, ref, new_paths, relative_paths(ws.root, session_created))
+        for path in new_paths:
+            (plan.deleted if path in created else plan.kept).append(path)
+        for bucket in (plan.modified, plan.recreated, plan.deleted, plan.kept):
+            bucket.sort()
+        return plan
+
+
+def plan_undo(result: RestoreResult, *, state_home: Path | str) -> RestorePlan:
+    """Preview undoing a restore: back to its safety snapshot; files it re-created are removed."""
+    return plan_restore(result.safety, state_home=state_home, session_created=result.recreated)
+
+
+def _same_content(target: GitTarget, entries) -> list[bool]:
+    if not entries:
+        return []
+    payload = "".join(e.path + "\n" for e in entries).encode("utf-8", "surrogateescape")
+    if any("\n" in e.path for e in entries):
+        return [False] * len(entries)
+    hashes = target.out(["hash-object", "--stdin-paths"], stdin=payload).split("\n")
+    return [h == e.hash_index for h, e in zip(hashes, entries)]
+
+
+def _created_by_session(target: GitTarget, ref: WorkspaceRef, candidates: list[str], named: set[str]) -> set[str]:
+    created = {p for p in candidates if p in named}
+    rest = [p for p in candidates if p not in created and "\n" not in p]
+    later = _later_snapshot_commits(target, ref)
+    if not rest or not later:
+        return created
+    queries = [(commit, path) for commit in later for path in rest]
+    payload = "".join(f"{commit}:{path}\n" for commit, path in queries).encode("utf-8", "surrogateescape")
+    lines = target.out(["cat-file", "--batch-check"], stdin=payload).split("\n")
+    for (_, path), line in zip(queries, lines):
+        if not line.endswith(" missing"):
+            created.add(path)
+    return created
+
+
+def _later_snapshot_commits(target: GitTarget, ref: WorkspaceRef) -> list[str]:
+    if not ref.thread_key or ref.generation is None:
+        return []
+    prefix = f"{REF_NAMESPACE}/{ref.thread_key}/"
+    listing = target.out(["for-each-ref", "--format=%(objectname) %(refname)", prefix])
+    commits = []
+    for line in listing.splitlines():
+        commit, name = line.split(" ", 1)
+        generation = name[len(prefix) :]
+        if generation.isdigit() and int(generation) > ref.generation:
+            commits.append(commit)
+    return commits
+
+
+def apply_restore(
+    plan: RestorePlan,
+    *,
+    state_home: Path | str,
+    lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+) -> RestoreResult:
+    """Carry out ``plan``: safety snapshot first, then contents and modes, then deletions.
+
+    Only paths that still differ between the safety snapshot and the checkpoint are touched, so a
+    file changed after the plan was made, or one the safety snapshot could not store (oversized),
+    is reported in ``skipped`` instead of being overwritten.
+    """
+    ref = plan.checkpoint
+    ws = resolve_workspace(ref.root, state_home)
+    target = open_snapshot_target(ws, ref)
+    thread_key = ref.thread_key or "restore"
+    policy = WorkspacePolicy(
+        exclude=tuple(ref.exclude_patterns),
+        size_cap_bytes=ref.size_cap_bytes if ref.size_cap_bytes is not None else WorkspacePolicy().size_cap_bytes,
+    )
+    with workspace_lock(ws.layout, lock_timeout):
+        tree = snapshot_tree(target, ref)
+        safety = snapshot_locked(ws, thread_key, safety_ref_name(thread_key), None, policy)
+        result = RestoreResult(safety=safety)
+        changes = _tree_changes(target, safety.snapshot_tree or "", tree)
+        not_backed_up = {o.path for o in safety.oversized}
+        planned_writes = [*plan.modified, *plan.recreated, *(m.path for m in plan.mode_changes)]
+        writes: list[str] = []
+        for path in dict.fromkeys(planned_writes):
+            if path in not_backed_up:
+                result.skipped.append(SkippedPath(path, "too large for the safety snapshot; left as is"))
+            elif changes.get(path) in ("M", "T", "A"):
+                writes.append(path)
+        deletions = [p for p in plan.deleted if changes.get(p) == "D" and p not in not_backed_up]
+        for path in plan.deleted:
+            if path not in deletions:
+                result.skipped.append(SkippedPath(path, "changed after the plan was made; left as is"))
+        known = {*planned_writes, *plan.deleted, *plan.kept, *(s.path for s in plan.skipped)}
+        for path in sorted(set(changes) - known):
+            result.skipped.append(SkippedPath(path, "changed after the plan was made; left as is"))
+        _write_from_tree(target, tree, writes, result)
+        for path in writes:
+            (result.recreated if path in plan.recreated else result.restored).append(path)
+        _delete_created(target, tree, deletions, result)
+        return result
+
+
+def _tree_changes(target: GitTarget, old_tree: str, new_tree: str) -> dict[str, str]:
+    """path -> A/D/M/T going from old_tree to new_tree (gitlinks included as they are)."""
+    raw = target.run(["diff-tree", "-r", "-z", "--no-renames", old_tree, new_tree])[1]
+    fields = raw.decode("utf-8", "surrogateescape").split("\0")
+    changes: dict[str, str] = {}
+    for meta, path in zip(fields[0::2], fields[1::2]):
+        if meta.startswith(":"):
+            changes[path] = meta.split(" ")[-1][:1]
+    return changes
+
+
+def _write_from_tree(target: GitTarget, tree: str, paths: list[str], result: RestoreResult) -> None:
+    if not paths:
+        return
+    scratch = target.layout.scratch_index("restore")
+    try:
+        target.run(["read-tree", tree], index=scratch)
+        payload = b"".join(p.encode("utf-8", "surrogateescape") + b"\0" for p in paths)
+        code, _, err = target.run(
+            ["checkout-index", "-f", "-q", "-z", "--stdin"], index=scratch, stdin=payload, check=False
+        )
+        if code != 0:
+            result.errors.append(f"git checkout-index: {err.strip()}")
+    finally:
+        scratch.unlink(missing_ok=True)
+
+
+def _delete_created(target: GitTarget, tree: str, paths: list[str], result: RestoreResult) -> None:
+    root = target.work_tree
+    parents: set[str] = set()
+    for path in paths:
+        full = root / path
+        try:
+            if full.is_dir() and not full.is_symlink():
+                result.skipped.append(SkippedPath(path, "is a folder now; left as is"))
+                continue
+            try:
+                full.unlink()
+            except PermissionError:  # read-only files on Windows
+                os.chmod(full, stat.S_IWRITE)
+                full.unlink()
+            result.deleted.append(path)
+        except FileNotFoundError:
+            result.deleted.append(path)
+        except OSError as exc:
+            result.errors.append(f"cannot delete {path}: {exc}")
+            continue
+        parent = Path(path).parent
+        while parent != Path("."):
+            parents.add(parent.as_posix())
+            parent = parent.parent
+    _remove_empty_new_folders(target, tree, parents)
+
+
+def _remove_empty_new_folders(target: GitTarget, tree: str, folders: set[str]) -> None:
+    """Folders left empty by deletions go too, unless the checkpoint had them."""
+    if not folders:
+        return
+    ordered = sorted(folders, key=lambda f: f.count("/"), reverse=True)
+    payload = "".join(f"{tree}:{f}\n" for f in ordered).encode("utf-8", "surrogateescape")
+    lines = target.out(["cat-file", "--batch-check"], stdin=payload).split("\n")
+    for folder, line in zip(ordered, lines):
+        if line.endswith(" missing"):
+            try:
+                (target.work_tree / folder).rmdir()
+            except OSError:
+                pass  # not empty: something else lives there

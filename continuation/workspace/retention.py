@@ -1,0 +1,110 @@
+"""Retention: listing and deleting a thread's snapshot refs (git may then collect the objects)."""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from .gitrun import GitTarget
+from .layout import REF_NAMESPACE, thread_ref_prefix, validate_thread_key
+from .lock import DEFAULT_LOCK_TIMEOUT, workspace_lock
+from .workspace_target import Workspace, content_target, resolve_workspace
+
+
+@dataclass
+class SnapshotRefInfo:
+    ref: str
+    commit: str
+    thread_key: str
+    generation: int | None  # None for safety snapshots (taken before a restore)
+
+
+def list_snapshot_refs(
+    root: Path | str, *, state_home: Path | str, thread_key: str | None = None
+) -> list[SnapshotRefInfo]:
+    """Snapshot refs of the workspace (all threads, or one), oldest generation first."""
+    ws = resolve_workspace(root, state_home)
+    target = content_target(ws, create=False)
+    if target is None:
+        return []
+    return _list(target, thread_key)
+
+
+def _list(target: GitTarget, thread_key: str | None) -> list[SnapshotRefInfo]:
+    prefix = thread_ref_prefix(thread_key) if thread_key else f"{REF_NAMESPACE}/"
+    listing = target.out(["for-each-ref", "--format=%(objectname) %(refname)", prefix])
+    refs = []
+    for line in listing.splitlines():
+        commit, name = line.split(" ", 1)
+        rest = name[len(REF_NAMESPACE) + 1 :].split("/")
+        generation = int(rest[1]) if len(rest) == 2 and rest[1].isdigit() else None
+        refs.append(SnapshotRefInfo(name, commit, rest[0], generation))
+    refs.sort(key=lambda r: (r.thread_key, r.generation is None, r.generation or 0, r.ref))
+    return refs
+
+
+def delete_thread_refs(
+    root: Path | str, thread_key: str, *, state_home: Path | str, lock_timeout: float = DEFAULT_LOCK_TIMEOUT
+) -> int:
+    """Delete every snapshot ref of the thread and its private state; returns refs deleted.
+
+    For git repositories the objects stay in the user's object store until git's own gc collects
+    them; for shadow repositories call ``gc_shadow``.
+    """
+    validate_thread_key(thread_key)
+    ws = resolve_workspace(root, state_home)
+    with workspace_lock(ws.layout, lock_timeout):
+        target = content_target(ws, create=False)
+        deleted = _delete(target, _list(target, thread_key)) if target is not None else 0
+        ws.layout.thread_index(thread_key).unlink(missing_ok=True)
+        ws.layout.thread_record(thread_key).unlink(missing_ok=True)
+        shutil.rmtree(ws.layout.manifest_path(thread_key, 0).parent, ignore_errors=True)
+        return deleted
+
+
+def prune_thread_refs(
+    root: Path | str,
+    thread_key: str,
+    *,
+    keep: int,
+    state_home: Path | str,
+    lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+) -> int:
+    """Keep the newest ``keep`` generations and the newest ``keep`` safety snapshots; delete the rest."""
+    if keep < 0:
+        raise ValueError("keep must be >= 0")
+    ws = resolve_workspace(root, state_home)
+    with workspace_lock(ws.layout, lock_timeout):
+        target = content_target(ws, create=False)
+        if target is None:
+            return 0
+        refs = _list(target, thread_key)
+        generations = [r for r in refs if r.generation is not None]
+        safety = sorted((r for r in refs if r.generation is None), key=lambda r: r.ref)
+        doomed = generations[: max(0, len(generations) - keep)] + safety[: max(0, len(safety) - keep)]
+        for info in doomed:
+            if info.generation is not None:
+                ws.layout.manifest_path(thread_key, info.generation).unlink(missing_ok=True)
+        return _delete(target, doomed)
+
+
+def _delete(target: GitTarget, refs: list[SnapshotRefInfo]) -> int:
+    if not refs:
+        return 0
+    payload = "".join(f"delete {r.ref} {r.commit}\n" for r in refs).encode("utf-8")
+    target.run(["update-ref", "--no-deref", "--stdin"], stdin=payload)
+    return len(refs)
+
+
+def gc_shadow(root: Path | str, *, state_home: Path | str, lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> bool:
+    """Collect unreferenced objects of the workspace's shadow repository (never the user's own)."""
+    ws: Workspace = resolve_workspace(root, state_home)
+    if ws.git is not None:
+        return False
+    with workspace_lock(ws.layout, lock_timeout):
+        target = content_target(ws, create=False)
+        if target is None:
+            return False
+        target.run(["gc", "--quiet", "--prune=now"])
+        return True
