@@ -1,0 +1,153 @@
+"""Context boundaries: commit before, deliver after.
+
+- PreCompact: commit a checkpoint (capsule + workspace snapshot) and record the boundary. The
+  thread then *needs context*: the next fresh context must receive the assembled capsule.
+- SessionStart(compact): answer with the assembled context and record its delivery.
+- SessionStart(resume): the runtime reloads the whole conversation, and Claude Code 2.1.332
+  keeps every SessionStart answer in the history (measured: each resume adds one more block), so
+  a resume gets the context only when something must be carried: an undelivered boundary, or
+  inputs left interrupted / reconciling by a dead session. A plain resume gets nothing.
+- SessionStart(clear): the user asked for a clean slate; nothing is injected.
+- If a boundary was recorded and no delivery followed (a deferred or dropped compact hook:
+  claude-code #15174), the next UserPromptSubmit injects the context instead.
+"""
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from statemachine import events as ev
+
+from . import checkpoints
+from .atomic import atomic_write
+from .engine import Thread
+
+#: Claude Code spills hook additionalContext over 10,000 characters to a file; stay under it.
+INLINE_LIMITS = {"claude": 9_500, "codex": 9_500}
+
+
+def _snapshot(thread: Thread, generation: int) -> dict | None:
+    """A workspace snapshot for the checkpoint; never fails the boundary."""
+    root = thread.row["workspace_root"]
+    if not root or not Path(root).is_dir():
+        return None
+    try:
+        from .workspace_link import snapshot_for_checkpoint
+
+        return snapshot_for_checkpoint(thread, generation)
+    except Exception as exc:  # the capsule matters more than the snapshot
+        return {"root": root, "error": f"snapshot failed: {exc}"}
+
+
+def transcript_pointer(path: str | None) -> dict | None:
+    """Path, byte size and sha256 of the transcript prefix read at the boundary."""
+    if not path:
+        return None
+    p = Path(path)
+    try:
+        h = hashlib.sha256()
+        size = 0
+        with p.open("rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                h.update(chunk)
+                size += len(chunk)
+        return {"transcript_path": str(p), "transcript_offset": size,
+                "transcript_prefix_sha256": h.hexdigest()}
+    except OSError:
+        return {"transcript_path": str(p)}
+
+
+def commit_checkpoint(thread: Thread, *, reason: str, transcript_path: str | None = None,
+                      snapshot: bool = True, notices=()) -> checkpoints.Checkpoint:
+    generation = int(thread.row["generation"]) + 1
+    workspace = _snapshot(thread, generation) if snapshot else None
+    return checkpoints.commit(thread, reason=reason, workspace=workspace,
+                              transcript=transcript_pointer(transcript_path), notices=notices)
+
+
+def before_compaction(thread: Thread, *, trigger: str, source_tag: str,
+                      transcript_path: str | None = None) -> checkpoints.Checkpoint:
+    cp = commit_checkpoint(thread, reason=trigger, transcript_path=transcript_path)
+    thread.record(ev.BOUNDARY, {"kind": "compact", "trigger": trigger,
+                                "generation": cp.generation, "checkpoint_id": cp.checkpoint_id},
+                  source=source_tag)
+    return cp
+
+
+def _fresh_checkpoint(thread: Thread, reason: str) -> checkpoints.Checkpoint:
+    """The newest checkpoint when nothing but bookkeeping happened since; else a new one."""
+    cps = checkpoints.list_checkpoints(thread)
+    if cps:
+        newest = cps[-1]
+        later = thread.events(after=newest.seq)
+        if all(e["type"] in _BOOKKEEPING for e in later):
+            return newest
+    return commit_checkpoint(thread, reason=reason)
+
+
+_BOOKKEEPING = {ev.CHECKPOINT_COMMITTED, ev.BOUNDARY, ev.SESSION_STARTED, ev.SETTINGS,
+                ev.CONTEXT_DELIVERED, ev.SESSION_ENDED, ev.ASSISTANT_CLAIM}
+
+
+def assembled_text(thread: Thread, loaded: checkpoints.LoadedCapsule) -> str:
+    from capsule.assemble import assemble_context
+
+    context = assemble_context(None, loaded.capsule)
+    return context.as_text()
+
+
+def fit_for_runtime(thread: Thread, runtime: str, text: str, generation: int) -> str:
+    """Inline part for the hook answer; the full text goes to a file it points to."""
+    limit = INLINE_LIMITS.get(runtime, 9_500)
+    if len(text) <= limit:
+        return text
+    spill = thread.engine.home / "contexts" / thread.key / f"g{generation:06d}.md"
+    atomic_write(spill, text.encode("utf-8", "surrogatepass"))
+    note = (f"\n[continuation: the full checkpoint ({len(text)} characters) is in {spill}; "
+            f"read it before acting on anything this part leaves out]\n")
+    head = text[: limit - len(note)]
+    return head + note
+
+
+def context_answer(thread: Thread, runtime: str, event_name: str, *, via: str,
+                   reason: str = "boundary", exclude_input: str | None = None) -> dict:
+    """The hook answer carrying the assembled context, and the record of its delivery.
+
+    On the UserPromptSubmit fallback (``via="user_prompt"``) the newest committed checkpoint's
+    stored rendering is used as is: no rebuild, so no tokenizer on a prompt hook; the prompt
+    itself arrives with the model request anyway."""
+    if via == "user_prompt":
+        loaded = checkpoints.load(thread)
+        if loaded is None:
+            return {}
+        text = loaded.checkpoint.rendered
+    else:
+        cp = _fresh_checkpoint(thread, reason)
+        loaded = checkpoints.load(thread, cp.generation)
+        if loaded is None:
+            return {}
+        text = assembled_text(thread, loaded)
+    for problem in loaded.problems:
+        text = f"[continuation: {problem}]\n" + text
+    inline = fit_for_runtime(thread, runtime, text, loaded.checkpoint.generation)
+    thread.record(ev.CONTEXT_DELIVERED, {"generation": loaded.checkpoint.generation, "via": via,
+                                         "checkpoint_id": loaded.checkpoint.checkpoint_id,
+                                         "chars": len(inline)}, source=f"hook:{runtime}")
+    return {"hookSpecificOutput": {"hookEventName": event_name, "additionalContext": inline}}
+
+
+def on_session_start(thread: Thread, runtime: str, source: str, *, source_tag: str) -> dict | None:
+    row = thread.row
+    if source == "compact":
+        if not row["needs_context"]:
+            # PreCompact never reached us: the boundary happened all the same
+            thread.record(ev.BOUNDARY, {"kind": "compact", "trigger": "unknown"}, source=source_tag)
+        return context_answer(thread, runtime, "SessionStart", via="session_start",
+                              reason="compact")
+    if source in ("resume", "fork"):
+        carry = row["needs_context"] or any(
+            r.state in ("interrupted", "reconciling") for r in thread.inputs())
+        if carry:
+            return context_answer(thread, runtime, "SessionStart", via="session_start",
+                                  reason=source)
+    return None

@@ -1,0 +1,196 @@
+"""Fill the capsule builder's input from a thread's store (a boundary-time read, never the hot path).
+
+Pointers name where a full text can be read back (``continuation source POINTER``):
+``event:<thread_key>:<seq>`` for the text of an event (input, claim, tool call, outcome).
+"""
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Iterable
+
+from capsule.source import (
+    CapsuleSource,
+    SourceAttachment,
+    SourceBackgroundWork,
+    SourceClaim,
+    SourceCursor,
+    SourceFact,
+    SourceInput,
+    SourceModelSettings,
+    SourceNotice,
+    SourcePermissions,
+    SourcePlan,
+    SourcePlanItem,
+    SourcePointers,
+    SourceToolCall,
+    ThreadKey,
+)
+
+from .engine import Thread
+
+#: runtime facts worth carrying into the next context (the rest stay in the log)
+FACT_TYPES = {
+    "turn_completed", "turn_aborted", "crash_detected", "boundary", "reconciled", "rolled_back",
+    "tool_finished", "context_delivered", "session_started", "session_ended",
+}
+MAX_FACTS = 40
+
+
+def pointer(thread_key: str, seq: int | None) -> str:
+    return f"event:{thread_key}:{seq}" if seq else ""
+
+
+def _when(ts: float | None) -> datetime | None:
+    return datetime.fromtimestamp(ts, timezone.utc) if ts else None
+
+
+def _tool_status(call) -> str:
+    if call.status == "reconciled":
+        return "ok" if call.decision in ("applied", "retry_safe") else "error"
+    if call.status in ("in_flight", "ok", "error", "unknown"):
+        return call.status
+    return "unknown"
+
+
+def _fact_text(event: dict) -> str:
+    d = event["data"]
+    t = event["type"]
+    if t in ("turn_completed", "turn_aborted"):
+        return f"turn {d.get('turn_id')} {'completed' if t == 'turn_completed' else 'aborted'}" + (
+            f" ({d['reason']})" if d.get("reason") else "")
+    if t == "tool_finished":
+        code = f" exit {d['exit_code']}" if d.get("exit_code") is not None else ""
+        return f"tool call {d.get('call_id')} finished: {d.get('status', 'ok')}{code}"
+    if t == "reconciled":
+        return f"tool call {d.get('call_id')} reconciled by the user: {d.get('decision')}"
+    if t == "boundary":
+        return f"context boundary: {d.get('kind')} ({d.get('trigger') or 'n/a'})"
+    if t == "rolled_back":
+        return f"rewound to event {d.get('to_seq')}" + (f": {d['reason']}" if d.get("reason") else "")
+    if t == "crash_detected":
+        return f"session ended without a clean end: {d.get('reason')}"
+    if t == "context_delivered":
+        return f"context generation {d.get('generation')} delivered via {d.get('via')}"
+    if t == "session_started":
+        return f"session started ({d.get('source')})"
+    if t == "session_ended":
+        return f"session ended ({d.get('reason')})"
+    return t
+
+
+def gather(thread: Thread, *, generation: int, reason: str, upto_seq: int | None = None,
+           workspace: dict | None = None, transcript: dict | None = None,
+           notices: Iterable[SourceNotice] = (), now: datetime | None = None) -> CapsuleSource:
+    """Everything the builder needs, as of the thread's current state."""
+    row = thread.row
+    key = thread.key
+    inputs = thread.inputs()
+    calls = [c for c in thread.tool_calls() if c.status != "rolled_back"]
+    events = thread.events()
+    if upto_seq is not None:
+        events = [e for e in events if e["seq"] <= upto_seq]
+    rolled_back_after = _rollback_points(events)
+    meta = thread.meta()
+
+    src_inputs = [
+        SourceInput(id=r.input_id, text=r.text, state=r.state, turn_id=r.turn_id,
+                    admitted_seq=r.admitted_seq, queued=r.state == "queued",
+                    attachments=[str(a.get("ref", a)) if isinstance(a, dict) else str(a)
+                                 for a in r.attachments],
+                    pointer=pointer(key, r.admitted_seq))
+        for r in inputs
+    ]
+    src_calls = [
+        SourceToolCall(call_id=c.call_id, tool=c.tool or "?", args=c.args or {},
+                       status=_tool_status(c), started_at=_when(c.started_at), turn_id=c.turn_id,
+                       exit_code=(c.outcome or {}).get("exit_code"),
+                       pointer=pointer(key, c.started_seq))
+        for c in calls
+    ]
+    facts = [SourceFact(seq=e["seq"], kind=e["type"], text=_fact_text(e),
+                        pointer=pointer(key, e["seq"]))
+             for e in events if e["type"] in FACT_TYPES][-MAX_FACTS:]
+    claims = [SourceClaim(turn_id=c["turn_id"], text=c["text"], seq=c["seq"],
+                          pointer=pointer(key, c["seq"]))
+              for c in thread.claims()
+              if not any(c["seq"] > point for point in rolled_back_after)][-20:]
+    attachments = [SourceAttachment(ref=str(a.get("ref", a)) if isinstance(a, dict) else str(a),
+                                    kind=a.get("kind") if isinstance(a, dict) else None,
+                                    input_id=r.input_id, pointer=pointer(key, r.admitted_seq))
+                   for r in inputs if r.state not in ("rolled_back",) for a in r.attachments]
+    settings = meta.get("settings", {})
+    plan = meta.get("plan_updated")
+    return CapsuleSource(
+        thread=ThreadKey(runtime=row["runtime"], session_id=row["session_id"], thread_id=key),
+        generation=generation,
+        reason=reason,
+        created_at=now or datetime.now(timezone.utc),
+        inputs=src_inputs,
+        tool_calls=src_calls,
+        facts=facts,
+        claims=claims,
+        cursor=_cursor(key, events),
+        workspace=workspace or ({"root": row["workspace_root"]} if row["workspace_root"] else None),
+        permissions=SourcePermissions(permission_mode=settings.get("permission_mode"),
+                                      sandbox=settings.get("sandbox"),
+                                      approval=settings.get("approval")),
+        model_settings=SourceModelSettings(model=settings.get("model"),
+                                           provider=settings.get("provider")),
+        attachments=attachments,
+        plan=_plan(key, plan) if plan else None,
+        background=[SourceBackgroundWork(description=f"{b.get('tool')} {b.get('args')}",
+                                         handle=b["handle"], handle_kind="shell", seq=b.get("seq"),
+                                         pointer=pointer(key, b.get("seq")))
+                    for b in _background(events)],
+        pointers=SourcePointers(event_seq_first=events[0]["seq"] if events else None,
+                                event_seq_last=events[-1]["seq"] if events else None,
+                                **(transcript or {})),
+        notices=list(notices),
+    )
+
+
+def _rollback_points(events: list[dict]) -> list[int]:
+    """Claims after a rollback's target (and before the rollback) belong to a discarded branch."""
+    return [int(e["data"]["to_seq"]) for e in events if e["type"] == "rolled_back"]
+
+
+def _cursor(key: str, events: list[dict]) -> SourceCursor:
+    step = outcome = None
+    seq = None
+    started: dict[str, dict] = {}
+    for e in events:
+        d = e["data"]
+        if e["type"] == "tool_started":
+            started[d.get("call_id")] = d
+        elif e["type"] == "tool_finished":
+            call = started.get(d.get("call_id"), {})
+            args = call.get("args") or {}
+            what = args.get("command") or args.get("file_path") or args.get("path") or ""
+            step = f"{call.get('tool') or d.get('tool') or 'tool'} {what}".strip()
+            code = f", exit {d['exit_code']}" if d.get("exit_code") is not None else ""
+            outcome = f"{d.get('status', 'ok')}{code}"
+            seq = e["seq"]
+        elif e["type"] in ("turn_completed", "turn_aborted"):
+            step = f"turn {d.get('turn_id')} {e['type'].split('_')[1]}"
+            outcome = e["type"]
+            seq = e["seq"]
+    return SourceCursor(last_completed_step=step, last_runtime_outcome=outcome,
+                        pointer=pointer(key, seq))
+
+
+def _plan(key: str, plan: dict) -> SourcePlan:
+    items = []
+    for item in plan.get("items") or []:
+        if isinstance(item, dict):
+            text = item.get("content") or item.get("step") or item.get("text") or ""
+            items.append(SourcePlanItem(text=str(text), status=str(item.get("status") or "pending")))
+    return SourcePlan(tool=plan.get("tool"), seq=plan.get("seq"), items=items,
+                      pointer=pointer(key, plan.get("seq")))
+
+
+def _background(events: list[dict]) -> list[dict]:
+    out: dict[str, dict] = {}
+    for e in events:
+        if e["type"] == "background_task":
+            out[e["data"]["handle"]] = {**e["data"], "seq": e["seq"]}
+    return list(out.values())

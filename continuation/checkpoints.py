@@ -1,0 +1,183 @@
+"""Committing and reading capsules: the checkpoint of a thread at one context generation.
+
+Commit order (each step durable before the next):
+1. the human-readable copy ``capsules/<thread>/g<generation>.json`` is written atomically
+   (temp file, fsync, rename, fsync of the folder);
+2. one SQLite transaction inserts the checkpoint row (exact capsule bytes + sha256 + the
+   rendered block) and appends the ``checkpoint_committed`` fact.
+The row is the commit point: a crash before it leaves an orphan file and the previous
+checkpoint current. Every generation is kept. Reading verifies the sha256; a capsule whose
+hash does not match is reported and the previous good one is used.
+
+A checkpoint is aligned (one id names the event position, the capsule and the workspace
+snapshot): ``checkpoint_id`` is derived from thread and generation, ``seq`` is the last event it
+covers, ``workspace`` holds the snapshot reference taken with it.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from statemachine import events as ev
+
+from . import faults
+from .atomic import atomic_write
+from .engine import Thread
+from .store import StoreError
+
+
+class CheckpointError(StoreError):
+    pass
+
+
+@dataclass
+class Checkpoint:
+    checkpoint_id: str
+    thread_key: str
+    generation: int
+    seq: int
+    reason: str
+    created_at: float
+    sha256: str
+    capsule_version: int
+    rendered: str
+    workspace: dict | None
+    file_path: str | None
+    capsule_bytes: bytes = field(repr=False, default=b"")
+
+    def summary(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if k not in ("capsule_bytes", "rendered")}
+
+
+@dataclass
+class LoadedCapsule:
+    checkpoint: Checkpoint
+    capsule: object  # capsule.model.Capsule
+    problems: list[str]  # checkpoints skipped because their bytes did not verify
+
+
+def checkpoint_id_for(thread_key: str, generation: int) -> str:
+    digest = hashlib.sha256(f"{thread_key}\0{generation}".encode()).hexdigest()[:10]
+    return f"cp-{generation}-{digest}"
+
+
+def capsule_dir(home: Path, thread_key: str) -> Path:
+    return Path(home) / "capsules" / thread_key
+
+
+def _row_to_checkpoint(row: tuple, names: list[str]) -> Checkpoint:
+    d = dict(zip(names, row))
+    return Checkpoint(
+        checkpoint_id=d["checkpoint_id"], thread_key=d["thread_key"], generation=d["generation"],
+        seq=d["seq"], reason=d["reason"], created_at=d["created_at"], sha256=d["sha256"],
+        capsule_version=d["capsule_version"], rendered=d["rendered"],
+        workspace=json.loads(d["workspace"]) if d["workspace"] else None,
+        file_path=d["file_path"], capsule_bytes=bytes(d["capsule"]))
+
+
+def list_checkpoints(thread: Thread) -> list[Checkpoint]:
+    cur = thread.store.conn.execute(
+        "SELECT * FROM checkpoints WHERE thread_key=? ORDER BY generation", (thread.key,))
+    names = [d[0] for d in cur.description]
+    return [_row_to_checkpoint(r, names) for r in cur.fetchall()]
+
+
+def find_checkpoint(engine, selector: str) -> Checkpoint:
+    """By id or unique id prefix, across threads."""
+    cur = engine.store.conn.execute(
+        "SELECT * FROM checkpoints WHERE checkpoint_id=? OR checkpoint_id LIKE ?",
+        (selector, selector.replace("%", "") + "%"))
+    names = [d[0] for d in cur.description]
+    rows = [_row_to_checkpoint(r, names) for r in cur.fetchall()]
+    exact = [r for r in rows if r.checkpoint_id == selector]
+    if exact:
+        return exact[0]
+    if len(rows) == 1:
+        return rows[0]
+    if not rows:
+        raise CheckpointError(f"no checkpoint {selector!r} (see `continuation checkpoints`)")
+    raise CheckpointError(f"{selector!r} matches {len(rows)} checkpoints; give more of the id")
+
+
+def build(thread: Thread, *, generation: int, reason: str, workspace: dict | None = None,
+          transcript: dict | None = None, notices=(), budget=None, upto_seq: int | None = None):
+    """Build (not commit) the capsule for the thread's current state."""
+    from capsule.budget import Budget, build_capsule
+
+    from .capsule_source import gather
+
+    source = gather(thread, generation=generation, reason=reason, workspace=workspace,
+                    transcript=transcript, notices=notices, upto_seq=upto_seq)
+    return build_capsule(source, budget or Budget())
+
+
+def commit(thread: Thread, *, reason: str, workspace: dict | None = None,
+           transcript: dict | None = None, notices=(), budget=None) -> Checkpoint:
+    from capsule.model import SCHEMA_VERSION, encode_capsule
+    from capsule.render import render_capsule
+
+    store = thread.store
+    row = thread.row
+    generation = int(row["generation"]) + 1
+    seq = int(row["last_seq"])
+    capsule = build(thread, generation=generation, reason=reason, workspace=workspace,
+                    transcript=transcript, notices=notices, budget=budget)
+    data = encode_capsule(capsule)
+    digest = hashlib.sha256(data).hexdigest()
+    rendered = render_capsule(capsule)
+    cp_id = checkpoint_id_for(thread.key, generation)
+    path = capsule_dir(thread.engine.home, thread.key) / f"g{generation:06d}.json"
+    atomic_write(path, data)
+    now = time.time()
+    with store.transaction() as c:
+        current = c.execute("SELECT generation FROM threads WHERE thread_key=?",
+                            (thread.key,)).fetchone()[0]
+        if current >= generation:  # another process committed this generation meanwhile
+            raise CheckpointError(f"generation {generation} of {thread.key} already committed")
+        c.execute(
+            "INSERT INTO checkpoints (checkpoint_id, thread_key, generation, seq, reason,"
+            " created_at, capsule, sha256, capsule_version, rendered, workspace, file_path)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+            (cp_id, thread.key, generation, seq, reason, now, data, digest, SCHEMA_VERSION,
+             rendered, json.dumps(workspace) if workspace else None, str(path)))
+        store._append_in(c, thread.key, ev.CHECKPOINT_COMMITTED,
+                         {"checkpoint_id": cp_id, "generation": generation, "reason": reason,
+                          "sha256": digest, "covers_seq": seq,
+                          "snapshot_ref": (workspace or {}).get("snapshot_ref")},
+                         "engine", now)
+        faults.point("checkpoint.before_commit")
+    return Checkpoint(cp_id, thread.key, generation, seq, reason, now, digest, SCHEMA_VERSION,
+                      rendered, workspace, str(path), data)
+
+
+def verify(cp: Checkpoint) -> str | None:
+    """None when the stored bytes match their hash, else what is wrong."""
+    actual = hashlib.sha256(cp.capsule_bytes).hexdigest()
+    if actual != cp.sha256:
+        return (f"checkpoint {cp.checkpoint_id} (generation {cp.generation}) is corrupt: "
+                f"sha256 {actual[:12]} != recorded {cp.sha256[:12]}")
+    return None
+
+
+def load(thread: Thread, generation: int | None = None) -> LoadedCapsule | None:
+    """The newest checkpoint (or the one of ``generation``) whose bytes verify and decode,
+    falling back to older ones; ``problems`` says what was skipped."""
+    from capsule.model import CapsuleFormatError, decode_capsule
+
+    problems: list[str] = []
+    candidates = [cp for cp in reversed(list_checkpoints(thread))
+                  if generation is None or cp.generation <= generation]
+    for cp in candidates:
+        issue = verify(cp)
+        if issue is None:
+            try:
+                return LoadedCapsule(cp, decode_capsule(cp.capsule_bytes), problems)
+            except CapsuleFormatError as exc:
+                issue = f"checkpoint {cp.checkpoint_id} cannot be read: {exc}"
+        problems.append(issue + "; using the previous one")
+    if problems:
+        raise CheckpointError("; ".join(problems) + " - no valid checkpoint remains")
+    return None

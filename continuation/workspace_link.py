@@ -1,0 +1,62 @@
+"""The engine's use of the workspace package: snapshots at checkpoints, paths the session wrote.
+
+Policy comes from ``CONTINUATION_WORKSPACE_POLICY`` (``snapshot`` default, ``metadata``,
+``none``), ``CONTINUATION_WORKSPACE_EXCLUDE`` (comma-separated patterns) and
+``CONTINUATION_WORKSPACE_SIZE_CAP`` (bytes).
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from .engine import Thread
+
+#: tool argument names that name a file the tool writes
+_PATH_ARGS = ("file_path", "path", "notebook_path")
+_WRITING_TOOLS = {"Write", "Edit", "MultiEdit", "NotebookEdit", "apply_patch", "write_file",
+                  "edit_file"}
+
+
+def policy():
+    from .workspace import WorkspacePolicy
+
+    mode = os.environ.get("CONTINUATION_WORKSPACE_POLICY", "snapshot").strip() or "snapshot"
+    exclude = tuple(p.strip() for p in os.environ.get("CONTINUATION_WORKSPACE_EXCLUDE", "").split(",")
+                    if p.strip())
+    kwargs = {"mode": mode, "exclude": exclude}
+    cap = os.environ.get("CONTINUATION_WORKSPACE_SIZE_CAP")
+    if cap and cap.isdigit():
+        kwargs["size_cap_bytes"] = int(cap)
+    return WorkspacePolicy(**kwargs)
+
+
+def snapshot_for_checkpoint(thread: Thread, generation: int) -> dict | None:
+    from .workspace import take_snapshot
+
+    root = thread.row["workspace_root"]
+    if not root:
+        return None
+    ref = take_snapshot(Path(root), thread.key, generation, state_home=thread.engine.home,
+                        policy=policy())
+    return ref.to_dict()
+
+
+def session_written_paths(thread: Thread, after_seq: int = 0) -> list[str]:
+    """Files the session's tools wrote after ``after_seq`` (relative to the workspace root when
+    inside it): the only files a restore may delete."""
+    root = thread.row["workspace_root"]
+    out: list[str] = []
+    for call in thread.tool_calls():
+        if call.started_seq <= after_seq or call.tool not in _WRITING_TOOLS:
+            continue
+        for name in _PATH_ARGS:
+            value = (call.args or {}).get(name)
+            if isinstance(value, str) and value:
+                p = Path(value)
+                if root and p.is_absolute():
+                    try:
+                        p = p.resolve().relative_to(Path(root).resolve())
+                    except ValueError:
+                        continue
+                out.append(p.as_posix())
+    return sorted(set(out))

@@ -1,0 +1,94 @@
+"""The command line: JSON on an empty home, one-line errors, no tracebacks."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def run_cli(*args, home: Path, stdin: bytes | None = None, env: dict | None = None):
+    e = {**os.environ, "CONTINUATION_HOME": str(home), **(env or {})}
+    return subprocess.run([sys.executable, "-m", "continuation", *args], input=stdin,
+                          capture_output=True, env=e, timeout=120)
+
+
+def test_status_json_on_empty_home(tmp_path):
+    r = run_cli("status", "--json", home=tmp_path / "h")
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    assert data["threads"] == []
+
+
+def test_version(tmp_path):
+    r = run_cli("--version", home=tmp_path)
+    assert r.returncode == 0 and r.stdout.decode().startswith("continuation ")
+
+
+@pytest.mark.parametrize("args", [("inputs", "--thread", "nope"), ("events", "--thread", "nope"),
+                                  ("status", "--thread", "nope")])
+def test_unknown_thread_is_one_line_on_stderr(tmp_path, args):
+    r = run_cli(*args, home=tmp_path / "h")
+    assert r.returncode == 1
+    err = r.stderr.decode().strip()
+    assert err.count("\n") == 0 and "nope" in err and "Traceback" not in err
+
+
+def test_bad_arguments_exit_2_without_traceback(tmp_path):
+    r = run_cli("inputs", "--bogus", home=tmp_path)
+    assert r.returncode == 2 and b"Traceback" not in r.stderr
+    r = run_cli("no-such-command", home=tmp_path)
+    assert r.returncode == 2 and b"Traceback" not in r.stderr
+
+
+def test_unreadable_store_is_a_clear_error(tmp_path):
+    home = tmp_path / "h"
+    home.mkdir()
+    (home / "store.sqlite3").write_bytes(b"\x00garbage" * 4096)
+    r = run_cli("status", home=home)
+    assert r.returncode == 1
+    assert b"cannot read the store" in r.stderr and b"Traceback" not in r.stderr
+
+
+def test_newer_store_is_a_clear_error(tmp_path):
+    import sqlite3
+
+    from continuation.store import SqliteStore
+
+    home = tmp_path / "h"
+    SqliteStore(home / "store.sqlite3").close()
+    conn = sqlite3.connect(home / "store.sqlite3")
+    conn.execute("PRAGMA user_version=999")
+    conn.close()
+    r = run_cli("status", "--json", home=home)
+    assert r.returncode == 1 and b"upgrade continuation" in r.stderr
+
+
+def test_inputs_and_events_after_hooks(tmp_path):
+    home = tmp_path / "h"
+    payload = {"session_id": "s-1", "hook_event_name": "UserPromptSubmit", "turn_id": "t1",
+               "cwd": str(tmp_path), "prompt": "fix the bug"}
+    r = run_cli("hook", "--runtime", "codex", stdin=json.dumps(payload).encode(), home=home)
+    assert r.returncode == 0, r.stderr
+    r = run_cli("inputs", "--json", home=home)
+    rows = json.loads(r.stdout)["inputs"]
+    assert [(x["text"], x["state"]) for x in rows] == [("fix the bug", "pending")]
+    r = run_cli("events", "--json", "--thread", "s-1", home=home)
+    events = json.loads(r.stdout)["events"]
+    assert [e["type"] for e in events] == ["input_admitted"]
+    r = run_cli("status", home=home)
+    assert b"pending 1" in r.stdout
+
+
+def test_lifecycle_diagram_matches_readme(tmp_path):
+    r = run_cli("lifecycle", home=tmp_path)
+    assert r.returncode == 0
+    diagram = r.stdout.decode().strip()
+    assert "stateDiagram-v2" in diagram
+    assert diagram in README.read_text(encoding="utf-8"), \
+        "README's lifecycle diagram is stale: paste `continuation lifecycle` into it"

@@ -1,0 +1,190 @@
+"""The hook command: runtime payloads in, state recorded, fail-open on anything bad."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from continuation import hooks
+from continuation.engine import Engine
+
+
+def feed(runtime: str, payloads) -> list[tuple[str, int]]:
+    return [hooks.run(runtime, json.dumps(p).encode()) for p in payloads]
+
+
+def states_by_text(home, runtime, session):
+    with Engine(home) as e:
+        t = e.find_thread(runtime, session)
+        return {r.text: r.state for r in t.inputs()}
+
+
+def errors_logged(home: Path) -> str:
+    log = home / "logs" / "hooks.log"
+    return log.read_text() if log.exists() else ""
+
+
+@pytest.mark.parametrize("raw", [b"", b"   \n", b"{not json", b"[1,2]", b"\"str\"", b"\xff\xfe",
+                                 b'{"hook_event_name": "UserPromptSubmit"}'])
+def test_bad_stdin_fails_open(home, raw):
+    out, code = hooks.run("codex", raw)
+    assert code == 0 and json.loads(out) == {}
+    assert "error=" in errors_logged(home)
+
+
+def test_strict_mode_turns_errors_into_exit_2(home, monkeypatch):
+    monkeypatch.setenv("CONTINUATION_STRICT", "1")
+    out, code = hooks.run("claude", b"{broken")
+    assert code == 2 and json.loads(out) == {}
+
+
+def test_unknown_events_and_fields_are_ignored(home):
+    out, code = hooks.run("claude", json.dumps({
+        "hook_event_name": "SomeFutureEvent", "session_id": "s", "new_field": {"x": 1}}).encode())
+    assert (out, code) == ("{}", 0)
+    out, code = hooks.run("claude", json.dumps({
+        "hook_event_name": "UserPromptSubmit", "session_id": "s", "prompt_id": "p1",
+        "prompt": "hello", "brand_new_field": [1, 2, 3]}).encode())
+    assert code == 0 and errors_logged(home) == ""
+    assert states_by_text(home, "claude", "s") == {"hello": "pending"}
+
+
+def test_ten_megabyte_prompt_is_recorded_whole(home):
+    big = "x" * (10 * 1024 * 1024)
+    out, code = hooks.run("codex", json.dumps({
+        "hook_event_name": "UserPromptSubmit", "session_id": "big", "turn_id": "t",
+        "prompt": big}).encode())
+    assert code == 0 and errors_logged(home) == ""
+    with Engine(home) as e:
+        [rec] = e.find_thread("codex", "big").inputs()
+        assert rec.text == big
+
+
+def test_same_payload_twice_admits_once(home):
+    p = {"hook_event_name": "UserPromptSubmit", "session_id": "s", "prompt_id": "p1",
+         "prompt": "do it"}
+    feed("claude", [p, p])
+    with Engine(home) as e:
+        t = e.find_thread("claude", "s")
+        assert len(t.inputs()) == 1
+        assert [ev["type"] for ev in t.events()] == ["input_admitted"]
+
+
+def test_codex_steered_inputs_in_one_turn_get_separate_ids(home):
+    base = {"session_id": "s", "turn_id": "t1", "cwd": "/tmp"}
+    feed("codex", [
+        {**base, "hook_event_name": "UserPromptSubmit", "prompt": "first"},
+        {**base, "hook_event_name": "UserPromptSubmit", "prompt": "and also this"},
+        {**base, "hook_event_name": "Stop", "last_assistant_message": "done both"},
+    ])
+    with Engine(home) as e:
+        rows = e.find_thread("codex", "s").inputs()
+        assert len({r.input_id for r in rows}) == 2
+        assert {r.state for r in rows} == {"handled"}
+
+
+def test_stop_message_is_a_claim_not_a_fact(home):
+    feed("claude", [
+        {"hook_event_name": "UserPromptSubmit", "session_id": "s", "prompt_id": "p1", "prompt": "a"},
+        {"hook_event_name": "PreToolUse", "session_id": "s", "prompt_id": "p1",
+         "tool_name": "Bash", "tool_input": {"command": "make"}, "tool_use_id": "tu1"},
+        {"hook_event_name": "Stop", "session_id": "s", "prompt_id": "p1",
+         "last_assistant_message": "All done, the build passed!"},
+    ])
+    with Engine(home) as e:
+        t = e.find_thread("claude", "s")
+        assert [c["text"] for c in t.claims()] == ["All done, the build passed!"]
+        # the tool call has no outcome: the claim does not make the input handled
+        assert [r.state for r in t.inputs()] == ["reconciling"]
+
+
+def test_codex_fixture_payloads(home, shared_fixtures):
+    lines = (shared_fixtures / "codex" / "hook-payloads.jsonl").read_bytes().splitlines()
+    for line in lines:
+        out, code = hooks.run("codex", line)
+        assert code == 0
+        json.loads(out)
+    assert errors_logged(home) == ""
+    with Engine(home) as e:
+        [thread] = e.threads()
+        states = {r.text: r.state for r in thread.inputs()}
+        assert states["append a line to notes.txt"] == "handled"
+        # the turn of the second request never completed (the run was killed)
+        assert states["append a second line"] == "pending"
+        assert states["slow task: wait for the build"] == "pending"
+        open_calls = [c for c in thread.tool_calls() if c.status == "in_flight"]
+        assert [c.args.get("command") for c in open_calls] == ["sleep 30"]
+        # 46 executions of the same command were recorded as facts, one per call id
+        echo_calls = [c for c in thread.tool_calls()
+                      if c.args.get("command") == "echo line >> notes.txt"]
+        assert len(echo_calls) == 47  # 1 in the first run + 46 in the second
+        thread.crash_detected("owner gone")
+        states = {r.text: r.state for r in thread.inputs()}
+        assert states == {"append a line to notes.txt": "handled",
+                          "append a second line": "interrupted",
+                          "slow task: wait for the build": "reconciling"}
+
+
+def test_claude_fixture_payloads(home, shared_fixtures):
+    lines = (shared_fixtures / "claude-real" / "hook-payloads.jsonl").read_bytes().splitlines()
+    answers = [hooks.run("claude", line) for line in lines]
+    assert all(code == 0 for _, code in answers)
+    assert errors_logged(home) == ""
+    with Engine(home) as e:
+        [thread] = e.threads()
+        assert [(r.text, r.state) for r in thread.inputs()] == [
+            ("append a line to notes.txt", "handled"),
+            ("append a second line", "handled"),
+            ("append a third line", "handled"),
+        ]
+        types = [ev["type"] for ev in thread.events()]
+        assert "checkpoint_committed" in types and "context_delivered" in types
+    # the compact SessionStart answered with the assembled context
+    events = [json.loads(line) for line in lines]
+    idx = next(i for i, p in enumerate(events)
+               if p["hook_event_name"] == "SessionStart" and p.get("source") == "compact")
+    answer = json.loads(answers[idx][0])
+    assert answer["hookSpecificOutput"]["hookEventName"] == "SessionStart"
+    assert "append a third line" not in answer["hookSpecificOutput"]["additionalContext"]
+    assert "append a second line" in answer["hookSpecificOutput"]["additionalContext"]
+
+
+def test_hook_command_end_to_end_via_subprocess(tmp_path):
+    home = tmp_path / "h"
+    env = {**os.environ, "CONTINUATION_HOME": str(home)}
+    p = {"hook_event_name": "UserPromptSubmit", "session_id": "s", "prompt_id": "p1", "prompt": "x"}
+    r = subprocess.run([sys.executable, "-m", "continuation", "hook", "--runtime", "claude"],
+                       input=json.dumps(p).encode(), capture_output=True, env=env, timeout=60)
+    assert r.returncode == 0 and json.loads(r.stdout) == {}
+    r = subprocess.run([sys.executable, "-m", "continuation", "hook", "--runtime", "bogus"],
+                       input=b"{}", capture_output=True, env=env, timeout=60)
+    assert r.returncode == 2 and b"--runtime" in r.stderr
+
+
+def test_hot_path_imports_stay_light(tmp_path):
+    """UserPromptSubmit / PreToolUse / PostToolUse load no pydantic, tokenizer or GitPython."""
+    home = tmp_path / "h"
+    script = r"""
+import json, sys
+from continuation import hooks
+base = {"session_id": "s", "turn_id": "t", "cwd": "."}
+for p in ({**base, "hook_event_name": "UserPromptSubmit", "prompt": "x"},
+          {**base, "hook_event_name": "PreToolUse", "tool_name": "Bash",
+           "tool_input": {"command": "ls"}, "tool_use_id": "c1"},
+          {**base, "hook_event_name": "PostToolUse", "tool_name": "Bash",
+           "tool_input": {"command": "ls"}, "tool_use_id": "c1", "tool_response": "ok"}):
+    out, code = hooks.run("codex", json.dumps(p).encode())
+    assert code == 0, out
+heavy = [m for m in ("pydantic", "tiktoken", "git", "transitions", "capsule")
+         if m in sys.modules]
+print(json.dumps(heavy))
+"""
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=60,
+                       env={**os.environ, "CONTINUATION_HOME": str(home)})
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout) == []
+    assert not (home / "logs" / "hooks.log").exists()
