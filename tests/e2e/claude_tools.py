@@ -44,7 +44,7 @@ TOOL_EVENTS = ("PreToolUse", "PostToolUse")
 ALLOWED_TOOLS = ["Bash", "Read", "Edit", "Write", "Glob", "Grep"]
 SS_MARKER = "MARKER-SS-{source}-123"
 UPS_MARKER = "MARKER-UPS-456"
-BUILD_SCRIPT = "#!/bin/sh\n# a slow build step\nsleep 30\necho build finished\n"
+BUILD_SCRIPT = '#!/bin/sh\n# a slow build step: sleeps $1 seconds (default 30)\nsleep "${1:-30}"\necho build finished\n'
 
 
 class ClaudeUnavailable(RuntimeError):
@@ -303,6 +303,16 @@ class ClaudeSandbox:
                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 **_popen_group_kwargs())
 
+    def start_streaming(self, resume: str | None = None) -> subprocess.Popen:
+        """A long-lived ``claude -p`` fed user messages as stream-json lines (see ``send``): a
+        message written while a turn runs is a prompt typed mid-turn."""
+        args = [str(self.claude), "-p", "--input-format", "stream-json", "--output-format", "stream-json",
+                "--verbose"] + (["--resume", resume] if resume else [])
+        return subprocess.Popen(args, cwd=str(self.repo), env=self.env, stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, encoding="utf-8",
+                                **_popen_group_kwargs())
+
+
     def hook_payloads(self) -> list[dict[str, Any]]:
         return read_jsonl(self.hook_log)
 
@@ -310,6 +320,32 @@ class ClaudeSandbox:
         found = sorted((self.home / ".claude" / "projects").glob(f"*/{session_id}.jsonl"))
         assert found, f"no transcript for session {session_id} under {self.home}"
         return found[0]
+
+
+def finish_streaming(proc: subprocess.Popen, timeout: float) -> list[dict[str, Any]]:
+    """Close stdin (no more messages), let the queued turns finish, and return the stream-json output
+    records; the process group is killed when it does not exit within ``timeout``."""
+    try:
+        out, _ = proc.communicate(timeout=timeout)  # closes stdin first
+    except subprocess.TimeoutExpired:
+        kill_tree(proc)
+        raise AssertionError(f"claude (stream-json) did not finish within {timeout}s")
+    records = []
+    for line in out.splitlines():
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(value, dict):
+            records.append(value)
+    return records
+
+
+def send(proc: subprocess.Popen, text: str) -> None:
+    """Write one user message to a ``start_streaming`` process."""
+    assert proc.stdin is not None
+    proc.stdin.write(json.dumps({"type": "user", "message": {"role": "user", "content": text}}) + "\n")
+    proc.stdin.flush()
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:

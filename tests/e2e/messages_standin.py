@@ -51,6 +51,7 @@ DEFAULT_SCRIPT: dict[str, Reply] = {
     # Claude Code 2.1.332 refuses `sleep 30` and `sleep 30 && ...` in a Bash call ("Blocked:
     # standalone sleep"), so the slow step is a build script that sleeps (the sandbox writes it).
     "slow task": Reply(bash="sh build.sh"),
+    "quick build": Reply(bash="sh build.sh 3"),
     "append a second line": Reply(bash="echo line >> notes.txt"),
     "append a third line": Reply(text="Appended the third line (claim)."),
     "append a line to notes.txt": Reply(text="I will append a line to notes.txt (claim)."),

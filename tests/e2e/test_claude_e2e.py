@@ -317,3 +317,53 @@ def test_claude_session_through_continuation(claude_bin: Path, tmp_path: Path) -
 
     if not_checked:
         pytest.skip("all present checks passed; not checked (missing commands): " + "; ".join(not_checked))
+
+
+def test_claude_prompt_typed_mid_turn_is_its_own_input(claude_bin: Path, tmp_path: Path) -> None:
+    """A prompt sent while a tool call runs is steered into the running turn by Claude Code, and its
+    UserPromptSubmit carries the SAME prompt_id as the turn's first prompt: the engine must still
+    admit it as a separate input (not drop it as a duplicate), and mark both handled."""
+    cmd = _continuation_cmd()
+    if cmd is None:
+        pytest.skip("the `continuation` command is not installed in this environment")
+    available = _subcommands(cmd)
+    required = [name for name in ("hook", "inputs") if name not in available]
+    if required:
+        pytest.skip(f"`continuation` lacks subcommands {required} needed for this test")
+
+    first_text, steered_text = "quick build: compile the project", "also count the lines of notes.txt"
+    request_log = tmp_path / "requests.jsonl"
+    state_home = tmp_path / "state"
+    with StandInServer(request_log) as server:
+        box = ct.ClaudeSandbox(tmp_path, claude_bin, server.base_url,
+                               extra_env={"CONTINUATION_HOME": str(state_home)})
+        box.init_repo()
+        box.write_settings(markers=False)
+        _install_hooks(cmd, box, state_home, "install" in available)
+        proc = box.start_streaming()
+        try:
+            ct.send(proc, first_text)
+            ct.wait_for(lambda: proc.poll() is not None or any(
+                p.get("hook_event_name") == "PreToolUse" for p in box.hook_payloads()),
+                timeout=RUN_TIMEOUT_S, what="the build tool call to start")
+            assert proc.poll() is None, "claude exited before the build tool call"
+            ct.send(proc, steered_text)  # the build (sleep 3) is still running
+            output = ct.finish_streaming(proc, timeout=RUN_TIMEOUT_S)
+        finally:
+            if proc.poll() is None:
+                ct.kill_tree(proc)
+        session_id = box.hook_payloads()[0]["session_id"]
+        inputs = _json_list(_cli(cmd, box, "inputs", "--thread", session_id, "--json").stdout, "inputs")
+
+    # What Claude Code 2.1.332 does: one turn, two UserPromptSubmit payloads with one prompt_id.
+    assert [r.get("subtype") for r in output if r.get("type") == "result"] == ["success"]
+    ups = [p for p in box.hook_payloads() if p["hook_event_name"] == "UserPromptSubmit"]
+    assert [p["prompt"] for p in ups] == [first_text, steered_text]
+    assert ups[0]["prompt_id"] == ups[1]["prompt_id"]
+    after_tool = [r for r in _requests(request_log) if '"tool_result"' in _body_text(r)]
+    assert after_tool and "The user sent a new message while you were working:\\n" + steered_text in _body_text(after_tool[0])
+
+    hook_errors = state_home / "logs" / "hooks.log"
+    assert not hook_errors.exists(), "our hook failed (open):\n" + hook_errors.read_text(encoding="utf-8")[-4000:]
+    states = {str(i.get("text")): i.get("state") for i in inputs}
+    assert states == {first_text: "handled", steered_text: "handled"}, inputs
