@@ -2,7 +2,8 @@
 
 Exclude patterns use a gitignore-like syntax (a documented subset):
 - ``name`` or ``*.log`` (no slash): matches that file or directory name at any depth;
-- ``build/out`` or ``docs/*.tmp`` (with a slash): matched against the path from the root;
+- ``build/out``, ``docs/*.tmp`` or ``/top.txt`` (a slash at the start or in the middle): matched
+  against the path from the root;
 - a trailing ``/`` (``node_modules/``) restricts to directories, and everything below them;
 - ``**`` matches across directories (``**/cache/**``).
 A path is excluded when the pattern matches the path itself or any of its parent directories.
@@ -91,10 +92,11 @@ class ExcludeMatcher:
         for raw in self.patterns:
             pattern = raw.strip().replace("\\", "/")
             dir_only = pattern.endswith("/")
-            pattern = pattern.strip("/")
+            pattern = pattern.rstrip("/")
+            anchored = "/" in pattern  # a slash at the start or in the middle anchors to the root
+            pattern = pattern.lstrip("/")
             if not pattern:
                 continue
-            anchored = "/" in pattern
             body = _glob_to_regex(pattern)
             regex = re.compile(("" if anchored else "(?:.*/)?") + body + r"\Z")
             self._rules.append((regex, dir_only))

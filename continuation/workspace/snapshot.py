@@ -10,7 +10,7 @@ from .layout import snapshot_ref_name, validate_generation, validate_thread_key
 from .lock import DEFAULT_LOCK_TIMEOUT, workspace_lock
 from .model import DIRTY_SAMPLE, Submodule, WorkspaceRef
 from .policy import WorkspacePolicy
-from .treebuild import build_tree, dirty_summary, seed_index
+from .treebuild import _stage, build_tree, dirty_summary, seed_index
 from .workspace_target import (
     Workspace,
     content_target,
@@ -90,8 +90,10 @@ def snapshot_locked(
         if head:
             args[2:2] = ["-p", head]
         commit = target.out(args)
+        _stage("commit-tree")
         _clear_stale_ref_lock(target, ref_name)
         target.run(["update-ref", "--no-deref", ref_name, commit])
+        _stage("update-ref")
         submodules = _submodules(target, scratch) if target.kind == "git" else []
         if keep_index:
             os.replace(scratch, layout.thread_index(thread_key))

@@ -1,0 +1,122 @@
+"""Folders outside git: shadow repository snapshots, metadata manifests, policy none."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from continuation.workspace import (
+    WorkspacePolicy,
+    apply_restore,
+    delete_thread_refs,
+    drift,
+    gc_shadow,
+    list_snapshot_refs,
+    plan_restore,
+    take_snapshot,
+)
+from continuation.workspace.layout import StateLayout
+from workspace_repos import git_home, make_repo, worktree_files, write  # noqa: F401
+
+
+@pytest.fixture
+def folder(git_home, tmp_path) -> Path:
+    root = tmp_path / "plain"
+    write(root, {"a.txt": "a\n", "sub/b.txt": "b\n", ".gitignore": "*.tmp\n", "skip.tmp": "t\n"})
+    return root
+
+
+def test_shadow_snapshot_restore_and_drift(folder, git_home):
+    ref = take_snapshot(folder, "t1-abc", 1, state_home=git_home)
+    assert ref.kind == "shadow" and ref.head is None and ref.snapshot_ref == "refs/continuation/t1-abc/1"
+    assert not (folder / ".git").exists()
+    shadow = StateLayout.for_root(git_home, folder.resolve()).shadow_git_dir
+    assert shadow.is_dir() and git_home in shadow.parents
+    at_checkpoint = worktree_files(folder)
+
+    write(folder, {"a.txt": "changed\n", "agent.txt": "new\n", "later.tmp": "ignored\n"})
+    (folder / "sub" / "b.txt").unlink()
+    report = drift(ref, state_home=git_home)
+    assert (report.modified, report.added, report.deleted) == (["a.txt"], ["agent.txt"], ["sub/b.txt"])
+
+    plan = plan_restore(ref, state_home=git_home, session_created=["agent.txt"])
+    assert (plan.modified, plan.recreated, plan.deleted) == (["a.txt"], ["sub/b.txt"], ["agent.txt"])
+    result = apply_restore(plan, state_home=git_home)
+    assert result.ok
+    after = worktree_files(folder)
+    assert after.pop("later.tmp") == b"ignored\n"
+    assert after == at_checkpoint
+    assert not (folder / ".git").exists()
+
+
+def test_shadow_incremental_and_retention(folder, git_home):
+    first = take_snapshot(folder, "t1-abc", 1, state_home=git_home)
+    assert first.dirty.base == "previous-snapshot"
+    write(folder, {"a.txt": "v2\n", "c.txt": "c\n"})
+    second = take_snapshot(folder, "t1-abc", 2, state_home=git_home)
+    assert (second.dirty.modified, second.dirty.added) == (1, 1)
+    assert [r.generation for r in list_snapshot_refs(folder, state_home=git_home)] == [1, 2]
+    assert delete_thread_refs(folder, "t1-abc", state_home=git_home) == 2
+    assert gc_shadow(folder, state_home=git_home)
+    assert list_snapshot_refs(folder, state_home=git_home) == []
+
+
+def test_shadow_nested_repository_recorded_not_descended(folder, git_home):
+    make_repo(folder / "inner", {"x.txt": "x\n"})
+    ref = take_snapshot(folder, "t1-abc", 1, state_home=git_home)
+    assert ref.nested_repos == ["inner"]
+    write(folder, {"inner/x.txt": "changed\n"})
+    assert drift(ref, state_home=git_home).clean
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="symlinks need privileges on Windows")
+def test_metadata_manifest_of_a_plain_folder(folder, git_home):
+    os.symlink("a.txt", folder / "link")
+    write(folder, {"big.bin": b"z" * 3000})
+    policy = WorkspacePolicy(mode="metadata", size_cap_bytes=1000, exclude=("sub/",))
+    ref = take_snapshot(folder, "t1-abc", 1, state_home=git_home, policy=policy)
+    assert ref.kind == "metadata" and ref.snapshot_ref is None and not ref.has_contents
+    manifest = json.loads(Path(ref.manifest_path).read_text(encoding="utf-8"))
+    entries = manifest["entries"]
+    assert set(entries) == {"a.txt", ".gitignore", "skip.tmp", "link", "big.bin"}
+    assert entries["a.txt"]["size"] == 2 and len(entries["a.txt"]["sha256"]) == 64 and "mtime_ns" in entries["a.txt"]
+    assert entries["link"]["link"] == "a.txt"
+    assert entries["big.bin"].get("oversized") and "sha256" not in entries["big.bin"]
+    assert [(o.path, o.size) for o in ref.oversized] == [("big.bin", 3000)]
+    assert ref.excluded == ["sub/b.txt"]
+    assert git_home in Path(ref.manifest_path).parents
+
+    assert drift(ref, state_home=git_home).clean
+    write(folder, {"a.txt": "A\n", "new.txt": "n\n", "sub/b.txt": "excluded change\n"})
+    (folder / "skip.tmp").unlink()
+    report = drift(ref, state_home=git_home)
+    assert (report.modified, report.added, report.deleted) == (["a.txt"], ["new.txt"], ["skip.tmp"])
+    second = take_snapshot(folder, "t1-abc", 2, state_home=git_home, policy=policy)
+    assert (second.dirty.modified, second.dirty.added, second.dirty.deleted) == (1, 1, 1)
+
+
+def test_metadata_in_a_git_repository_covers_dirty_files(git_home, tmp_path):
+    from workspace_repos import UserGitState, assert_untouched, git
+
+    repo = make_repo(tmp_path / "repo", {"a.txt": "a\n", "b.txt": "b\n"})
+    write(repo, {"a.txt": "dirty\n", "u.txt": "u\n"})
+    state = UserGitState.capture(repo)
+    ref = take_snapshot(repo, "t1-abc", 1, state_home=git_home, policy=WorkspacePolicy(mode="metadata"))
+    assert_untouched(state, repo)
+    assert ref.head == git(repo, "rev-parse", "HEAD").strip() and ref.branch == "main"
+    entries = json.loads(Path(ref.manifest_path).read_text(encoding="utf-8"))["entries"]
+    assert set(entries) == {"a.txt", "u.txt"}
+    write(repo, {"b.txt": "changed later\n", "a.txt": "a\n"})
+    report = drift(ref, state_home=git_home)
+    assert report.modified == ["a.txt", "b.txt"] and report.added == [] and report.deleted == []
+
+
+def test_policy_none_records_only_the_root(folder, git_home):
+    ref = take_snapshot(folder, "t1-abc", 1, state_home=git_home, policy=WorkspacePolicy(mode="none"))
+    assert (ref.kind, ref.root, ref.snapshot_ref, ref.manifest_path) == ("none", str(folder.resolve()), None, None)
+    assert not (git_home / "workspaces").exists() or not any((git_home / "workspaces").rglob("shadow.git"))
+    assert drift(ref, state_home=git_home).clean
