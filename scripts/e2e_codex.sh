@@ -21,12 +21,12 @@ start=$(date +%s)
 CONTINUATION_E2E_REPORT_DIR="$report_dir" timeout 900 "$PYTHON" -m pytest -m e2e -v -rs \
   tests/e2e/test_codex_e2e.py "$@" || status=$?
 end=$(date +%s)
-report="$report_dir/codex-e2e-report.json"
-if [[ -f "$report" ]]; then
+for report in "$report_dir"/codex-e2e-report-*.json; do
+  [[ -f "$report" ]] || continue
   "$PYTHON" - "$report" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1], encoding="utf-8"))
-print("\n== Codex e2e summary ==")
+print(f"\n== Codex e2e summary: {r['mode']} compaction ==")
 print("codex:", r["codex"])
 for run in r["runs"]:
     print(f"  {run['label']}: exit={run['exit']} {run['seconds']}s hooks={' > '.join(run['hook_events'])}")
@@ -38,8 +38,9 @@ inputs = r.get("inputs", {}).get("inputs", []) if isinstance(r.get("inputs"), di
 for i in inputs:
     print(f"  input {i['state']:>11}: {i['text']}")
 print("  scenario seconds:", r["seconds"])
+print("  notes.txt lines:", (r["notes_txt"] or "").splitlines())
 print("  report:", sys.argv[1])
 PY
-fi
+done
 echo "total wall time: $((end - start)) s"
 exit "$status"

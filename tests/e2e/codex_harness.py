@@ -210,13 +210,26 @@ def _items_with(record: dict[str, Any], needle: str) -> list[dict[str, Any]]:
     return found
 
 
-def run_compaction_scenario(root: Path, *, codex: Path | None = None, launcher: list[str] | None = None) -> dict:
+# Reported input tokens per model request, which decide where Codex compacts:
+# "pre-turn": every response of run 1 reports 1500 > 1400, so the resumed run
+#   compacts before its first request;
+# "mid-turn": run 1 stays low; the resumed run's first response (the tool call)
+#   reports 1500, so Codex compacts after that tool call, inside the turn.
+COMPACTION_MODES = {
+    "pre-turn": {"tokens_before_compaction": 1500, "tokens_after_compaction": 200},
+    "mid-turn": {"turn_tokens": [200, 200, 1500, 200]},
+}
+
+
+def run_compaction_scenario(
+    root: Path, *, mode: str = "pre-turn", codex: Path | None = None, launcher: list[str] | None = None
+) -> dict:
     """Run the scenario under ``root``; return a JSON-able report (see the module docstring)."""
     started = time.monotonic()
     codex = codex or ensure_codex()
     sandbox = CodexSandbox(root, codex, launcher or default_launcher())
-    report: dict[str, Any] = {"codex": str(codex), "codex_version": CODEX_VERSION, "root": str(root)}
-    model = ScriptedModel(tokens_before_compaction=1500, tokens_after_compaction=200)
+    report: dict[str, Any] = {"codex": str(codex), "codex_version": CODEX_VERSION, "root": str(root), "mode": mode}
+    model = ScriptedModel(**COMPACTION_MODES[mode])
     with ResponsesStandin(sandbox.request_log, model) as standin:
         sandbox.write_config(standin.base_url)
         installed = sandbox.install_hooks()
@@ -240,7 +253,7 @@ def run_compaction_scenario(root: Path, *, codex: Path | None = None, launcher: 
         run1 = sandbox.run_codex("exec", sandbox.exec_args(PROMPT_1))
         inputs_after_run1 = sandbox.continuation("inputs", "--json")
         run2 = sandbox.run_codex(
-            "exec resume (auto-compaction)",
+            f"exec resume ({mode} auto-compaction)",
             sandbox.exec_args("-c", f"model_auto_compact_token_limit={COMPACT_LIMIT}", "resume", "--last", PROMPT_2),
         )
         requests = standin.requests()
@@ -260,6 +273,7 @@ def run_compaction_scenario(root: Path, *, codex: Path | None = None, launcher: 
         compaction_request_index=compaction_at,
         marker_in_request_after_compaction=bool(after and CAPSULE_MARKER in _request_text(after)),
         marker_items_after_compaction=_items_with(after, CAPSULE_MARKER) if after else [],
+        message_texts_after_compaction=_message_texts(after) if after else None,
         marker_in_requests_before_compaction=any(
             CAPSULE_MARKER in _request_text(r) for r in posts[: compaction_at or 0]
         ),
@@ -273,6 +287,75 @@ def run_compaction_scenario(root: Path, *, codex: Path | None = None, launcher: 
         seconds=round(time.monotonic() - started, 2),
     )
     return report
+
+
+def trust_like_the_user(sandbox: CodexSandbox, hooks_json: Path) -> int:
+    """Write ``[hooks.state]`` trust entries for our hooks into ``$CODEX_HOME/config.toml``,
+    as Codex's /hooks review does when the user trusts them (test-only: the installer never
+    writes trust). Keys and hashes come from our own code, so Codex running the hooks
+    afterwards proves them right. Returns the number of entries written."""
+    from continuation.install.codex import codex_hook_hash, event_key_label
+    from continuation.install.target import ours_pattern
+
+    ours = ours_pattern("codex")
+    data = json.loads(hooks_json.read_text(encoding="utf-8"))
+    lines = []
+    for event, groups in data["hooks"].items():
+        for gi, group in enumerate(groups):
+            for hi, handler in enumerate(group.get("hooks", [])):
+                if ours.search(handler.get("command", "")):
+                    key = f"{hooks_json}:{event_key_label(event)}:{gi}:{hi}"
+                    digest = codex_hook_hash(event, group.get("matcher"), handler)
+                    lines += [f"[hooks.state.{json.dumps(key)}]", f"trusted_hash = {json.dumps(digest)}", ""]
+    with (sandbox.codex_home / "config.toml").open("a", encoding="utf-8") as handle:
+        handle.write("\n" + "\n".join(lines))
+    return len(lines) // 3
+
+
+def run_trust_scenario(root: Path, *, codex: Path | None = None, launcher: list[str] | None = None) -> dict:
+    """Installed but untrusted hooks are skipped silently; trusted (as /hooks records it) they run.
+
+    No ``--dangerously-bypass-hook-trust`` here."""
+    from continuation.install import status
+
+    started = time.monotonic()
+    codex = codex or ensure_codex()
+    sandbox = CodexSandbox(root, codex, launcher or default_launcher())
+    args = ["exec", "--dangerously-bypass-approvals-and-sandbox", "--skip-git-repo-check"]
+    report: dict[str, Any] = {"mode": "trust", "root": str(root)}
+
+    def trust_view() -> dict[str, Any]:
+        st = status("codex", "user", project_dir=sandbox.project, home=root / "home", state_home=sandbox.state,
+                    env={"CODEX_HOME": str(sandbox.codex_home)})
+        return {"ours": st["trust"]["hooks"], "all_trusted": st["trust"]["all_trusted"],
+                "codex": sorted({h["trustStatus"] for h in sandbox.hooks_list()})}
+
+    with ResponsesStandin(sandbox.request_log, ScriptedModel(tokens_before_compaction=200)) as standin:
+        sandbox.write_config(standin.base_url)
+        installed = sandbox.install_hooks()
+        report["before_trust"] = trust_view()
+        untrusted = sandbox.run_codex("exec, untrusted hooks", [*args, "say hello (untrusted)"])
+        report["untrusted_run"] = untrusted.summary()
+        report["inputs_after_untrusted"] = _json_or_text(sandbox.continuation("inputs", "--json"))
+        report["trust_entries"] = trust_like_the_user(sandbox, installed.path)
+        report["after_trust"] = trust_view()
+        trusted = sandbox.run_codex("exec, trusted hooks", [*args, "say hello (trusted)"])
+        report["trusted_run"] = trusted.summary()
+        report["run_output"] = {"untrusted": untrusted.finished.tail(1500), "trusted": trusted.finished.tail(1500)}
+    report["inputs"] = _json_or_text(sandbox.continuation("inputs", "--json"))
+    report["seconds"] = round(time.monotonic() - started, 2)
+    return report
+
+
+def _message_texts(record: dict[str, Any]) -> str:
+    """All message text of a request's input, joined (what the model reads)."""
+    return "\n".join(
+        part.get("text", "")
+        for item in (record.get("body") or {}).get("input") or []
+        if isinstance(item, dict) and item.get("type") == "message"
+        for part in item.get("content") or []
+        if isinstance(part, dict) and isinstance(part.get("text"), str)
+    )
 
 
 def _json_or_text(done: Finished) -> Any:
@@ -296,6 +379,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Real Codex CLI e2e: exec, resume with auto-compaction")
     parser.add_argument("--root", type=Path, help="work folder (default: a new temp folder, kept)")
     parser.add_argument("--report", type=Path, help="write the JSON report here too")
+    parser.add_argument("--mode", choices=sorted(COMPACTION_MODES), default="pre-turn")
     args = parser.parse_args(argv)
     try:
         codex = ensure_codex()
@@ -303,7 +387,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"SKIP: {exc}")
         return 0
     root = args.root or Path(tempfile.mkdtemp(prefix="continuation-e2e-codex-"))
-    report = run_compaction_scenario(root, codex=codex)
+    report = run_compaction_scenario(root, mode=args.mode, codex=codex)
     text = json.dumps(report, indent=2, ensure_ascii=False)
     if args.report:
         args.report.write_text(text, encoding="utf-8")

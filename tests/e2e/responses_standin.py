@@ -68,7 +68,12 @@ def _is_contextual_fragment(text: str) -> bool:
     # Codex injects <environment_context>, AGENTS.md and similar blocks as user
     # messages; they all start with a tag or a known heading.
     stripped = text.lstrip()
-    return stripped.startswith("<") or stripped.startswith("# AGENTS.md")
+    return (
+        stripped.startswith("<")
+        or stripped.startswith("# AGENTS.md")
+        # Codex's compaction summary comes back as a user message with this prefix.
+        or stripped.startswith("Another language model started to solve this problem")
+    )
 
 
 def request_kind(body: dict[str, Any]) -> str:
@@ -105,9 +110,19 @@ def tool_names(body: dict[str, Any]) -> set[str]:
 
 @dataclass
 class ScriptedModel:
+    """Deterministic replies; reported input tokens follow a small schedule.
+
+    ``turn_tokens[i]``, when given, is reported for the i-th non-compaction
+    request (the last value repeats); otherwise ``tokens_before_compaction``
+    until a compaction was answered and ``tokens_after_compaction`` after it.
+    Compaction answers report ``tokens_after_compaction``.
+    """
+
     tokens_before_compaction: int = 1500
     tokens_after_compaction: int = 200
+    turn_tokens: list[int] | None = None
     compactions_answered: int = 0
+    turns_answered: int = 0
     _ids: itertools.count = field(default_factory=itertools.count)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -115,15 +130,29 @@ class ScriptedModel:
         with self._lock:
             return next(self._ids)
 
-    def input_tokens(self) -> int:
+    def input_tokens(self, kind: str, turn_index: int) -> int:
+        if kind == "compaction":
+            return self.tokens_after_compaction
+        if self.turn_tokens:
+            return self.turn_tokens[min(turn_index, len(self.turn_tokens) - 1)]
         return self.tokens_after_compaction if self.compactions_answered else self.tokens_before_compaction
 
+    def respond(self, body: dict[str, Any]) -> tuple[str, list[dict[str, Any]], int]:
+        """(kind, output items, reported input tokens) for one request."""
+        kind, items = self.reply(body)
+        with self._lock:
+            if kind == "compaction":
+                self.compactions_answered += 1
+                turn_index = -1
+            else:
+                turn_index = self.turns_answered
+                self.turns_answered += 1
+        return kind, items, self.input_tokens(kind, turn_index)
+
     def reply(self, body: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
-        """(kind, output items) for one request."""
+        """(kind, output items) for one request (no state change)."""
         n = self.next_id()
         if request_kind(body) == "compaction":
-            with self._lock:
-                self.compactions_answered += 1
             return "compaction", [_assistant_message(f"msg_{n}", SUMMARY_TEXT)]
         found = last_user_prompt(body)
         if found is None:
@@ -261,9 +290,8 @@ class ResponsesStandin:
                     standin._log({"path": self.path, "method": "POST", "kind": "unknown", "body": body})
                     self._send(404, b'{"error":"not found"}', "application/json")
                     return
-                kind, items = standin.model.reply(body)
-                tokens = standin.model.input_tokens()
-                seq = standin._log({"path": self.path, "method": "POST", "kind": kind, "body": body, "reply": items})
+                kind, items, tokens = standin.model.respond(body)
+                seq = standin._log({"path": self.path, "method": "POST", "kind": kind, "input_tokens": tokens, "body": body, "reply": items})
                 self._send(200, sse_events(f"resp_{seq}", items, tokens), "text/event-stream")
 
         self._server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
@@ -316,8 +344,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port-file", type=Path, help="write the chosen port here once listening")
     parser.add_argument("--tokens-before", type=int, default=1500)
     parser.add_argument("--tokens-after", type=int, default=200)
+    parser.add_argument("--turn-tokens", type=lambda v: [int(x) for x in v.split(",")], default=None,
+                        help="comma-separated input tokens for the 1st, 2nd, ... turn request (last repeats)")
     args = parser.parse_args(argv)
-    model = ScriptedModel(tokens_before_compaction=args.tokens_before, tokens_after_compaction=args.tokens_after)
+    model = ScriptedModel(tokens_before_compaction=args.tokens_before, tokens_after_compaction=args.tokens_after,
+                          turn_tokens=args.turn_tokens)
     standin = ResponsesStandin(args.log, model, args.port)
     if args.port_file:
         args.port_file.write_text(str(standin.port), encoding="utf-8")
