@@ -43,7 +43,9 @@ PROMPTS = (
     "append a third line",
     "slow task: wait for the build",
 )
-CHECKPOINT_MARKER = "CONTINUATION CHECKPOINT"
+# The capsule block as rendered for the model (capsule/render.py): a nonce'd BEGIN and END line.
+CHECKPOINT_BEGIN = re.compile(r"<<<CONTINUATION-CHECKPOINT ([0-9a-f]+) BEGIN>>>")
+CHECKPOINT_MARKER = "<<<CONTINUATION-CHECKPOINT "
 RUN_TIMEOUT_S = 120
 CLI_TIMEOUT_S = 120
 
@@ -80,6 +82,18 @@ def _requests(log: Path) -> list[dict[str, Any]]:
 
 def _body_text(request: dict[str, Any]) -> str:
     return json.dumps(request.get("body"), ensure_ascii=False)
+
+
+def _strings(value: Any):
+    """Every string inside a JSON value (a request body), e.g. each message's text."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
 
 
 def _is_compaction_request(request: dict[str, Any]) -> bool:
@@ -300,14 +314,24 @@ def test_claude_session_through_continuation(claude_bin: Path, tmp_path: Path) -
     assert ours, f"no SessionStart:compact output carried the checkpoint: {compact_out!r}"
     answer = json.loads(ours[0])
     assert answer["hookSpecificOutput"]["hookEventName"] == "SessionStart"
-    assert CHECKPOINT_MARKER in answer["hookSpecificOutput"]["additionalContext"]
+    context = answer["hookSpecificOutput"]["additionalContext"]
+    nonce = CHECKPOINT_BEGIN.search(context)
+    assert nonce, context[:500]
+    end_line = f"<<<CONTINUATION-CHECKPOINT {nonce.group(1)} END>>>"
+    assert end_line in context
+    # Claude Code replaces a context over 10,000 characters by a file path and a 2 KB preview.
+    assert len(context) <= 10_000, f"assembled context has {len(context)} chars: Claude Code would not pass it on"
     assert any(e.get("type") == "context_delivered" for e in events), "engine recorded no context delivery"
 
     # ... and it reached the model in the first request after the compaction: through the
     # SessionStart(compact) answer, or else through the fallback injection at UserPromptSubmit.
     requests = _requests(request_log)
+    after_body = requests[session.steps[3].first_request].get("body")
     after = _body_text(requests[session.steps[3].first_request])
     assert CHECKPOINT_MARKER in after
+    # The whole block (through its END line) reached the model, not a persisted-output preview.
+    assert any(nonce.group(0) in t and end_line in t for t in _strings(after_body)), \
+        "the checkpoint block did not reach the model whole"
     via_session_start = any(CHECKPOINT_MARKER in chunk.split("UserPromptSubmit hook additional context: ")[0]
                             for chunk in after.split("SessionStart hook additional context: ")[1:])
     path = "SessionStart(compact)" if via_session_start else "UserPromptSubmit fallback"
