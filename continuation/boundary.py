@@ -89,24 +89,48 @@ _BOOKKEEPING = {ev.CHECKPOINT_COMMITTED, ev.BOUNDARY, ev.SESSION_STARTED, ev.SET
                 ev.CONTEXT_DELIVERED, ev.SESSION_ENDED, ev.ASSISTANT_CLAIM}
 
 
-def assembled_text(thread: Thread, loaded: checkpoints.LoadedCapsule) -> str:
+def assembled_context(thread: Thread, loaded: checkpoints.LoadedCapsule,
+                      instructions: str | None = None):
+    """Instructions first (when given), then the capsule block, then the still-actionable
+    inputs verbatim (full texts from the store, not the capsule's clipped copies), then queued
+    input."""
+    from types import SimpleNamespace
+
     from capsule.assemble import assemble_context
 
-    context = assemble_context(None, loaded.capsule)
-    return context.as_text()
+    covered = loaded.checkpoint.seq
+    actionable = [SimpleNamespace(id=r.input_id, state=r.state, text=r.text)
+                  for r in thread.actionable_inputs() if r.admitted_seq <= covered]
+    return assemble_context(instructions, loaded.capsule, actionable_inputs=actionable)
 
 
-def fit_for_runtime(thread: Thread, runtime: str, text: str, generation: int) -> str:
-    """Inline part for the hook answer; the full text goes to a file it points to."""
+def assembled_text(thread: Thread, loaded: checkpoints.LoadedCapsule) -> str:
+    return assembled_context(thread, loaded).as_text()
+
+
+def fit_for_runtime(thread: Thread, runtime: str, context, generation: int) -> str:
+    """The inline part for the hook answer; past the limit, the full text goes to a file
+    under the state home that the inline part points to."""
+    limit = INLINE_LIMITS.get(runtime, 9_500)
+    spill = thread.engine.home / "contexts" / thread.key / f"g{generation:06d}.md"
+    inline = context.fit_inline(limit_chars=limit, spill_path=str(spill))
+    if inline.spilled and inline.spill_bytes is not None:
+        atomic_write(spill, inline.spill_bytes)
+    return inline.text
+
+
+def _clip_stored(thread: Thread, text: str, runtime: str, generation: int) -> str:
+    """The stored rendering is budgeted (16 KiB by default); past the inline limit it is
+    spilled whole to a file and the inline part keeps its head (the objective and the next
+    action come first in the block)."""
     limit = INLINE_LIMITS.get(runtime, 9_500)
     if len(text) <= limit:
         return text
-    spill = thread.engine.home / "contexts" / thread.key / f"g{generation:06d}.md"
+    spill = thread.engine.home / "contexts" / thread.key / f"g{generation:06d}-block.md"
     atomic_write(spill, text.encode("utf-8", "surrogatepass"))
-    note = (f"\n[continuation: the full checkpoint ({len(text)} characters) is in {spill}; "
-            f"read it before acting on anything this part leaves out]\n")
-    head = text[: limit - len(note)]
-    return head + note
+    note = (f"\n[continuation: the checkpoint block continues in the file {spill} "
+            f"({len(text)} characters); read it before acting on anything not shown here]\n")
+    return text[: limit - len(note)] + note
 
 
 def context_answer(thread: Thread, runtime: str, event_name: str, *, via: str,
@@ -121,15 +145,18 @@ def context_answer(thread: Thread, runtime: str, event_name: str, *, via: str,
         if loaded is None:
             return {}
         text = loaded.checkpoint.rendered
+        for problem in loaded.problems:
+            text = f"[continuation: {problem}]\n" + text
+        inline = _clip_stored(thread, text, runtime, loaded.checkpoint.generation)
     else:
         cp = _fresh_checkpoint(thread, reason)
         loaded = checkpoints.load(thread, cp.generation)
         if loaded is None:
             return {}
-        text = assembled_text(thread, loaded)
-    for problem in loaded.problems:
-        text = f"[continuation: {problem}]\n" + text
-    inline = fit_for_runtime(thread, runtime, text, loaded.checkpoint.generation)
+        inline = fit_for_runtime(thread, runtime, assembled_context(thread, loaded),
+                                 loaded.checkpoint.generation)
+        for problem in loaded.problems:
+            inline = f"[continuation: {problem}]\n" + inline
     thread.record(ev.CONTEXT_DELIVERED, {"generation": loaded.checkpoint.generation, "via": via,
                                          "checkpoint_id": loaded.checkpoint.checkpoint_id,
                                          "chars": len(inline)}, source=f"hook:{runtime}")

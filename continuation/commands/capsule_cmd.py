@@ -1,0 +1,133 @@
+"""``checkpoint``, ``capsule show``, ``context``, ``source``: the handoff capsule by hand."""
+from __future__ import annotations
+
+import json
+import sys
+
+from . import CommandError, add_json_arg, add_thread_arg, open_engine
+from .output import emit_json
+
+
+def register(sub) -> None:
+    p = sub.add_parser("checkpoint", help="build and commit a capsule for a thread now")
+    add_thread_arg(p)
+    add_json_arg(p)
+    p.add_argument("--reason", choices=["manual", "auto"], default="manual")
+    p.add_argument("--no-snapshot", action="store_true", help="skip the workspace snapshot")
+    p.set_defaults(func=cmd_checkpoint)
+
+    p = sub.add_parser("capsule", help="show a committed capsule")
+    capsule_sub = p.add_subparsers(dest="capsule_command", metavar="SUBCOMMAND")
+    show = capsule_sub.add_parser("show", help="print the newest (or a given) capsule")
+    add_thread_arg(show)
+    fmt = show.add_mutually_exclusive_group()
+    fmt.add_argument("--json", action="store_true", help="the capsule as JSON")
+    fmt.add_argument("--text", action="store_true", help="the rendered block (default)")
+    show.add_argument("--generation", type=int, help="this generation (default: the newest)")
+    show.set_defaults(func=cmd_capsule_show)
+    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+
+    p = sub.add_parser("context", help="print the assembled fresh context for a thread")
+    add_thread_arg(p)
+    add_json_arg(p)
+    p.add_argument("--instructions", help="a file with the current instructions to put first")
+    p.set_defaults(func=cmd_context)
+
+    p = sub.add_parser("source", help="print the full text a capsule pointer names")
+    p.add_argument("pointer", help="a pointer from a capsule cut, e.g. event:<thread>:<seq>")
+    p.set_defaults(func=cmd_source)
+
+
+def cmd_checkpoint(args) -> int:
+    from ..boundary import commit_checkpoint
+
+    with open_engine() as engine:
+        thread = engine.select(args.thread)
+        cp = commit_checkpoint(thread, reason=args.reason, snapshot=not args.no_snapshot)
+        if args.json:
+            emit_json(cp.summary())
+        else:
+            print(f"committed {cp.checkpoint_id} (generation {cp.generation}, covers events "
+                  f"1..{cp.seq}, {len(cp.capsule_bytes)} bytes, sha256 {cp.sha256[:12]})")
+            if cp.workspace and cp.workspace.get("snapshot_ref"):
+                print(f"workspace snapshot {cp.workspace['snapshot_ref']}")
+    return 0
+
+
+def _load(engine, selector, generation=None):
+    from ..checkpoints import load
+
+    thread = engine.select(selector)
+    loaded = load(thread, generation)
+    if loaded is None:
+        raise CommandError(f"thread {thread.key} has no checkpoint yet "
+                           "(run `continuation checkpoint`)")
+    for problem in loaded.problems:
+        print(f"continuation: {problem}", file=sys.stderr)
+    return thread, loaded
+
+
+def cmd_capsule_show(args) -> int:
+    with open_engine() as engine:
+        _, loaded = _load(engine, args.thread, args.generation)
+        if args.json:
+            sys.stdout.write(json.dumps(loaded.capsule.model_dump(mode="json"), indent=2,
+                                        ensure_ascii=False) + "\n")
+        else:
+            from capsule.render import render_capsule
+
+            sys.stdout.write(render_capsule(loaded.capsule))
+            if not render_capsule(loaded.capsule).endswith("\n"):
+                sys.stdout.write("\n")
+    return 0
+
+
+def cmd_context(args) -> int:
+    from capsule.assemble import assemble_context
+
+    from ..boundary import _fresh_checkpoint
+    from ..checkpoints import load
+
+    instructions = None
+    if args.instructions:
+        try:
+            with open(args.instructions, encoding="utf-8") as fh:
+                instructions = fh.read()
+        except OSError as exc:
+            raise CommandError(f"cannot read instructions: {exc}") from None
+    with open_engine() as engine:
+        thread = engine.select(args.thread)
+        cp = _fresh_checkpoint(thread, "context")
+        loaded = load(thread, cp.generation)
+        context = assemble_context(instructions, loaded.capsule)
+        if args.json:
+            emit_json(context.model_dump(mode="json") if hasattr(context, "model_dump")
+                      else {"text": context.as_text()})
+        else:
+            sys.stdout.write(context.as_text().rstrip("\n") + "\n")
+    return 0
+
+
+def cmd_source(args) -> int:
+    kind, _, rest = args.pointer.partition(":")
+    if kind != "event" or ":" not in rest:
+        raise CommandError(f"not a pointer this version can read: {args.pointer!r} "
+                           "(expected event:<thread>:<seq>)")
+    thread_key, _, seq_text = rest.rpartition(":")
+    if not seq_text.isdigit():
+        raise CommandError(f"bad sequence number in pointer {args.pointer!r}")
+    seq = int(seq_text)
+    with open_engine() as engine:
+        thread = engine.get_thread(thread_key)
+        rows = thread.events(after=seq - 1, upto=seq)
+        if not rows:
+            raise CommandError(f"thread {thread.key} has no event {seq}")
+        data = rows[0]["data"]
+        text = data.get("text")
+        if text is None:
+            text = json.dumps(data, indent=2, ensure_ascii=False)
+        out = text.encode("utf-8", "surrogateescape" if False else "surrogatepass")
+        sys.stdout.buffer.write(out)
+        if not out.endswith(b"\n"):
+            sys.stdout.buffer.write(b"\n")
+    return 0

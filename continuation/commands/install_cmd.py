@@ -1,0 +1,58 @@
+"""``install`` / ``uninstall``: put continuation's hooks into Codex CLI or Claude Code settings."""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from . import CommandError
+from .output import emit_json
+
+
+def register(sub) -> None:
+    for name, helptext in (("install", "install the hooks for a runtime"),
+                           ("uninstall", "remove the hooks (restores the file as it was)")):
+        p = sub.add_parser(name, help=helptext)
+        p.add_argument("--runtime", choices=["codex", "claude"], required=True)
+        p.add_argument("--scope", choices=["user", "project"], default="user")
+        p.add_argument("--project-dir", default=".", help="project folder (scope project)")
+        p.add_argument("--json", action="store_true", help="print JSON")
+        p.set_defaults(func=cmd_install if name == "install" else cmd_uninstall)
+
+
+def _launcher() -> list[str] | None:
+    """The command that is running now, when it is the installed ``continuation`` script."""
+    argv0 = Path(sys.argv[0])
+    if argv0.name.startswith("continuation") and argv0.is_file():
+        return [str(argv0.resolve())]
+    return None
+
+
+def _run(args, action):
+    from ..install import InstallError, install, uninstall
+    from ..paths import state_home
+
+    kwargs = dict(project_dir=Path(args.project_dir).resolve(), home=Path.home(),
+                  state_home=state_home())
+    try:
+        if action == "install":
+            report = install(args.runtime, args.scope, command=_launcher(), **kwargs)
+        else:
+            report = uninstall(args.runtime, args.scope, **kwargs)
+    except InstallError as exc:
+        raise CommandError(str(exc)) from None
+    if args.json:
+        emit_json(report.model_dump(mode="json"))
+    else:
+        print(report.message)
+        for warning in report.warnings:
+            print(f"warning: {warning}", file=sys.stderr)
+    return 0
+
+
+def cmd_install(args) -> int:
+    return _run(args, "install")
+
+
+def cmd_uninstall(args) -> int:
+    return _run(args, "uninstall")
