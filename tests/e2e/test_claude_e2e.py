@@ -334,6 +334,10 @@ def test_claude_session_through_continuation(claude_bin: Path, tmp_path: Path) -
         "the checkpoint block did not reach the model whole"
     via_session_start = any(CHECKPOINT_MARKER in chunk.split("UserPromptSubmit hook additional context: ")[0]
                             for chunk in after.split("SessionStart hook additional context: ")[1:])
+    # Delivered once: the fallback at UserPromptSubmit does not inject it a second time, and no
+    # block reached the model before the compaction.
+    assert len(CHECKPOINT_BEGIN.findall(after)) == 1, "checkpoint delivered more than once"
+    assert all(CHECKPOINT_MARKER not in _body_text(r) for r in requests[:session.steps[2].first_request])
     path = "SessionStart(compact)" if via_session_start else "UserPromptSubmit fallback"
     print(f"context path taken by Claude Code {ct.CLAUDE_VERSION}: {path}")
     # Claude Code 2.1.332 passes the compact SessionStart context on (see the recorder test).
