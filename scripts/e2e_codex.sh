@@ -28,6 +28,7 @@ import json, sys
 r = json.load(open(sys.argv[1], encoding="utf-8"))
 print(f"\n== Codex e2e summary: {r['mode']} compaction ==")
 print("codex:", r["codex"])
+print("hooks installed via:", r["install"]["via"], "->", r["install"]["path"])
 for run in r["runs"]:
     print(f"  {run['label']}: exit={run['exit']} {run['seconds']}s hooks={' > '.join(run['hook_events'])}")
 events = r.get("events", {}).get("events", []) if isinstance(r.get("events"), dict) else []

@@ -7,9 +7,10 @@ The scenario (:func:`run_compaction_scenario`):
 1. a temporary ``CODEX_HOME`` whose ``config.toml`` points a ``model_providers``
    entry (``wire_api = "responses"``) at the scripted stand-in on 127.0.0.1,
    a temporary git repository, a temporary ``CONTINUATION_HOME``;
-2. our hooks installed with :func:`continuation.install.install` (user scope,
-   i.e. ``$CODEX_HOME/hooks.json``), and their trust hashes checked against
-   ``codex app-server`` ``hooks/list``;
+2. our hooks installed with ``continuation install --runtime codex --scope user``
+   (through :func:`continuation.install.install` while the CLI lacks that
+   command) into ``$CODEX_HOME/hooks.json``, and ``codex app-server``
+   ``hooks/list`` read back (keys, trust status, ``currentHash``);
 3. ``codex exec "<prompt 1>"``: one ``exec_command`` tool call, then an answer;
 4. ``codex exec -c model_auto_compact_token_limit=1400 resume --last "<prompt 2>"``:
    the stand-in reported 1500 input tokens per response, so Codex compacts
@@ -18,8 +19,11 @@ The scenario (:func:`run_compaction_scenario`):
 5. the stand-in's request log, the hook events Codex printed, and the engine's
    view (``continuation inputs --json``) are collected into a report.
 
-Hooks run with ``--dangerously-bypass-hook-trust`` (untrusted hooks are silently
-skipped by 0.171.0; see ``continuation/install/codex.py``).
+``mode="mid-turn"`` moves the compaction inside the second turn, after its
+tool call. Hooks run with ``--dangerously-bypass-hook-trust`` (untrusted hooks
+are silently skipped by 0.171.0; see ``continuation/install/codex.py``);
+:func:`run_trust_scenario` shows that, then trusts the hooks the way Codex's
+``/hooks`` review records it and runs again without the bypass flag.
 """
 
 from __future__ import annotations
@@ -138,13 +142,42 @@ class CodexSandbox:
             encoding="utf-8",
         )
 
-    def install_hooks(self):
-        from continuation.install import install
+    def install_hooks(self) -> dict[str, Any]:
+        """``continuation install --runtime codex --scope user`` (CODEX_HOME from the sandbox env);
+        through :func:`continuation.install.install` while the CLI has no ``install`` command."""
+        from continuation.install import install, status
 
-        return install(
-            "codex", "user", project_dir=self.project, home=self.root / "home", state_home=self.state,
-            command=self.launcher, env={"CODEX_HOME": str(self.codex_home)},
-        )
+        via = "cli"
+        done = self.continuation("install", "--runtime", "codex", "--scope", "user")
+        cli_output = done.stdout + done.stderr
+        if done.returncode != 0:
+            if "invalid choice" not in cli_output:
+                raise RuntimeError(f"continuation install failed: {done.tail()}")
+            via = "python-api"
+            install("codex", "user", project_dir=self.project, home=self.root / "home", state_home=self.state,
+                    command=self.launcher, env={"CODEX_HOME": str(self.codex_home)})
+        st = status("codex", "user", project_dir=self.project, home=self.root / "home", state_home=self.state,
+                    env={"CODEX_HOME": str(self.codex_home)})
+        return {"via": via, "path": st["path"], "installed": st["installed"], "events": st["events"],
+                "hook_command": st["commands"][0] if len(st["commands"]) == 1 else st["commands"],
+                "record": st["record"], "trust": st["trust"]["hooks"], "cli_output": cli_output[-1500:],
+                "hooks_json": json.loads(Path(st["path"]).read_text(encoding="utf-8"))}
+
+    def uninstall_hooks(self) -> dict[str, Any]:
+        """``continuation uninstall --runtime codex --scope user``: hooks.json did not exist before."""
+        from continuation.install import uninstall
+
+        hooks_json = self.codex_home / "hooks.json"
+        done = self.continuation("uninstall", "--runtime", "codex", "--scope", "user")
+        via = "cli"
+        if done.returncode != 0 and "invalid choice" in done.stdout + done.stderr:
+            via = "python-api"
+            uninstall("codex", "user", project_dir=self.project, home=self.root / "home", state_home=self.state,
+                      env={"CODEX_HOME": str(self.codex_home)})
+        elif done.returncode != 0:
+            raise RuntimeError(f"continuation uninstall failed: {done.tail()}")
+        return {"via": via, "hooks_json_exists": hooks_json.exists(),
+                "codex_home_entries": sorted(p.name for p in self.codex_home.iterdir())}
 
     def run_codex(self, label: str, args: list[str], timeout: float = CODEX_TIMEOUT_S) -> CodexRun:
         done = run_bounded([self.codex, *args], timeout=timeout, cwd=self.project, env=self.env())
@@ -232,19 +265,12 @@ def run_compaction_scenario(
     model = ScriptedModel(**COMPACTION_MODES[mode])
     with ResponsesStandin(sandbox.request_log, model) as standin:
         sandbox.write_config(standin.base_url)
-        installed = sandbox.install_hooks()
-        report["install"] = {"path": str(installed.path), "outcome": installed.outcome,
-                             "hook_command": installed.hook_command}
+        report["install"] = sandbox.install_hooks()
         try:
             listed = sandbox.hooks_list()
         except (RuntimeError, OSError) as exc:
             listed = []
             report["hooks_list_error"] = str(exc)
-        from continuation.install import status
-
-        st = status("codex", "user", project_dir=sandbox.project, home=root / "home", state_home=sandbox.state,
-                    env={"CODEX_HOME": str(sandbox.codex_home)})
-        report["install_status"] = {"installed": st["installed"], "events": st["events"], "trust": st["trust"]["hooks"]}
         report["hooks_list"] = [
             {"key": h["key"], "event": h["eventName"], "trust": h["trustStatus"], "currentHash": h["currentHash"],
              "command": h["command"], "timeoutSec": h["timeoutSec"]}
@@ -260,6 +286,7 @@ def run_compaction_scenario(
     inputs = sandbox.continuation("inputs", "--json")
     status_out = sandbox.continuation("status", "--json")
     events_out = sandbox.continuation("events", "--json")
+    report["uninstall"] = sandbox.uninstall_hooks()
 
     posts = [r for r in requests if r.get("method") == "POST"]
     compaction_at = next((i for i, r in enumerate(posts) if r.get("kind") == "compaction"), None)
@@ -333,11 +360,12 @@ def run_trust_scenario(root: Path, *, codex: Path | None = None, launcher: list[
     with ResponsesStandin(sandbox.request_log, ScriptedModel(tokens_before_compaction=200)) as standin:
         sandbox.write_config(standin.base_url)
         installed = sandbox.install_hooks()
+        report["install"] = installed
         report["before_trust"] = trust_view()
         untrusted = sandbox.run_codex("exec, untrusted hooks", [*args, "say hello (untrusted)"])
         report["untrusted_run"] = untrusted.summary()
         report["inputs_after_untrusted"] = _json_or_text(sandbox.continuation("inputs", "--json"))
-        report["trust_entries"] = trust_like_the_user(sandbox, installed.path)
+        report["trust_entries"] = trust_like_the_user(sandbox, Path(installed["path"]))
         report["after_trust"] = trust_view()
         trusted = sandbox.run_codex("exec, trusted hooks", [*args, "say hello (trusted)"])
         report["trusted_run"] = trusted.summary()

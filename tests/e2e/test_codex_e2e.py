@@ -67,8 +67,8 @@ def test_both_codex_runs_finish(report: dict) -> None:
 
 
 def test_installer_hooks_are_the_ones_codex_lists_with_matching_trust_hashes(report: dict) -> None:
-    assert report["install"]["outcome"] == "installed"
-    assert report["install_status"]["installed"] is True
+    assert report["install"]["installed"] is True, report["install"]
+    assert report["install"]["record"], "the installer kept the original (absent) file in its record"
     listed = report["hooks_list"]
     assert "hooks_list_error" not in report
     assert {h["command"] for h in listed} == {report["install"]["hook_command"]}
@@ -77,11 +77,11 @@ def test_installer_hooks_are_the_ones_codex_lists_with_matching_trust_hashes(rep
                       "postCompact", "stop", "sessionEnd"}
     # Our trust computation agrees with Codex: both say untrusted (no trust written) ...
     assert {h["trust"] for h in listed} == {"untrusted"}
-    assert set(report["install_status"]["trust"].values()) == {"untrusted"}
+    assert set(report["install"]["trust"].values()) == {"untrusted"}
     # ... and our hash is Codex's currentHash for every hook.
     from continuation.install.codex import codex_hook_hash
 
-    hooks_json = json.loads(Path(report["install"]["path"]).read_text(encoding="utf-8"))["hooks"]
+    hooks_json = report["install"]["hooks_json"]["hooks"]
     for hook in listed:
         event = hook["event"][0].upper() + hook["event"][1:]
         group_index, handler_index = (int(x) for x in hook["key"].rsplit(":", 2)[1:])
@@ -99,6 +99,13 @@ EXPECTED_SECOND_RUN = {
     "mid-turn": ["SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PreCompact", "PostCompact",
                  "SessionStart", "PreToolUse", "PostToolUse", "Stop"],
 }
+
+
+def test_uninstall_puts_codex_home_back(report: dict) -> None:
+    # hooks.json did not exist before install: uninstall removes it again, and
+    # leaves everything Codex itself wrote (config.toml, sessions, ...).
+    assert report["uninstall"]["hooks_json_exists"] is False, report["uninstall"]
+    assert "config.toml" in report["uninstall"]["codex_home_entries"]
 
 
 def test_hook_events_fire_in_the_observed_order(report: dict) -> None:
