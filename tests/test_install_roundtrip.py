@@ -382,3 +382,17 @@ def test_file_mode_is_kept(dirs) -> None:
     assert path.stat().st_mode & 0o777 == 0o600
     do_uninstall("claude", "user", dirs)
     assert path.stat().st_mode & 0o777 == 0o600
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+def test_user_and_project_scope_naming_the_same_file_share_one_record(runtime: str, tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    same = {"project_dir": home, "home": home, "state_home": tmp_path / "state"}
+    path = target_file(runtime, "user", same)
+    path.parent.mkdir(parents=True)
+    original = b'{"mine": 1}\n'
+    path.write_bytes(original)
+    assert install(runtime, "user", command=LAUNCHER, env={}, **same).outcome == "installed"
+    assert install(runtime, "project", command=LAUNCHER, env={}, **same).outcome == "already-installed"
+    assert uninstall(runtime, "project", env={}, **same).outcome == "restored"
+    assert path.read_bytes() == original

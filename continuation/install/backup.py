@@ -63,10 +63,13 @@ class BackupStore:
     """Records for one target file, with a cross-process lock around each change."""
 
     def __init__(self, state_home: Path, runtime: str, scope: str, target: Path) -> None:
+        # Keyed by the file alone: user and project scope can name the same file
+        # (a project folder that is the home folder) and must share one record.
+        del scope
         key = hashlib.sha256(str(target).encode("utf-8")).hexdigest()[:16]
         self.folder = Path(state_home) / "install"
-        self.path = self.folder / f"{runtime}-{scope}-{key}.json"
-        self.lock_path = self.folder / f"{runtime}-{scope}-{key}.lock"
+        self.path = self.folder / f"{runtime}-{key}.json"
+        self.lock_path = self.folder / f"{runtime}-{key}.lock"
 
     def lock(self) -> FileLock:
         self.folder.mkdir(parents=True, exist_ok=True)
