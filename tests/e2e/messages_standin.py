@@ -104,6 +104,11 @@ class StandIn:
 
     log_path: Path
     script: dict[str, Reply] = field(default_factory=lambda: dict(DEFAULT_SCRIPT))
+    # When set, every answer reports this many input tokens (e.g. near the context window, so that
+    # Claude Code auto-compacts); else an estimate from the request size.
+    reported_input_tokens: int | None = None
+    # Token counts reported by the next answers, one each, before reported_input_tokens applies.
+    usage_overrides: list[int] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _ids: itertools.count = field(default_factory=lambda: itertools.count(1))
 
@@ -111,6 +116,12 @@ class StandIn:
         record = json.dumps({"method": method, "path": path, "body": body}, ensure_ascii=False)
         with self._lock, self.log_path.open("a", encoding="utf-8") as fh:
             fh.write(record + "\n")
+
+    def input_tokens(self, body: Any) -> int:
+        with self._lock:
+            if self.usage_overrides:
+                return self.usage_overrides.pop(0)
+        return self.reported_input_tokens or _estimate_tokens(body)
 
     def next_id(self) -> int:
         with self._lock:
@@ -254,7 +265,7 @@ def _make_handler(standin: StandIn) -> type[BaseHTTPRequestHandler]:
                 self._send_json(404, {"type": "error", "error": {"type": "not_found_error", "message": path}})
                 return
             blocks = standin.answer(body)
-            tokens = _estimate_tokens(body)
+            tokens = standin.input_tokens(body)
             if not body.get("stream"):
                 self._send_json(200, _message_json(blocks, tokens))
                 return

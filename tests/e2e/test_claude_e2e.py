@@ -395,3 +395,62 @@ def test_claude_prompt_typed_mid_turn_is_its_own_input(claude_bin: Path, tmp_pat
     assert not hook_errors.exists(), "our hook failed (open):\n" + hook_errors.read_text(encoding="utf-8")[-4000:]
     states = {str(i.get("text")): i.get("state") for i in inputs}
     assert states == {first_text: "handled", steered_text: "handled"}, inputs
+
+
+def test_claude_auto_compaction_mid_turn_keeps_the_prompt(claude_bin: Path, tmp_path: Path) -> None:
+    """Claude Code auto-compacts inside a turn (after a tool result) when the model reports a nearly
+    full window. The request that continues the turn then holds the summary, the tool call and our
+    SessionStart(compact) context, but no longer the user's prompt: the checkpoint must carry it as
+    pending. After the turn completes, the input is handled."""
+    cmd = _continuation_cmd()
+    if cmd is None:
+        pytest.skip("the `continuation` command is not installed in this environment")
+    available = _subcommands(cmd)
+    required = [name for name in ("hook", "inputs") if name not in available]
+    if required:
+        pytest.skip(f"`continuation` lacks subcommands {required} needed for this test")
+
+    prompt = "append a second line"
+    request_log = tmp_path / "requests.jsonl"
+    state_home = tmp_path / "state"
+    with StandInServer(request_log) as server:
+        box = ct.ClaudeSandbox(tmp_path, claude_bin, server.base_url,
+                               extra_env={"CONTINUATION_HOME": str(state_home)})
+        box.init_repo()
+        box.write_settings(markers=False)
+        _install_hooks(cmd, box, state_home, "install" in available)
+        first = box.run("append a line to notes.txt", timeout=RUN_TIMEOUT_S)
+        assert first.returncode == 0, first.stderr[-2000:]
+        session_id = first.json()["session_id"]
+        before_hooks = len(box.hook_payloads())
+        # The answer with the tool call reports 99% of the 1M-token window in use.
+        server.standin.usage_overrides.append(990_000)
+        second = box.run(prompt, resume=session_id, timeout=RUN_TIMEOUT_S)
+        assert second.returncode == 0 and second.json().get("is_error") is False, second.stdout[-2000:]
+        inputs = _json_list(_cli(cmd, box, "inputs", "--thread", session_id, "--json").stdout, "inputs")
+
+    assert ct.event_names(box.hook_payloads()[before_hooks:]) == [
+        "SessionStart:resume", "UserPromptSubmit", "PreToolUse:Bash", "PostToolUse:Bash",
+        "PreCompact:auto", "SessionStart:compact", "PostCompact:auto", "Stop", "SessionEnd"]
+    requests = _requests(request_log)
+    compaction = [i for i, r in enumerate(requests) if _is_compaction_request(r)]
+    assert len(compaction) == 1
+    continued = requests[compaction[0] + 1]
+    assert '"tool_result"' in _body_text(continued), "the turn goes on after the compaction"
+    # Our SessionStart(compact) answer, as Claude Code kept it in the transcript.
+    answers = [json.loads(o) for o in ct.hook_outputs(box.transcript(session_id), "SessionStart:compact")
+               if CHECKPOINT_MARKER in o]
+    assert len(answers) == 1, "SessionStart(compact) did not answer with our checkpoint"
+    context = answers[0]["hookSpecificOutput"]["additionalContext"]
+    assert any(context in t for t in _strings(continued.get("body"))), \
+        "our context did not reach the model whole after the auto-compaction"
+    capsule = context[CHECKPOINT_BEGIN.search(context).start():]
+    assert any(json.dumps(prompt) in line and "state=pending" in line for line in capsule.splitlines()), capsule
+    # Claude Code dropped the prompt from the model's view; only our context still holds it.
+    outside = _body_text(continued).replace(json.dumps(context, ensure_ascii=False)[1:-1], "")
+    assert prompt not in outside
+
+    hook_errors = state_home / "logs" / "hooks.log"
+    assert not hook_errors.exists(), "our hook failed (open):\n" + hook_errors.read_text(encoding="utf-8")[-4000:]
+    states = {str(i.get("text")): i.get("state") for i in inputs}
+    assert states == {"append a line to notes.txt": "handled", prompt: "handled"}, inputs
