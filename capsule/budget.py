@@ -78,11 +78,12 @@ from .textclip import (
     render_literal,
     sha256_text,
     sha256_texts,
+    short_id,
 )
 from .tokens import EXACT_TOKEN_BYTES, TokenCounter, get_token_counter
 
-MIN_BYTES = 4096
-MIN_TOKENS = 1024
+MIN_BYTES = 6144
+MIN_TOKENS = 2000
 
 
 class Budget(BaseModel):
@@ -142,8 +143,13 @@ SLACK_TOKENS = 12
 ROUNDS = 6
 # A clipped remainder shorter than this is not worth its cut record.
 MIN_PARTIAL_BYTES = 48
+# When the skeleton is tight, everything dropped whole is one cut (per-field counts stay in
+# budget.dropped).
+MERGED_FIELD = "*"
+MERGE_GAIN = 2
 # Placeholder numbers for estimating a cut record before its sizes are known.
 _BIG = 99_999_999
+TINY_ID = 40
 
 
 @dataclass
@@ -153,6 +159,7 @@ class _SkeletonLimits:
     cursor_bytes: int
     cursor_tokens: int
     merge_groups: bool
+    tiny_ids: bool = False  # last resort: every identifier in the skeleton and cuts shortened
 
 
 @dataclass
@@ -301,18 +308,54 @@ class _Builder:
         return None
 
     # -- selection -----------------------------------------------------------------------------
-    def select(self, room_bytes: int, room_tokens: int) -> dict[Element, str | None]:
+    def group_cost(self, group: str, members: list[Element]) -> tuple[int, int]:
+        """Upper estimate of the cut summarising ``members`` dropped whole."""
+        pointer = max((e.pointer for e in members), key=lambda p: json_size(p), default="")
+        total = sum(len(raw_bytes(e.original)) for e in members)
+        # numbers as wide as the real ones can get (tokens never exceed bytes here by much)
+        probe = Cut(
+            field=group, items=len(members), original_bytes=total, original_tokens=total * 2 + 9,
+            original_tokens_exact=False, kept_bytes=0, kept_tokens=0, sha256="0" * 64,
+            pointer=pointer, last_pointer=pointer,
+        )
+        return (
+            len(canonical_json(probe.model_dump(mode="json"))) + 1,
+            self.counter.count(render.cut_line(probe)) + 1,
+        )
+
+    def suffix_costs(self, merge: bool) -> list[tuple[int, int]]:
+        """For each position p of the keep order: the cost of the group cuts if everything from
+        p on is dropped (so a kept element also pays for what its stop leaves behind)."""
+        members: dict[str, list[Element]] = {}
+        for el in self.elements:
+            members.setdefault(el.group, []).append(el)
+        each = {g: self.group_cost(g, m) for g, m in members.items()}
+        merged = self.group_cost(MERGED_FIELD, self.elements) if members else (0, 0)
+        out = [(0, 0)] * (len(self.elements) + 1)
+        present: set[str] = set()
+        b = t = 0
+        for p in range(len(self.elements) - 1, -1, -1):
+            group = self.elements[p].group
+            if group not in present:
+                present.add(group)
+                b, t = b + each[group][0], t + each[group][1]
+            out[p] = merged if merge else (b, t)
+        return out
+
+    def select(self, room_bytes: int, room_tokens: int, merge: bool) -> dict[Element, str | None]:
+        suffix = self.suffix_costs(merge)
         kept: dict[Element, str | None] = {}
         used_b = used_t = 0
-        for el in self.elements:
+        for p, el in enumerate(self.elements):
             if el.parent is not None and el.parent not in kept:
                 break
             b, t = self.full_cost(el)
-            if used_b + b <= room_bytes and used_t + t <= room_tokens:
+            rest_b, rest_t = suffix[p + 1]
+            if used_b + b + rest_b <= room_bytes and used_t + t + rest_t <= room_tokens:
                 kept[el] = self.capped(el)
                 used_b, used_t = used_b + b, used_t + t
                 continue
-            text = self.partial(el, room_bytes - used_b, room_tokens - used_t)
+            text = self.partial(el, room_bytes - used_b - rest_b, room_tokens - used_t - rest_t)
             if text is not None:
                 kept[el] = text
             break
@@ -335,7 +378,7 @@ class _Builder:
                 cuts.append(PendingCut(f"cursor.{name}", original, kept, sk.cursor.pointer))
         return objective, sk.cursor.model_copy(update=updates), cuts
 
-    def compose(self, kept: dict[Element, str | None], limits: _SkeletonLimits) -> Capsule:
+    def compose(self, kept: dict[Element, str | None], limits: _SkeletonLimits, groups_cut: bool = True) -> Capsule:
         sk = self.skeleton
         objective, cursor, pending = self.skeleton_parts(limits)
         rows: dict[str, list[tuple[int, Any]]] = {}
@@ -362,12 +405,12 @@ class _Builder:
         for members in groups.values():
             members.sort(key=lambda e: (e.slot, e.index))
         cuts = [self.make_cut(p) for p in pending]
-        group_cuts = [self.group_cut(g, members) for g, members in groups.items()]
-        if limits.merge_groups and len(group_cuts) > 1:
-            everything = [e for members in groups.values() for e in members]
-            merged = self.group_cut("*", everything)
-            group_cuts = [merged.model_copy(update={"field": "+".join(groups)[:200]})]
-        cuts.extend(group_cuts)
+        if groups_cut:
+            if limits.merge_groups and len(groups) > 1:
+                everything = [e for members in groups.values() for e in members]
+                cuts.append(self.group_cut(MERGED_FIELD, everything))
+            else:
+                cuts.extend(self.group_cut(g, members) for g, members in groups.items())
 
         def ordered(slot: str) -> list[Any]:
             return [obj for _, obj in sorted(rows.get(slot, []), key=lambda pair: pair[0])]
@@ -380,7 +423,7 @@ class _Builder:
         if sk.plan is not None:
             plan = Plan(**{**sk.plan.model_dump(), "items": ordered("plan")})
         b = self.budget
-        return Capsule(
+        capsule = Capsule(
             thread=sk.thread,
             generation=sk.generation,
             reason=sk.reason,
@@ -412,6 +455,7 @@ class _Builder:
                 dropped={g: len(m) for g, m in groups.items()},
             ),
         )
+        return _tiny(capsule) if limits.tiny_ids else capsule
 
     def measure(self, capsule: Capsule) -> _Measured:
         """Record the final totals in the capsule: tokens of its rendering, and its own encoded
@@ -435,41 +479,75 @@ class _Builder:
         b = self.budget
         ob, ot, cb, ct = b.objective_bytes, b.objective_tokens, b.cursor_bytes, b.cursor_tokens
         yield _SkeletonLimits(ob, ot, cb, ct, False)
-        yield _SkeletonLimits(ob // 2, ot // 2, cb // 2, ct // 2, False)
+        yield _SkeletonLimits(ob, ot, cb, ct, True)
+        yield _SkeletonLimits(ob // 2, ot // 2, cb // 2, ct // 2, True)
         yield _SkeletonLimits(ob // 4, ot // 4, cb // 4, ct // 4, True)
         yield _SkeletonLimits(min(ob, 256), min(ot, 64), min(cb, 64), min(ct, 16), True)
         yield _SkeletonLimits(0, 0, 0, 0, True)
+        yield _SkeletonLimits(0, 0, 0, 0, True, tiny_ids=True)
 
-    def build(self) -> Capsule:
+    def attempt(self, limits: _SkeletonLimits) -> tuple[Capsule, int] | None:
+        """The best capsule under ``limits`` and how many elements it keeps; None when even the
+        capsule that keeps nothing droppable (group cuts included) does not fit."""
         b = self.budget
-        base: _Measured | None = None
-        for step, limits in enumerate(self.ladder()):
-            base = self.measure(self.compose({}, limits))
-            if self.fits(base):
-                break
-        else:
-            raise RuntimeError(  # unreachable for budgets >= MIN_BYTES / MIN_TOKENS (tested)
-                f"capsule skeleton ({base.bytes} bytes, {base.tokens} tokens) exceeds the budget"
-            )
-        if step > 0:
-            return base.capsule  # the skeleton had to shrink: there is no room for detail
-        room_b = b.max_bytes - base.bytes - SLACK_BYTES
-        room_t = b.max_tokens - base.tokens - SLACK_TOKENS
+        empty = self.measure(self.compose({}, limits))
+        if not self.fits(empty):
+            return None
+        bare = self.measure(self.compose({}, limits, groups_cut=False))
+        room_b = b.max_bytes - bare.bytes - SLACK_BYTES
+        room_t = b.max_tokens - bare.tokens - SLACK_TOKENS
         for attempt in range(ROUNDS):
             if room_b <= 0 or room_t <= 0:
                 break
-            kept = self.select(room_b, room_t)
+            kept = self.select(room_b, room_t, limits.merge_groups)
             if not kept:
                 break
             done = self.measure(self.compose(kept, limits))
             if self.fits(done):
-                return done.capsule
+                return done.capsule, len(kept)
             # shrink by the overshoot, a bit more each round
             if done.bytes > b.max_bytes:
                 room_b -= done.bytes - b.max_bytes + SLACK_BYTES * 2**attempt
             if done.tokens > b.max_tokens:
                 room_t -= done.tokens - b.max_tokens + SLACK_TOKENS * 2**attempt
-        return base.capsule
+        return empty.capsule, 0
+
+    def build(self) -> Capsule:
+        """One cut per dropped field unless one merged cut keeps MERGE_GAIN times as many
+        elements; then ever smaller skeletons until one fits."""
+        best: tuple[Capsule, int] | None = None
+        for limits in self.ladder():
+            got = self.attempt(limits)
+            if got is None:
+                continue
+            if best is None or got[1] > best[1] * MERGE_GAIN:
+                best = got
+            if limits.merge_groups:
+                break
+        if best is None:  # unreachable for budgets >= MIN_BYTES / MIN_TOKENS (tested)
+            raise RuntimeError("the capsule skeleton exceeds the budget even at its smallest")
+        return best[0]
+
+
+def _tiny(capsule: Capsule) -> Capsule:
+    """The skeleton with every identifier cut to ``TINY_ID`` bytes (prefix + hash), for sources
+    whose ids alone would not fit the smallest budget."""
+    def t(value: str | None) -> str | None:
+        return None if value is None else short_id(value, TINY_ID)
+
+    c = capsule
+    return c.model_copy(update={
+        "thread": c.thread.model_copy(update={k: t(getattr(c.thread, k)) for k in ("runtime", "session_id", "thread_id")}),
+        "reason": t(c.reason),
+        "objective": c.objective.model_copy(update={"input_id": t(c.objective.input_id), "pointer": t(c.objective.pointer)}),
+        "cursor": c.cursor.model_copy(update={"pointer": t(c.cursor.pointer)}),
+        "next_action": c.next_action.model_copy(update={"refs": [t(r) for r in c.next_action.refs[:1]]}),
+        "source": c.source.model_copy(update={"transcript_path": t(c.source.transcript_path),
+                                              "transcript_prefix_sha256": t(c.source.transcript_prefix_sha256)}),
+        "plan": None if c.plan is None else c.plan.model_copy(update={"tool": t(c.plan.tool), "pointer": t(c.plan.pointer)}),
+        "cuts": [x.model_copy(update={"field": t(x.field), "pointer": t(x.pointer), "last_pointer": t(x.last_pointer)})
+                 for x in c.cuts],
+    })
 
 
 def build_capsule(

@@ -62,16 +62,20 @@ def derive_next_action(
     objective_id: str | None,
 ) -> NextAction:
     unknown = [c for c in tool_calls if c.status == "unknown"]
+    in_flight = [c for c in tool_calls if c.status == "in_flight"]
     if unknown:
+        running = (
+            f" {len(in_flight)} other call(s) were still running: wait for their outcome, do not repeat them."
+            if in_flight else ""
+        )
         return NextAction(
             kind="reconcile_tool_call",
             text=(
                 f"{len(unknown)} tool call(s) with unknown outcome ({_refs_note(unknown)}). Check whether each took effect "
-                "before anything else; do not repeat one blindly."
+                "before anything else; do not repeat one blindly." + running
             ),
             refs=[c.call_id for c in unknown[:MAX_REFS]],
         )
-    in_flight = [c for c in tool_calls if c.status == "in_flight"]
     if in_flight:
         return NextAction(
             kind="await_tool_result",

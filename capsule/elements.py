@@ -48,9 +48,9 @@ from .source import (
 )
 from .textclip import scrub, short_id
 
-ID_MAX = 160
-POINTER_MAX = 512
-REF_MAX = 512
+ID_MAX = 128
+POINTER_MAX = 256
+REF_MAX = 256
 MAX_ROW_ATTACHMENTS = 8
 MAX_EXTRA_KEYS = 16
 VALUE_MAX = 512  # one workspace / settings value, JSON bytes

@@ -172,9 +172,13 @@ def cut_line(cut: Cut) -> str:
 
 # -- the whole block ---------------------------------------------------------------------------
 
-def _section(title: str, lines: Iterable[str], empty: str = "(none)") -> list[str]:
+def _section(title: str, lines: Iterable[str], always: bool = False) -> list[str]:
+    """A heading and its lines; an empty section is shown only when its emptiness says
+    something (no tool call open, no input listed)."""
     body = list(lines)
-    return [f"## {title}"] + (body or [empty])
+    if not body and not always:
+        return []
+    return [f"## {title}"] + (body or ["(none)"])
 
 
 def clipped_fields(capsule: Capsule) -> set[str]:
@@ -213,11 +217,13 @@ def render_body(capsule: Capsule) -> list[str]:
     lines += _section(
         "tool calls (in_flight and unknown are unsettled: neither done nor failed)",
         (tool_call_line(x, clipped=f"tool_calls[{x.call_id}].args" in cut) for x in c.tool_calls),
+        always=True,
     )
     counts = " ".join(f"{k}={v}" for k, v in sorted(c.input_counts.items()))
     lines += _section(
         f"user inputs (total by state: {counts or 'none'}; listed {len(c.inputs)})",
         (input_line(x, objective_id=obj.input_id, clipped=f"inputs[{x.id}].text" in cut) for x in c.inputs),
+        always=True,
     )
     notice_body: list[str] = []
     for n in c.notices:
@@ -237,9 +243,10 @@ def render_body(capsule: Capsule) -> list[str]:
     )
     lines += _section("workspace", mapping_lines(c.workspace) if c.workspace else [])
     p, m = c.permissions, c.model_settings
+    settings = [p.permission_mode, p.sandbox, p.approval, m.model, m.provider]
     lines += _section("permissions and model", [
-        f"permission_mode={_opt(p.permission_mode)} sandbox={_opt(p.sandbox)} approval={_opt(p.approval)} "
-        f"model={_opt(m.model)} provider={_opt(m.provider)}",
+        *([f"permission_mode={_opt(p.permission_mode)} sandbox={_opt(p.sandbox)} approval={_opt(p.approval)} "
+           f"model={_opt(m.model)} provider={_opt(m.provider)}"] if any(v is not None for v in settings) else []),
         *(f"- permission {render_literal(k)}: {render_literal(v)}" for k, v in sorted(p.extra.items())),
         *(f"- model {render_literal(k)}: {render_literal(v)}" for k, v in sorted(m.extra.items())),
     ])
