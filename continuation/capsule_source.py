@@ -27,6 +27,8 @@ from capsule.source import (
 )
 
 from .engine import Thread
+from .rewind.summary import recovery_notices
+from .rewind.timeline import live_events
 
 #: runtime facts worth carrying into the next context (the rest stay in the log)
 FACT_TYPES = {
@@ -82,6 +84,7 @@ def gather(thread: Thread, *, generation: int, reason: str, upto_seq: int | None
            workspace: dict | None = None, transcript: dict | None = None,
            notices: Iterable[SourceNotice] = (), now: datetime | None = None) -> CapsuleSource:
     """Everything the builder needs, as of the thread's current state."""
+    notices = list(notices)
     row = thread.row
     key = thread.key
     inputs = thread.inputs()
@@ -89,7 +92,12 @@ def gather(thread: Thread, *, generation: int, reason: str, upto_seq: int | None
     events = thread.events()
     if upto_seq is not None:
         events = [e for e in events if e["seq"] <= upto_seq]
-    rolled_back_after = _rollback_points(events)
+    # rewind (issue 7): only the current branch feeds facts, claims and cursor, and the recovery
+    # summary of a recent rewind is rebuilt from the log until a turn completes after it
+    rewind_notices = [n for n in recovery_notices(events, thread_key=key)
+                      if n.title not in {m.title for m in notices}]
+    logged, events = events, live_events(events)
+    live_seqs = {e["seq"] for e in events}
     meta = thread.meta()
 
     src_inputs = [
@@ -112,8 +120,7 @@ def gather(thread: Thread, *, generation: int, reason: str, upto_seq: int | None
              for e in events if e["type"] in FACT_TYPES][-MAX_FACTS:]
     claims = [SourceClaim(turn_id=c["turn_id"], text=c["text"], seq=c["seq"],
                           pointer=pointer(key, c["seq"]))
-              for c in thread.claims()
-              if not any(c["seq"] > point for point in rolled_back_after)][-20:]
+              for c in thread.claims() if c["seq"] in live_seqs][-20:]
     attachments = [SourceAttachment(ref=str(a.get("ref", a)) if isinstance(a, dict) else str(a),
                                     kind=a.get("kind") if isinstance(a, dict) else None,
                                     input_id=r.input_id, pointer=pointer(key, r.admitted_seq))
@@ -142,10 +149,10 @@ def gather(thread: Thread, *, generation: int, reason: str, upto_seq: int | None
                                          handle=b["handle"], handle_kind="shell", seq=b.get("seq"),
                                          pointer=pointer(key, b.get("seq")))
                     for b in _background(events)],
-        pointers=SourcePointers(event_seq_first=events[0]["seq"] if events else None,
-                                event_seq_last=events[-1]["seq"] if events else None,
+        pointers=SourcePointers(event_seq_first=logged[0]["seq"] if logged else None,
+                                event_seq_last=logged[-1]["seq"] if logged else None,
                                 **(transcript or {})),
-        notices=list(notices),
+        notices=[*notices, *rewind_notices],
     )
 
 

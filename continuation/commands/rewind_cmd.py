@@ -1,0 +1,293 @@
+"""``checkpoints``, ``rewind``, ``fork``, ``thread delete``, ``restore``, ``drift``, ``gc``.
+
+Every command that changes something previews first; ``--dry-run`` stops after the preview and
+changes nothing. On a terminal the change is confirmed unless ``--yes`` is given; without a
+terminal (scripts, tests) it proceeds after printing the preview.
+"""
+from __future__ import annotations
+
+import sys
+
+from . import CommandError, add_json_arg, add_thread_arg, open_engine
+from .output import emit_json, table
+
+
+def register(sub) -> None:
+    p = sub.add_parser("checkpoints", help="the aligned checkpoints of a thread "
+                       "(event position + capsule + workspace snapshot under one id)")
+    add_thread_arg(p)
+    add_json_arg(p)
+    p.set_defaults(func=cmd_checkpoints)
+
+    p = sub.add_parser("rewind", help="rewind the conversation, the files or both to a checkpoint")
+    p.add_argument("checkpoint", metavar="CHECKPOINT", help="checkpoint id or a unique prefix")
+    what = p.add_mutually_exclusive_group(required=True)
+    what.add_argument("--conversation", dest="mode", action="store_const", const="conversation",
+                      help="roll the conversation back (inputs after it become rolled_back)")
+    what.add_argument("--files", dest="mode", action="store_const", const="files",
+                      help="restore the workspace files only")
+    what.add_argument("--both", dest="mode", action="store_const", const="both",
+                      help="conversation and files together, under one rollback")
+    p.add_argument("--reason", default="", help="why (carried into the next context)")
+    _change_args(p)
+    p.add_argument("--print-prompt", action="store_true",
+                   help="print the handoff prompt and the command to start a fresh Codex or "
+                        "Claude Code session from the rewound state")
+    p.set_defaults(func=cmd_rewind)
+
+    p = sub.add_parser("restore", help="restore the workspace files of a checkpoint "
+                       "(same as `rewind CHECKPOINT --files`)")
+    p.add_argument("checkpoint", metavar="CHECKPOINT", help="checkpoint id or a unique prefix")
+    p.add_argument("--reason", default="", help="why (carried into the next context)")
+    _change_args(p)
+    p.set_defaults(func=cmd_restore)
+
+    p = sub.add_parser("fork", help="start a new thread from a checkpoint (forked_from lineage)")
+    p.add_argument("checkpoint", metavar="CHECKPOINT", help="checkpoint id or a unique prefix")
+    p.add_argument("--name", help="a name for the new thread")
+    p.add_argument("--session-id", help="session id of the new thread (default: a new UUID)")
+    p.add_argument("--files", action="store_true",
+                   help="also restore the shared workspace files to the checkpoint")
+    p.add_argument("--print-prompt", action="store_true",
+                   help="print the handoff prompt and the command to start the fork's session")
+    add_json_arg(p)
+    p.set_defaults(func=cmd_fork)
+
+    p = sub.add_parser("thread", help="thread maintenance")
+    tsub = p.add_subparsers(dest="thread_command", metavar="ACTION")
+    d = tsub.add_parser("delete", help="delete a thread's data, capsules and snapshot refs")
+    d.add_argument("thread_selector", metavar="THREAD", help="thread key or session id")
+    d.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    d.add_argument("--force", action="store_true", help="delete even with a live session")
+    add_json_arg(d)
+    d.set_defaults(func=cmd_thread_delete)
+    p.set_defaults(func=lambda args: _usage(p))
+
+    p = sub.add_parser("drift", help="files changed since the thread's last checkpoint snapshot")
+    add_thread_arg(p)
+    add_json_arg(p)
+    p.set_defaults(func=cmd_drift)
+
+    p = sub.add_parser("gc", help="delete snapshot refs of deleted threads and prune old ones")
+    p.add_argument("--keep", type=int, default=20,
+                   help="snapshot generations (and safety snapshots) kept per thread (default 20)")
+    p.add_argument("--root", action="append", default=[],
+                   help="also clean this workspace folder (repeatable)")
+    p.add_argument("--dry-run", action="store_true", help="show what would go; change nothing")
+    add_json_arg(p)
+    p.set_defaults(func=cmd_gc)
+
+
+def _change_args(p) -> None:
+    p.add_argument("--dry-run", action="store_true", help="show what would change; change nothing")
+    p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    add_json_arg(p)
+
+
+def _usage(p) -> int:
+    p.print_help()
+    return 2
+
+
+def _confirm(question: str, args) -> None:
+    if getattr(args, "yes", False) or not sys.stdin.isatty():
+        return
+    sys.stderr.write(f"{question} [y/N] ")
+    sys.stderr.flush()
+    if sys.stdin.readline().strip().lower() not in ("y", "yes"):
+        raise CommandError("cancelled; nothing was changed")
+
+
+def _workspace_errors():
+    from ..workspace import WorkspaceError
+
+    return WorkspaceError
+
+
+# -- checkpoints --------------------------------------------------------------------------------
+def cmd_checkpoints(args) -> int:
+    from ..rewind.listing import checkpoint_rows
+
+    with open_engine() as engine:
+        thread = engine.select(args.thread)
+        rows = checkpoint_rows(thread)
+        if args.json:
+            emit_json({"thread": thread.key, "checkpoints": rows})
+            return 0
+        print(f"thread {thread.key}")
+        shown = [{**r, "files": "-" if r["files_changed"] is None else
+                  f"{r['files_changed']}: " + ", ".join(r["files"][:4]),
+                  "reason": r["reason"] + (" CORRUPT" if r["corrupt"] else "")} for r in rows]
+        table(shown, [("checkpoint_id", "id", 24), ("time", "time", 25), ("generation", "gen", 4),
+                      ("seq", "seq", 7), ("reason", "reason", 14), ("objective", "objective", 40),
+                      ("files", "files changed", 50)])
+    return 0
+
+
+# -- rewind / restore ---------------------------------------------------------------------------
+def _run_rewind(args, mode: str) -> int:
+    from ..rewind.operation import apply_rewind, plan_rewind
+
+    with open_engine() as engine:
+        try:
+            plan = plan_rewind(engine, args.checkpoint, mode, reason=args.reason)
+        except _workspace_errors() as exc:
+            raise CommandError(str(exc)) from None
+        if args.dry_run:
+            if args.json:
+                emit_json({"dry_run": True, "plan": plan.to_dict()})
+            else:
+                print(plan.describe())
+                print("(dry run: nothing was changed)")
+            return 0
+        if not args.json:
+            print(plan.describe())
+        _confirm("apply this rewind?", args)
+        try:
+            result = apply_rewind(engine, plan)
+        except _workspace_errors() as exc:
+            raise CommandError(str(exc)) from None
+        prompt = None
+        if getattr(args, "print_prompt", False):
+            from ..rewind.handoff import handoff
+
+            prompt = handoff(engine.get_thread(plan.thread_key))
+        if args.json:
+            emit_json({"dry_run": False, "result": result.to_dict(),
+                       "handoff": prompt.to_dict() if prompt else None})
+            return 0
+        cp = result.checkpoint
+        print(f"rewound: event {result.anchor_seq} records it; new checkpoint {cp.checkpoint_id} "
+              f"(generation {cp.generation}) carries the recovery summary into the next context")
+        if result.files:
+            print(f"files: {len(result.files['restored'])} modified, "
+                  f"{len(result.files['recreated'])} re-created, {len(result.files['deleted'])} "
+                  f"deleted; safety snapshot {result.files['safety_ref']}")
+        if prompt:
+            print(prompt.describe())
+            print(prompt.text)
+    return 0
+
+
+def cmd_rewind(args) -> int:
+    return _run_rewind(args, args.mode)
+
+
+def cmd_restore(args) -> int:
+    return _run_rewind(args, "files")
+
+
+# -- fork -----------------------------------------------------------------------------------------
+def cmd_fork(args) -> int:
+    from ..rewind.fork import fork_thread
+
+    with open_engine() as engine:
+        try:
+            result = fork_thread(engine, args.checkpoint, name=args.name,
+                                 session_id=args.session_id, restore_files=args.files)
+        except _workspace_errors() as exc:
+            raise CommandError(str(exc)) from None
+        prompt = None
+        if args.print_prompt:
+            from ..rewind.handoff import handoff
+
+            prompt = handoff(result.thread, session_id=result.thread.row["session_id"])
+        if args.json:
+            emit_json({**result.to_dict(), "handoff": prompt.to_dict() if prompt else None})
+            return 0
+        row = result.thread.row
+        print(f"forked {result.parent} at {result.from_checkpoint.checkpoint_id} (event "
+              f"{result.forked_at_seq}) into thread {row['thread_key']} (session {row['session_id']}); "
+              f"first checkpoint {result.checkpoint.checkpoint_id}")
+        if prompt:
+            print(prompt.describe())
+            print(prompt.text)
+    return 0
+
+
+# -- thread delete ----------------------------------------------------------------------------------
+def cmd_thread_delete(args) -> int:
+    from ..rewind.removal import delete_thread
+
+    with open_engine() as engine:
+        row = engine.store.thread(args.thread_selector)
+        if not args.yes:
+            if not sys.stdin.isatty():
+                raise CommandError(f"deleting thread {row['thread_key']} removes its events, "
+                                   "checkpoints and snapshot refs for good; pass --yes")
+            _confirm(f"delete thread {row['thread_key']} ({row['last_seq']} events) for good?", args)
+        report = delete_thread(engine, row["thread_key"], force=args.force)
+        if args.json:
+            emit_json(report.to_dict())
+            return 0
+        print(f"deleted thread {report.thread_key}: {report.rows.get('events', 0)} events, "
+              f"{report.rows.get('checkpoints', 0)} checkpoints, {report.refs_deleted} snapshot refs")
+        for w in report.warnings:
+            print(f"warning: {w}")
+        if report.forks:
+            print("forks keep their own data: " + ", ".join(report.forks))
+    return 0
+
+
+# -- drift --------------------------------------------------------------------------------------------
+def cmd_drift(args) -> int:
+    from .. import checkpoints as cps
+    from ..rewind.operation import workspace_ref
+    from ..workspace import drift
+    from ..workspace_link import session_written_paths
+
+    with open_engine() as engine:
+        thread = engine.select(args.thread)
+        with_ws = [cp for cp in cps.list_checkpoints(thread)
+                   if cp.workspace and not cp.workspace.get("error")]
+        if not with_ws:
+            raise CommandError(f"thread {thread.key} has no checkpoint with a workspace snapshot")
+        cp = with_ws[-1]
+        from ..workspace import CorruptReference, WorkspaceRef
+
+        try:
+            ref = WorkspaceRef.from_dict(cp.workspace)
+            report = drift(ref, state_home=engine.home,
+                           session_paths=session_written_paths(thread, after_seq=cp.seq))
+        except (CorruptReference, _workspace_errors()) as exc:
+            raise CommandError(str(exc)) from None
+        if args.json:
+            emit_json({"thread": thread.key, "checkpoint": cp.checkpoint_id,
+                       "report": report.to_dict(), "clean": report.clean})
+            return 0
+        print(f"drift of {ref.root} since checkpoint {cp.checkpoint_id} (generation {cp.generation})")
+        if report.clean:
+            print("  no changes")
+        for label, paths in (("modified", report.modified), ("added", report.added),
+                             ("deleted", report.deleted)):
+            for path in paths:
+                mark = "  (outside the session)" if path in report.outside_session else ""
+                print(f"  {label:<9} {path}{mark}")
+        if report.head_moved:
+            print(f"  HEAD moved: {ref.head} -> {report.head}")
+        if report.branch_changed:
+            print(f"  branch changed: {ref.branch} -> {report.branch}")
+    return 0
+
+
+# -- gc ---------------------------------------------------------------------------------------------
+def cmd_gc(args) -> int:
+    from ..rewind.removal import collect_garbage
+
+    with open_engine() as engine:
+        report = collect_garbage(engine, roots=args.root, keep=args.keep, dry_run=args.dry_run)
+        if args.json:
+            emit_json(report.to_dict())
+            return 0
+        verb = "would delete" if args.dry_run else "deleted"
+        for root, refs in report.orphan_refs.items():
+            print(f"{verb} {len(refs)} ref(s) of deleted threads in {root}")
+        for root, refs in report.pruned_refs.items():
+            print(f"{verb} {len(refs)} old snapshot ref(s) in {root} (keeping {args.keep} per thread)")
+        for path in report.folders_removed:
+            print(f"{verb} orphaned folder {path}")
+        for w in report.warnings:
+            print(f"warning: {w}")
+        if not (report.orphan_refs or report.pruned_refs or report.folders_removed):
+            print("nothing to collect")
+    return 0

@@ -1,0 +1,8 @@
+"""Errors a rewind, fork or delete reports to the user as one line."""
+from __future__ import annotations
+
+from ..store import StoreError
+
+
+class RewindError(StoreError):
+    """The operation cannot be done as asked; nothing was changed unless the message says so."""

@@ -1,0 +1,83 @@
+"""The aligned checkpoints of a thread, as rows for ``continuation checkpoints``.
+
+"Files changed since the previous one" compares the two snapshot trees (``git diff-tree``) in the
+repository that holds them (the user's, or the shadow repository for folders outside git). For
+the first snapshot of a thread it is the snapshot's dirty summary (changes against HEAD); for a
+metadata checkpoint, its dirty summary against the previous manifest.
+"""
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from .. import checkpoints as cps
+from ..engine import Thread
+
+FILES_SAMPLE = 20
+
+
+def _objective(cp: cps.Checkpoint) -> str:
+    try:
+        from capsule.model import decode_capsule
+
+        capsule = decode_capsule(cp.capsule_bytes)
+    except Exception as exc:  # a corrupt capsule is listed, not fatal
+        return f"(capsule unreadable: {type(exc).__name__})"
+    return capsule.objective.text or ""
+
+
+def _tree_changes(home, old: dict, new: dict) -> list[str] | None:
+    """Paths differing between two snapshot trees, or None when they cannot be compared."""
+    from ..workspace import WorkspaceError, WorkspaceRef
+
+    try:
+        a, b = WorkspaceRef.from_dict(old), WorkspaceRef.from_dict(new)
+        if not (a.has_contents and b.has_contents and a.snapshot_tree and b.snapshot_tree):
+            return None
+        if a.root != b.root or a.kind != b.kind:
+            return None
+        from ..workspace.compare import open_snapshot_target
+        from ..workspace.workspace_target import resolve_workspace
+
+        target = open_snapshot_target(resolve_workspace(b.root, home), b)
+        code, out, _ = target.run(["diff-tree", "-r", "-z", "--name-only", "--no-renames",
+                                   a.snapshot_tree, b.snapshot_tree], check=False)
+        if code != 0:
+            return None
+        return [p for p in out.decode("utf-8", "surrogateescape").split("\0") if p]
+    except (WorkspaceError, ValueError, OSError):
+        return None
+
+
+def _dirty_paths(ws: dict) -> list[str] | None:
+    dirty = (ws or {}).get("dirty")
+    if not isinstance(dirty, dict):
+        return None
+    return [p.get("path") for p in dirty.get("paths") or [] if isinstance(p, dict)]
+
+
+def checkpoint_rows(thread: Thread) -> list[dict]:
+    rows = []
+    previous: dict | None = None
+    for cp in cps.list_checkpoints(thread):
+        ws = cp.workspace or None
+        changed: list[str] | None = None
+        if ws and not ws.get("error"):
+            if previous is not None and ws.get("kind") in ("git", "shadow"):
+                changed = _tree_changes(thread.engine.home, previous, ws)
+            if changed is None:
+                changed = _dirty_paths(ws)
+            previous = ws
+        rows.append({
+            "checkpoint_id": cp.checkpoint_id,
+            "time": datetime.fromtimestamp(cp.created_at, timezone.utc).isoformat(timespec="seconds"),
+            "generation": cp.generation,
+            "seq": cp.seq,
+            "reason": cp.reason,
+            "objective": _objective(cp),
+            "files_changed": None if changed is None else len(changed),
+            "files": (changed or [])[:FILES_SAMPLE],
+            "snapshot_ref": (ws or {}).get("snapshot_ref"),
+            "workspace_kind": (ws or {}).get("kind") or ("error" if ws and ws.get("error") else None),
+            "corrupt": cps.verify(cp),
+        })
+    return rows

@@ -1,0 +1,245 @@
+"""Rewinding a thread to a checkpoint: the conversation, the workspace files, or both.
+
+``plan_rewind`` changes nothing (it is ``--dry-run``); ``apply_rewind`` carries the plan out:
+
+- files (``files``/``both``): the workspace restore (preview, a safety snapshot first, and only
+  files the session created after the checkpoint may be deleted), done FIRST: if it fails, the
+  conversation is left as it was, so context and files never disagree silently;
+- conversation (``conversation``/``both``): a ``rolled_back`` fact (the log stays append-only;
+  the reducer turns later inputs into ``rolled_back`` and hides their tool calls). For ``both``
+  its data records what the files restore did, including the safety snapshot, so the one
+  rollback id names both halves. A files-only rewind records ``workspace_restored`` instead;
+- then a new checkpoint is committed (reason ``rewind``) whose capsule is assembled as of the
+  checkpoint, with the recovery summary (:mod:`.summary`) as high-priority notices, and a
+  ``boundary`` of kind ``rewind`` marks the thread as needing context delivery.
+
+The position rewound to is the checkpoint's ``seq`` extended over the checkpoint's own
+bookkeeping that immediately follows it (its ``checkpoint_committed`` fact and the compaction
+``boundary`` that names it): rewinding to a PreCompact checkpoint keeps that compaction, as
+Codex keeps a compaction that precedes the turns it rolls back.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from statemachine import events as ev
+
+from .. import checkpoints as cps
+from ..engine import Engine, Thread
+from .errors import RewindError
+from .summary import WORKSPACE_RESTORED, recovery_notices
+
+MODES = ("conversation", "files", "both")
+SOURCE = "cli:rewind"
+
+
+#: events with no conversation content: a rewind position may extend over them
+_BOOKKEEPING = {ev.CHECKPOINT_COMMITTED, ev.BOUNDARY, ev.SESSION_STARTED, ev.SESSION_ENDED,
+                ev.SETTINGS, ev.CONTEXT_DELIVERED}
+
+
+def _bookkeeping(event: dict) -> bool:
+    if event["type"] == ev.ASSISTANT_CLAIM:  # the compaction's own summary belongs to it
+        return (event["data"] or {}).get("via") == "compact_summary"
+    if event["type"] == ev.BOUNDARY:  # never across an earlier rewind's or fork's marker
+        return (event["data"] or {}).get("kind") not in ("rewind", "fork")
+    return event["type"] in _BOOKKEEPING
+
+
+def aligned_position(thread: Thread, cp: cps.Checkpoint) -> int:
+    """The last event the checkpoint names: its ``seq`` plus the bookkeeping that follows it
+    before any new conversation content (its own commit record, the compaction boundary, the
+    session start and context delivery after the compaction, the compaction summary)."""
+    position = cp.seq
+    for e in thread.events(after=cp.seq, limit=64):
+        if not _bookkeeping(e):
+            break
+        position = e["seq"]
+    return position
+
+
+def workspace_ref(cp: cps.Checkpoint):
+    """The checkpoint's workspace snapshot reference, or a clear error why there is none."""
+    from ..workspace import CorruptReference, WorkspaceRef
+
+    ws = cp.workspace
+    if not ws:
+        raise RewindError(f"checkpoint {cp.checkpoint_id} has no workspace snapshot "
+                          "(the thread has no workspace folder, or the policy was `none`)")
+    if ws.get("error"):
+        raise RewindError(f"checkpoint {cp.checkpoint_id} has no usable workspace snapshot: "
+                          f"{ws['error']}")
+    try:
+        ref = WorkspaceRef.from_dict(ws)
+    except CorruptReference as exc:
+        raise RewindError(f"checkpoint {cp.checkpoint_id}: bad workspace reference: {exc}") from None
+    if not ref.has_contents:
+        raise RewindError(f"checkpoint {cp.checkpoint_id} is a {ref.kind!r} workspace checkpoint "
+                          "and stores no file contents: its files cannot be restored")
+    return ref
+
+
+@dataclass
+class RewindPlan:
+    checkpoint: cps.Checkpoint
+    thread_key: str
+    mode: str
+    reason: str
+    to_seq: int
+    last_seq: int
+    inputs: list[dict] = field(default_factory=list)  # inputs that become rolled_back
+    calls: list[dict] = field(default_factory=list)  # tool calls that leave the view
+    notices: list = field(default_factory=list)  # the recovery summary the context will carry
+    files: object | None = None  # workspace.RestorePlan
+
+    @property
+    def conversation(self) -> bool:
+        return self.mode in ("conversation", "both")
+
+    def to_dict(self) -> dict:
+        return {
+            "checkpoint": self.checkpoint.summary(), "thread": self.thread_key, "mode": self.mode,
+            "reason": self.reason, "to_seq": self.to_seq, "last_seq": self.last_seq,
+            "inputs": self.inputs, "tool_calls": self.calls,
+            "notices": [n.model_dump() for n in self.notices],
+            "files": self.files.to_dict() if self.files is not None else None,
+        }
+
+    def describe(self) -> str:
+        cp = self.checkpoint
+        lines = [f"rewind {self.mode} of thread {self.thread_key} to checkpoint "
+                 f"{cp.checkpoint_id} (generation {cp.generation}, event {self.to_seq} of "
+                 f"{self.last_seq})"]
+        if self.conversation:
+            lines.append(f"conversation: {len(self.inputs)} input(s) become rolled_back, "
+                         f"{len(self.calls)} tool call(s) leave the current view")
+            lines += [f"  input  {i['input_id'][:24]}  {i['state']:<11} {_one_line(i['text'])}"
+                      for i in self.inputs]
+            lines += [f"  call   {c['call_id'][:24]}  {c['status']:<11} {c['tool']}"
+                      for c in self.calls]
+        if self.files is not None:
+            lines.append("files:")
+            lines += ["  " + line for line in self.files.describe().splitlines()]
+        if self.notices:
+            lines.append("the next context will carry:")
+            for n in self.notices:
+                lines.append(f"  [{n.title}]")
+                lines += [f"    {line}" for line in n.lines]
+        return "\n".join(lines)
+
+
+def _one_line(text: str, width: int = 70) -> str:
+    text = " ".join((text or "").split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def plan_rewind(engine: Engine, selector: str, mode: str, *, reason: str = "") -> RewindPlan:
+    """What a rewind would do; changes nothing."""
+    if mode not in MODES:
+        raise RewindError(f"rewind mode must be one of {', '.join(MODES)}, not {mode!r}")
+    cp = cps.find_checkpoint(engine, selector)
+    thread = Thread(engine, cp.thread_key)
+    to_seq = aligned_position(thread, cp)
+    plan = RewindPlan(cp, thread.key, mode, reason, to_seq, int(thread.row["last_seq"]))
+    if plan.conversation:
+        plan.inputs = [{"input_id": r.input_id, "state": r.state, "text": r.text}
+                       for r in thread.inputs()
+                       if r.admitted_seq > to_seq and r.state not in ("rolled_back", "superseded")]
+        plan.calls = [{"call_id": c.call_id, "tool": c.tool, "status": c.status}
+                      for c in thread.tool_calls()
+                      if c.started_seq > to_seq and c.status != "rolled_back"]
+    if mode != "conversation":
+        plan.files = _plan_files(engine, thread, cp)
+    # the summary exactly as it will be rebuilt after the anchor fact is appended
+    anchor = {"seq": plan.last_seq + 1, "type": ev.ROLLED_BACK if plan.conversation else WORKSPACE_RESTORED,
+              "data": _anchor_data(plan, _files_preview(plan.files)), "source": SOURCE}
+    plan.notices = recovery_notices([*thread.events(), anchor], thread_key=thread.key)
+    return plan
+
+
+def _plan_files(engine: Engine, thread: Thread, cp: cps.Checkpoint):
+    from ..workspace import WorkspaceError, plan_restore
+    from ..workspace_link import session_written_paths
+
+    ref = workspace_ref(cp)
+    try:
+        return plan_restore(ref, state_home=engine.home,
+                            session_created=session_written_paths(thread, after_seq=cp.seq))
+    except WorkspaceError as exc:
+        raise RewindError(f"cannot plan the files restore: {exc}") from None
+
+
+def _files_preview(files) -> dict | None:
+    if files is None:
+        return None
+    return {"restored": list(files.modified), "recreated": list(files.recreated),
+            "deleted": list(files.deleted), "safety_ref": "(taken when the rewind is applied)"}
+
+
+def _files_done(result) -> dict:
+    return {"restored": list(result.restored), "recreated": list(result.recreated),
+            "deleted": list(result.deleted), "skipped": [s.path for s in result.skipped],
+            "safety_ref": result.safety.snapshot_ref, "safety_commit": result.safety.snapshot_commit,
+            "safety": result.safety.to_dict()}
+
+
+def _anchor_data(plan: RewindPlan, files: dict | None) -> dict:
+    data = {"to_seq": plan.to_seq, "checkpoint_id": plan.checkpoint.checkpoint_id,
+            "checkpoint_seq": plan.checkpoint.seq, "reason": plan.reason, "mode": plan.mode}
+    if files is not None:
+        if plan.conversation:
+            data["files"] = files
+        else:
+            data.update(files)
+    return data
+
+
+@dataclass
+class RewindResult:
+    plan: RewindPlan
+    anchor_seq: int
+    checkpoint: cps.Checkpoint  # the new checkpoint (reason "rewind")
+    files: dict | None = None
+
+    def to_dict(self) -> dict:
+        return {"plan": self.plan.to_dict(), "anchor_seq": self.anchor_seq,
+                "checkpoint": self.checkpoint.summary(), "files": self.files}
+
+
+def apply_rewind(engine: Engine, plan: RewindPlan) -> RewindResult:
+    from ..boundary import commit_checkpoint
+
+    thread = Thread(engine, plan.thread_key)
+    files = None
+    if plan.files is not None:
+        files = _restore_files(engine, plan)
+    etype = ev.ROLLED_BACK if plan.conversation else WORKSPACE_RESTORED
+    anchor = thread.record(etype, _anchor_data(plan, files), source=SOURCE)
+    notices = recovery_notices(thread.events(), thread_key=thread.key)
+    cp = commit_checkpoint(thread, reason="rewind", notices=notices)
+    thread.record(ev.BOUNDARY, {"kind": "rewind", "mode": plan.mode, "trigger": "manual",
+                                "checkpoint_id": cp.checkpoint_id, "generation": cp.generation,
+                                "rewound_to": plan.checkpoint.checkpoint_id,
+                                "to_seq": plan.to_seq}, source=SOURCE)
+    return RewindResult(plan, int(anchor.seq), cp, files)
+
+
+def _restore_files(engine: Engine, plan: RewindPlan) -> dict:
+    from ..workspace import WorkspaceError, apply_restore
+
+    try:
+        result = apply_restore(plan.files, state_home=engine.home)
+    except WorkspaceError as exc:
+        raise RewindError(f"files restore failed before changing anything it reports: {exc}; "
+                          "the conversation was not rewound") from None
+    if result.errors:
+        raise RewindError(
+            "files restore failed: " + "; ".join(result.errors) + f". The files as they were "
+            f"before are in the safety snapshot {result.safety.snapshot_ref}; the conversation "
+            "was not rewound")
+    return _files_done(result)
+
+
+def rewind(engine: Engine, selector: str, mode: str, *, reason: str = "") -> RewindResult:
+    """Plan and apply in one call (the API for harnesses; the CLI previews first)."""
+    return apply_rewind(engine, plan_rewind(engine, selector, mode, reason=reason))
