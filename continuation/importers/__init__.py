@@ -1,0 +1,129 @@
+"""Transcript importers: build a thread from a Codex rollout or a Claude Code session file.
+
+``import_transcript(runtime, path)`` reads the file (never failing on damaged content: see
+:mod:`.reader`), parses it into runtime-neutral ops (:mod:`.codex`, :mod:`.claude`,
+:mod:`.timeline`) and writes them through the engine in one transaction, merging with what the
+hooks or an earlier import already recorded (:mod:`.apply`). Inputs get the same ids the hooks
+give them, so a hook-recorded thread and an imported one are the same thread.
+
+Events are written with ``source="import:codex"`` / ``"import:claude"``.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ..store.sqlite import thread_key_for
+from .apply import Applier, live_session, read_cursor
+from .reader import TranscriptReader
+from .report import ImportReport
+from .timeline import Timeline
+
+RUNTIMES = ("codex", "claude")
+PRESCAN_RECORDS = 2000
+
+
+class TranscriptUnreadable(Exception):
+    """The transcript file cannot be opened at all (missing, a folder, no permission)."""
+
+
+def _parser(runtime: str):
+    if runtime == "codex":
+        from . import codex
+
+        return codex
+    if runtime == "claude":
+        from . import claude
+
+        return claude
+    raise ValueError(f"unknown runtime {runtime!r} (expected one of {', '.join(RUNTIMES)})")
+
+
+def _check_readable(path: Path) -> None:
+    if not path.exists():
+        raise TranscriptUnreadable(f"no such file: {path}")
+    if path.is_dir():
+        raise TranscriptUnreadable(f"{path} is a folder, not a transcript file")
+    try:
+        with open(path, "rb") as fh:
+            fh.read(1)
+    except OSError as exc:
+        raise TranscriptUnreadable(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def _prescan(module, path: Path) -> tuple[str | None, str | None]:
+    """The session id and cwd, from the first records that name them."""
+    scratch = ImportReport("prescan", str(path))
+    sid = cwd = None
+    for n, line in enumerate(TranscriptReader(path, scratch)):
+        s, c, _ = module.session_hint(line.record)
+        sid, cwd = sid or s, cwd or c
+        if (sid and cwd) or n >= PRESCAN_RECORDS:
+            break
+    return sid, cwd
+
+
+def import_transcript(runtime: str, path, *, engine=None, session_over: bool | None = None,
+                      session_id: str | None = None) -> ImportReport:
+    """Import one transcript into its thread; returns what was read, written and skipped.
+
+    ``session_over``: whether the runtime session that wrote the file has ended (a turn left
+    running at the end of the file is then cut, crash-style). ``None`` decides it from the
+    store: over unless a hook-recorded runtime process of this thread is still alive.
+    """
+    module = _parser(runtime)
+    path = Path(path)
+    _check_readable(path)
+    resolved = str(path.resolve())
+    sid, cwd = _prescan(module, path)
+    sid = session_id or sid or path.stem
+    from ..hooks.handlers import workspace_root
+
+    own_engine = engine is None
+    if own_engine:
+        from ..engine import Engine
+
+        engine = Engine()
+    try:
+        thread = engine.thread(runtime, sid, workspace_root=workspace_root(cwd))
+        report = ImportReport(runtime, resolved, session_id=sid, thread_key=thread.key)
+        cursor = read_cursor(thread, resolved)
+        reader = TranscriptReader(path, report, hash_upto=cursor["offset"] if cursor else None)
+        timeline = Timeline(runtime, report)
+        timeline.thread_key = thread_key_for(runtime, sid)
+        parser = (module.CodexParser if runtime == "codex" else module.ClaudeParser)(timeline)
+        for line in reader:
+            timeline.at(line.number, line.end)
+            parser.feed(line.record)
+        timeline.at(report.lines, reader.cursor)
+        parser.finish()
+        skip_upto = -1
+        if cursor and reader.prefix_digest == cursor.get("prefix_sha256"):
+            skip_upto = int(cursor["offset"])
+            report.resumed = True
+            report.cursor_from = skip_upto
+        report.cursor_to = reader.cursor
+        over = session_over if session_over is not None else not live_session(thread)
+        new_cursor = {"path": resolved, "offset": reader.cursor,
+                      "prefix_sha256": reader.cursor_digest, "records": report.records_read,
+                      "size": _size(path), "runtime": runtime}
+        Applier(thread, timeline, report, source=f"import:{runtime}", skip_upto=skip_upto,
+                session_over=over, cursor=new_cursor).run()
+        states = {r.input_id: r.state for r in thread.inputs()}
+        for p in report.prompts:
+            if p.get("kind") == "input":
+                p["state"] = states.get(p["input_id"], "unknown")
+        return report
+    finally:
+        if own_engine:
+            engine.close()
+
+
+def _size(path: Path) -> int | None:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return None
+
+
+__all__ = ["ImportReport", "TranscriptUnreadable", "import_transcript", "RUNTIMES"]

@@ -1,0 +1,250 @@
+"""Write a parsed timeline into a thread: one ``append_many`` transaction per import.
+
+Merging with what is already recorded (hooks, an earlier import) is what makes re-import and
+hook + import safe. Each op is checked against the thread's current state, inside the same
+transaction, right before its event is written:
+
+- input admitted: exactly-once by id (the store's rule); counted as a duplicate;
+- tool started / finished: by call id (a known call, a known outcome);
+- turn completed / aborted: only while the turn is still running in the store;
+- assistant claim: not when the same text is already claimed for the turn (the Stop hook
+  stores ``last_assistant_message``, the same text);
+- boundary: the n-th compaction of the transcript is written only while the thread holds
+  fewer than n compact boundaries (PreCompact / SessionStart(compact) hooks record them too);
+- plan update: only together with a newly recorded tool call;
+- rollback (rewind): ``rolled_back`` to just before the first abandoned input when the
+  abandoned inputs are the tail of the log; when later inputs exist (hooks already recorded
+  the new branch), the abandoned inputs that are still live are ``input_superseded`` instead,
+  so nothing recorded after them is undone.
+
+The import cursor: a ``transcript_imported`` event (path, byte offset of the end of the last
+complete record, sha256 of the bytes before it) closes each import that read something new.
+The next import of the same path whose prefix hash matches writes only ops from records after
+that offset (the end-of-transcript decisions are always re-evaluated); when the prefix changed,
+the whole file is merged again through the checks above.
+"""
+from __future__ import annotations
+
+import json
+import os
+import socket
+
+from statemachine import events as ev
+from statemachine.lifecycle import allowed
+
+from ..store.view import SqlStateView
+from .report import ImportReport
+from .timeline import Op, Timeline
+
+CURSOR_EVENT = "transcript_imported"
+OUTPUT_EXCERPT = 2000
+
+
+def read_cursor(thread, path: str) -> dict | None:
+    row = thread.store.conn.execute(
+        "SELECT data FROM events WHERE thread_key=? AND type=? AND json_extract(data, '$.path')=?"
+        " ORDER BY seq DESC LIMIT 1", (thread.key, CURSOR_EVENT, path)).fetchone()
+    return json.loads(row[0]) if row else None
+
+
+def live_session(thread) -> bool:
+    """A runtime process recorded by the hooks for this thread still runs on this host."""
+    host = socket.gethostname()
+    for s in thread.store.sessions(thread.key):
+        if s.get("ended_at") is not None or s.get("host") != host:
+            continue
+        if _pid_alive(int(s["pid"])):
+            from ..engine import _proc_start
+
+            started = _proc_start(int(s["pid"]))
+            if s.get("proc_start") is None or started is None or started == s["proc_start"]:
+                return True
+    return False
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    except (OSError, AttributeError, ValueError):
+        return False  # no signal 0 here (Windows): assume gone, the user can pass --live
+    return True
+
+
+def _excerpt(text):
+    if text is None or len(text) <= OUTPUT_EXCERPT:
+        return text
+    half = OUTPUT_EXCERPT // 2
+    return text[:half] + f"\n[... {len(text) - OUTPUT_EXCERPT} chars cut ...]\n" + text[-half:]
+
+
+class Applier:
+    def __init__(self, thread, timeline: Timeline, report: ImportReport, *, source: str,
+                 skip_upto: int, session_over: bool, cursor: dict):
+        self.thread = thread
+        self.timeline = timeline
+        self.report = report
+        self.source = source
+        self.skip_upto = skip_upto
+        self.session_over = session_over
+        self.cursor = cursor
+        self.view = SqlStateView(thread.store.conn, thread.key)
+        self.conn = thread.store.conn
+        self._start_seq = int(thread.row["last_seq"])
+
+    def run(self) -> None:
+        results = self.thread.store.append_many(self.thread.key, self._events(), source=self.source)
+        for r in results:
+            if r.outcome == "duplicate":  # the store's own exactly-once check caught it
+                self.report.already_recorded += 1
+
+    # -- the event stream (evaluated inside the transaction) -----------------------------------
+    def _events(self):
+        written_any = False
+        for op in self.timeline.ops:
+            if op.kind != "end" and op.offset <= self.skip_upto:
+                if op.kind == "admit":
+                    self.report.duplicates += 1  # imported before (the cursor covers it)
+                continue
+            for etype, data in self._translate(op):
+                written_any = True
+                self.report.events_written[etype] += 1
+                yield etype, data
+        if written_any or self.cursor["offset"] > self.skip_upto:
+            self.report.events_written[CURSOR_EVENT] += 1
+            yield CURSOR_EVENT, self.cursor
+
+    def _translate(self, op: Op):
+        handler = getattr(self, f"_op_{op.kind}")
+        return handler(op.data) or ()
+
+    def _known(self) -> list:
+        self.report.already_recorded += 1
+        return []
+
+    def _op_admit(self, d):
+        if self.view.get_input(d["input_id"]) is not None:
+            self.report.duplicates += 1
+            return []
+        self.report.inputs_admitted += 1
+        data = {"input_id": d["input_id"], "text": d["text"], "turn_id": d["turn_id"],
+                "ordinal": d["ordinal"], "queued": d["queued"],
+                "id_source": "hash" if d["input_id"].startswith("in-") else "runtime"}
+        if d.get("attachments"):
+            data["attachments"] = d["attachments"]
+        return [(ev.INPUT_ADMITTED, data)]
+
+    def _op_deliver(self, d):
+        rec = self.view.get_input(d["input_id"])
+        if rec is None or not allowed(rec.state, "delivered"):
+            return self._known()
+        if rec.state == "pending" and rec.turn_id == d["turn_id"]:
+            return self._known()
+        return [(ev.INPUT_DELIVERED, {"input_id": d["input_id"], "turn_id": d["turn_id"]})]
+
+    def _op_tool_started(self, d):
+        if self.view.get_call(d["call_id"]) is not None:
+            return self._known()
+        return [(ev.TOOL_STARTED, {"call_id": d["call_id"], "tool": d["tool"], "args": d["args"],
+                                   "turn_id": d["turn_id"]})]
+
+    def _op_plan(self, d):
+        # written right after its tool_started; a call known before this import was skipped,
+        # and its plan with it (the PreToolUse hook records both)
+        call = self.view.get_call(d["call_id"])
+        if call is not None and call.started_seq <= self._start_seq:
+            return self._known()
+        return [(ev.PLAN_UPDATED, {"tool": d["tool"], "items": d["items"], "call_id": d["call_id"]})]
+
+    def _op_tool_finished(self, d):
+        call = self.view.get_call(d["call_id"])
+        if call is not None and (call.finished_seq is not None
+                                 or call.status not in ("in_flight", "unknown")):
+            return self._known()
+        data = {"call_id": d["call_id"], "status": d["status"], "turn_id": d["turn_id"]}
+        if d.get("exit_code") is not None:
+            data["exit_code"] = d["exit_code"]
+        if d.get("output") is not None:
+            data["output"] = _excerpt(d["output"])
+        return [(ev.TOOL_FINISHED, data)]
+
+    def _running(self, turn_id) -> bool:
+        turn = self.view.get_turn(turn_id) if turn_id else None
+        return turn is not None and turn.status == "running"
+
+    def _op_turn_completed(self, d):
+        if self.view.get_turn(d["turn_id"]) is None:
+            return []  # a turn with no input and no call (e.g. only a compaction)
+        if not self._running(d["turn_id"]):
+            return self._known()
+        return [(ev.TURN_COMPLETED, {"turn_id": d["turn_id"], "via": f"import:{d['how']}"})]
+
+    def _op_turn_aborted(self, d):
+        if self.view.get_turn(d["turn_id"]) is None:
+            return []
+        if not self._running(d["turn_id"]):
+            return self._known()
+        return [(ev.TURN_ABORTED, {"turn_id": d["turn_id"], "reason": d["reason"]})]
+
+    def _op_claim(self, d):
+        row = self.conn.execute(
+            "SELECT 1 FROM claims WHERE thread_key=? AND turn_id IS ? AND text=? LIMIT 1",
+            (self.thread.key, d["turn_id"], d["text"])).fetchone()
+        if row:
+            return self._known()
+        return [(ev.ASSISTANT_CLAIM, {"text": d["text"], "turn_id": d["turn_id"], "via": d["via"]})]
+
+    def _op_boundary(self, d):
+        have = self.conn.execute(
+            "SELECT COUNT(*) FROM events WHERE thread_key=? AND type=?"
+            " AND json_extract(data, '$.kind')=?", (self.thread.key, ev.BOUNDARY, d["kind"])
+        ).fetchone()[0]
+        if have >= d["nth"]:
+            return self._known()
+        data = {k: v for k, v in d.items() if k != "nth"}
+        data["via"] = "import"
+        return [(ev.BOUNDARY, data)]
+
+    def _op_rollback(self, d):
+        recs = [self.view.get_input(i) for i in d["input_ids"]]
+        live = [r for r in recs if r is not None and r.state not in ("rolled_back", "superseded")]
+        if not live:
+            return self._known()
+        first = min(r.admitted_seq for r in live)
+        abandoned = set(d["input_ids"])
+        later = [r for r in self.view.all_inputs()
+                 if r.admitted_seq > first and r.input_id not in abandoned]
+        if not later:
+            return [(ev.ROLLED_BACK, {"to_seq": first - 1, "reason": d["reason"],
+                                      "input_ids": [r.input_id for r in live]})]
+        return [(ev.INPUT_SUPERSEDED, {"input_id": r.input_id, "reason": d["reason"]})
+                for r in live if allowed(r.state, "superseded")]
+
+    def _op_end(self, d):
+        out = []
+        self.report.session_over = self.session_over
+        if not self.session_over:
+            return out
+        for turn_id in d["running"]:
+            t = self.timeline.turns.get(turn_id)
+            reason = "the transcript ends inside this turn and its session is over"
+            if turn_id not in d["complete_if_over"]:
+                self.report.cut_turns.append({"turn_id": turn_id, "reason": reason,
+                                              "open_calls": list(t.open_calls) if t else [],
+                                              "inputs": list(t.texts) if t else []})
+            if not self._running(turn_id):
+                continue
+            if turn_id in d["complete_if_over"]:
+                text = d["claims"].get(turn_id)
+                if text:
+                    out += self._op_claim({"text": text, "turn_id": turn_id,
+                                           "via": "import:inferred_end"})
+                out.append((ev.TURN_COMPLETED, {"turn_id": turn_id, "via": "import:inferred_end"}))
+                continue
+            out.append((ev.TURN_ABORTED, {"turn_id": turn_id, "reason": f"crashed: {reason}"}))
+        return out
