@@ -1,0 +1,237 @@
+"""The model's side of a simulated session: a deterministic scripted agent.
+
+The agent knows a *catalog*: for each request text, the tool calls doing it takes. What it
+knows about the session is its *memory*: the conversation it can see. A compaction replaces
+that memory with whatever the continuation policy hands over (for continuation: the context
+block the hook answered with), and the agent decides from it alone:
+
+- a request whose state looks actionable (pending, interrupted, queued, or a plain user message
+  with no state) is done: every planned tool call not already listed as finished is executed;
+- a request in ``reconciling`` is never re-executed: the agent verifies instead and waits;
+- handled, superseded and rolled-back requests are left alone.
+
+That rule ("do every request that looks actionable") is what makes repeated tool calls and lost
+requests measurable: the agent is only as good as what it is told.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+#: States the agent acts on. ``new`` is a plain user message the runtime just delivered.
+DO_STATES = {"new", "pending", "interrupted", "queued", "open"}
+VERIFY_STATES = {"reconciling"}
+#: What the agent writes into its memory once it has answered a request in this context.
+ANSWERED = "answered"
+
+_BEGIN = re.compile(r"^<<<CONTINUATION-CHECKPOINT (\w+) BEGIN>>>$")
+_FIELD = re.compile(r'(\w+)=("(?:[^"\\]|\\.)*"|\([^)]*\)|\S+)')
+_SPILL = re.compile(r"the full checkpoint \(\d+ characters\) is in (.+?); read it")
+
+
+@dataclass
+class Item:
+    """One request as the agent sees it."""
+
+    text: str
+    state: str = "new"
+    key: str | None = None
+    input_id: str | None = None
+    done_args: list = field(default_factory=list)  # canonical args of calls known finished
+    unknown_args: list = field(default_factory=list)  # started, outcome unknown
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Item":
+        return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})
+
+
+def canon(args) -> str:
+    return json.dumps(args, sort_keys=True, ensure_ascii=True)
+
+
+def _literal(raw: str):
+    if raw.startswith('"'):
+        try:
+            return json.loads(raw)
+        except ValueError:
+            return raw.strip('"')
+    return raw
+
+
+def _fields(line: str) -> dict:
+    return {m.group(1): _literal(m.group(2)) for m in _FIELD.finditer(line)}
+
+
+@dataclass
+class ParsedContext:
+    inputs: list[dict]
+    calls: list[dict]
+    objective: dict | None
+    objective_text: str | None
+    full_texts: dict = field(default_factory=dict)
+
+
+def read_context(text: str) -> ParsedContext | None:
+    """The checkpoint block of an additionalContext, or None if there is none.
+
+    Only lines between the BEGIN marker and the END marker carrying the same nonce count; a
+    spilled context (the inline part points to a file) is read from that file, as the model
+    is told to."""
+    if not text:
+        return None
+    spill = _SPILL.search(text)
+    if spill:
+        try:
+            text = Path(spill.group(1)).read_text(encoding="utf-8", errors="surrogateescape")
+        except OSError:
+            pass
+    lines = text.splitlines()
+    nonce = None
+    body: list[str] = []
+    rest: list[str] = []
+    for i, line in enumerate(lines):
+        m = _BEGIN.match(line)
+        if m and nonce is None:
+            nonce = m.group(1)
+            continue
+        if nonce and line == f"<<<CONTINUATION-CHECKPOINT {nonce} END>>>":
+            rest = lines[i + 1:]
+            break
+        if nonce:
+            body.append(line)
+    if nonce is None:
+        return None
+    inputs, calls, objective = [], [], None
+    section = ""
+    for line in body:
+        if line.startswith("## "):
+            section = line[3:]
+            continue
+        if line.startswith("- input="):
+            inputs.append(_fields(line))
+        elif line.startswith("- call="):
+            f = _fields(line)
+            args = f.get("args")
+            if isinstance(args, str):
+                try:
+                    f["args"] = json.loads(args)
+                except ValueError:
+                    pass
+            calls.append(f)
+        elif section.startswith("objective") and line.startswith("input="):
+            objective = _fields(line)
+    # the full text of open inputs follows the block, one delimited block per input id
+    full_texts = {m.group(2): m.group(3) for m in re.finditer(
+        r'<<<CONTINUATION-USER-INPUT (\w+) BEGIN user input id="([^"]*)"[^\n]*>>>\n(.*?)\n'
+        r'<<<CONTINUATION-USER-INPUT \1 END>>>', "\n".join(rest), re.S)}
+    objective_text = full_texts.get(str((objective or {}).get("input")))
+    return ParsedContext(inputs, calls, objective, objective_text, full_texts)
+
+
+class Catalog:
+    """Request text -> planned tool calls."""
+
+    def __init__(self, requests: dict):
+        self.requests = requests  # key -> {"text": ..., "tools": [{"tool", "input", "effect"?}]}
+        self._by_text = {r["text"]: k for k, r in requests.items()}
+
+    def text(self, key: str) -> str:
+        return self.requests[key]["text"]
+
+    def tools(self, key: str | None) -> list[dict]:
+        return list(self.requests.get(key, {}).get("tools", [])) if key else []
+
+    def key_for(self, text: str | None) -> str | None:
+        """Which request a (possibly clipped) text is: exact, else a long enough prefix."""
+        if text is None:
+            return None
+        if text in self._by_text:
+            return self._by_text[text]
+        head = text.split(" [clipped", 1)[0]
+        if len(head) >= 32:
+            for full, key in self._by_text.items():
+                if full.startswith(head[:256]) or head.startswith(full[:256]):
+                    return key
+        return None
+
+    def key_for_args(self, args) -> str | None:
+        c = canon(args)
+        for key, r in self.requests.items():
+            if any(canon(t["input"]) == c for t in r.get("tools", [])):
+                return key
+        return None
+
+
+def memory_from_context(ctx: ParsedContext, catalog: Catalog) -> list[Item]:
+    """What the continuation context tells the agent: each input with its engine state, and
+    which of its tool calls finished or have an unknown outcome."""
+    items: list[Item] = []
+    for f in ctx.inputs:
+        text = f.get("text")
+        full = ctx.full_texts.get(str(f.get("input")))
+        if full is not None:
+            text = full
+        elif text == "(see objective)" and ctx.objective is not None:
+            text = ctx.objective.get("text")
+        if not isinstance(text, str) or text.startswith("(omitted"):
+            text = None
+        key = catalog.key_for(text)
+        items.append(Item(text=text or "", state=str(f.get("state", "pending")), key=key,
+                          input_id=f.get("input")))
+    by_key = {i.key: i for i in items if i.key}
+    for call in ctx.calls:
+        key = catalog.key_for_args(call.get("args"))
+        item = by_key.get(key)
+        if item is None:
+            continue
+        if call.get("status") in ("ok", "error", "reconciled"):
+            item.done_args.append(canon(call.get("args")))
+        elif call.get("status") in ("in_flight", "unknown"):
+            item.unknown_args.append(canon(call.get("args")))
+    return items
+
+
+def merge(memory: list[Item], incoming: list[Item]) -> list[Item]:
+    """Add items the agent does not know yet; an item it knows takes the newer state."""
+    out = list(memory)
+    for new in incoming:
+        same = next((m for m in out if (new.key and m.key == new.key)
+                     or (new.input_id and m.input_id == new.input_id)), None)
+        if same is None:
+            out.append(new)
+        else:
+            same.state = new.state
+            same.input_id = same.input_id or new.input_id
+            same.done_args = sorted(set(same.done_args) | set(new.done_args))
+            same.unknown_args = sorted(set(same.unknown_args) | set(new.unknown_args))
+    return out
+
+
+@dataclass
+class Decision:
+    key: str | None
+    kind: str  # "execute" | "verify"
+    tool_index: int | None = None
+    tool: dict | None = None
+
+
+def decide(memory: list[Item], catalog: Catalog) -> list[Decision]:
+    """Every action the agent takes on this memory, in order."""
+    out: list[Decision] = []
+    for item in memory:
+        if item.state in VERIFY_STATES:
+            out.append(Decision(item.key, "verify"))
+            continue
+        if item.state not in DO_STATES:
+            continue
+        done = set(item.done_args)
+        for i, tool in enumerate(catalog.tools(item.key)):
+            if canon(tool["input"]) in done or canon(tool["input"]) in item.unknown_args:
+                continue
+            out.append(Decision(item.key, "execute", i, tool))
+    return out

@@ -1,0 +1,118 @@
+"""Scenario results: the checks each scenario made, its metrics, the table and the JSON report."""
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+
+
+class NotAvailable(Exception):
+    """A feature the scenario needs does not exist (yet): the scenario FAILs, saying what."""
+
+
+@dataclass
+class Check:
+    name: str
+    ok: bool
+    detail: str = ""
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "ok": self.ok, "detail": self.detail}
+
+
+@dataclass
+class Result:
+    number: int
+    title: str
+    checks: list[Check] = field(default_factory=list)
+    metrics: dict = field(default_factory=dict)
+    error: str | None = None
+    seconds: float = 0.0
+    sessions: list = field(default_factory=list)
+    _expected: list = field(default_factory=list)  # (session, {key: state})
+
+    def check(self, name: str, ok, detail: str = "") -> bool:
+        self.checks.append(Check(name, bool(ok), detail))
+        return bool(ok)
+
+    def equal(self, name: str, actual, expected) -> bool:
+        return self.check(name, actual == expected, f"expected {expected!r}, got {actual!r}")
+
+    def track(self, session):
+        self.sessions.append(session)
+        return session
+
+    def expect_states(self, session, expected: dict[str, str], label: str = "") -> None:
+        """Compare the engine's state of each input with the script's expectation (counted in
+        input-state accuracy) and record it as a check."""
+        try:
+            actual = session.engine_states()
+        except LookupError as exc:
+            actual = {}
+            self.check(f"thread exists{label}", False, str(exc))
+        self._expected.append((expected, actual))
+        wrong = {k: (v, actual.get(k)) for k, v in expected.items() if actual.get(k) != v}
+        self.check(f"input states{label}: " + ", ".join(f"{k}={v}" for k, v in expected.items()),
+                   not wrong, "" if not wrong else
+                   "; ".join(f"{k}: expected {e}, engine says {a}" for k, (e, a) in wrong.items()))
+
+    @property
+    def passed(self) -> bool:
+        return self.error is None and bool(self.checks) and all(c.ok for c in self.checks)
+
+    def finish(self) -> None:
+        m = self.metrics
+        pre = [h["ms"] for s in self.sessions for h in s.hooks("PreCompact") if h.get("rc") == 0]
+        if pre and "checkpoint_cost_ms" not in m:
+            m["checkpoint_cost_ms"] = round(statistics.median(pre), 1)
+        ctx = [h["ms"] for s in self.sessions for h in s.hooks("SessionStart")
+               if h.get("context_chars")]
+        if ctx and "recovery_latency_ms" not in m:
+            m["recovery_latency_ms"] = round(statistics.median(ctx), 1)
+        if self.sessions and "repeated_tool_calls" not in m:
+            m["repeated_tool_calls"] = sum(s.repeated_tool_calls() for s in self.sessions)
+        if self._expected and "input_state_accuracy" not in m:
+            total = sum(len(e) for e, _ in self._expected)
+            right = sum(1 for e, a in self._expected for k, v in e.items() if a.get(k) == v)
+            m["input_state_accuracy"] = round(right / total, 3) if total else None
+        total = len(self.checks)
+        m["checklist_completion"] = round(sum(c.ok for c in self.checks) / total, 3) if total else 0.0
+
+    def to_dict(self) -> dict:
+        return {"scenario": self.number, "title": self.title,
+                "status": "PASS" if self.passed else "FAIL", "error": self.error,
+                "seconds": round(self.seconds, 2), "metrics": self.metrics,
+                "checks": [c.to_dict() for c in self.checks]}
+
+
+METRIC_COLUMNS = (("checkpoint_cost_ms", "ckpt ms"), ("recovery_latency_ms", "recov ms"),
+                  ("repeated_tool_calls", "repeats"), ("input_state_accuracy", "states"),
+                  ("checklist_completion", "checks"))
+
+
+def _fmt(value) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+def table(results: list[Result]) -> str:
+    head = ["#", "scenario", "result"] + [h for _, h in METRIC_COLUMNS]
+    rows = []
+    for r in results:
+        rows.append([str(r.number), r.title, "PASS" if r.passed else "FAIL"]
+                    + [_fmt(r.metrics.get(k)) for k, _ in METRIC_COLUMNS])
+    widths = [max(len(h), *(len(row[i]) for row in rows)) if rows else len(h)
+              for i, h in enumerate(head)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(head, widths))]
+    lines.append("  ".join("-" * w for w in widths))
+    for r, row in zip(results, rows):
+        lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
+        if not r.passed:
+            if r.error:
+                lines.append(f"      {r.error}")
+            for c in r.checks:
+                if not c.ok:
+                    lines.append(f"      failed: {c.name}" + (f" ({c.detail})" if c.detail else ""))
+    return "\n".join(lines)

@@ -1,0 +1,14 @@
+"""The scenario registry: ``SCENARIOS[n] = (title, function(sandbox, result))``."""
+from __future__ import annotations
+
+SCENARIOS: dict = {}
+
+
+def scenario(number: int, title: str):
+    def register(func):
+        SCENARIOS[number] = (title, func)
+        return func
+    return register
+
+
+from . import boundaries, data, failures, history, workspaces  # noqa: E402,F401

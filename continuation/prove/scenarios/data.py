@@ -1,0 +1,1 @@
+"""Scenarios 10, 11 (placeholder until written)."""
