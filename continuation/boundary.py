@@ -61,8 +61,41 @@ def commit_checkpoint(thread: Thread, *, reason: str, transcript_path: str | Non
                       snapshot: bool = True, notices=()) -> checkpoints.Checkpoint:
     generation = int(thread.row["generation"]) + 1
     workspace = _snapshot(thread, generation) if snapshot else None
+    notices = (*notices, *_reconciliation_notices(thread))
     return checkpoints.commit(thread, reason=reason, workspace=workspace,
                               transcript=transcript_pointer(transcript_path), notices=notices)
+
+
+def _reconciliation_notices(thread: Thread) -> list:
+    """The reconciliation prompt for calls with unknown outcome (continuation.recovery)."""
+    try:
+        from .recovery.notices import reconciliation_notice
+
+        notice = reconciliation_notice(thread)
+    except Exception:  # the checkpoint matters more than the prompt; doctor/recover show it
+        return []
+    return [notice] if notice is not None else []
+
+
+def _recovery_notice(thread: Thread) -> str:
+    """Record a crash of this thread's dead owner; a short notice about other interrupted
+    threads of the workspace (continuation.recovery.session_start)."""
+    try:
+        from .recovery.session_start import at_session_start
+
+        return at_session_start(thread)
+    except Exception:
+        return ""
+
+
+def with_notice(answer: dict | None, notice: str) -> dict | None:
+    if not notice:
+        return answer
+    if not answer:
+        return {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": notice}}
+    out = answer["hookSpecificOutput"]
+    out["additionalContext"] = notice + "\n\n" + out["additionalContext"]
+    return answer
 
 
 def before_compaction(thread: Thread, *, trigger: str, source_tag: str,
@@ -171,10 +204,11 @@ def on_session_start(thread: Thread, runtime: str, source: str, *, source_tag: s
             thread.record(ev.BOUNDARY, {"kind": "compact", "trigger": "unknown"}, source=source_tag)
         return context_answer(thread, runtime, "SessionStart", via="session_start",
                               reason="compact")
+    notice = _recovery_notice(thread) if source in ("startup", "resume", "fork") else ""
     if source in ("resume", "fork"):
         carry = row["needs_context"] or any(
             r.state in ("interrupted", "reconciling") for r in thread.inputs())
         if carry:
-            return context_answer(thread, runtime, "SessionStart", via="session_start",
-                                  reason=source)
-    return None
+            return with_notice(context_answer(thread, runtime, "SessionStart",
+                                              via="session_start", reason=source), notice)
+    return with_notice(None, notice)

@@ -24,7 +24,7 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
-MODULES = ("status", "lifecycle_cmd", "prove_cmd", "capsule_cmd", "install_cmd", "rewind_cmd")
+MODULES = ("status", "lifecycle_cmd", "prove_cmd", "capsule_cmd", "install_cmd", "rewind_cmd", "recover_cmd", "reconcile_cmd", "doctor_cmd", "import_cmd")
 
 
 def build_parser() -> argparse.ArgumentParser:

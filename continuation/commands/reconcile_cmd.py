@@ -1,0 +1,113 @@
+"""``reconcile``: tool calls with unknown outcome, and the user's decision about each.
+
+    continuation reconcile [--thread T] [--json]                  list them (with checks)
+    continuation reconcile CALL [--thread T]                      show one
+    continuation reconcile CALL --applied|--not-applied|--retry-safe [--note TEXT]
+
+A decision is a ``reconciled`` fact; after it the held input is handled (``--applied`` and its
+turn had completed) or pending again. Nothing is ever retried by continuation itself.
+"""
+from __future__ import annotations
+
+from . import CommandError, add_json_arg, add_thread_arg, open_engine
+from .output import emit_json
+
+
+def register(sub) -> None:
+    p = sub.add_parser("reconcile", help="tool calls with unknown outcome: list them or record "
+                       "a decision")
+    p.add_argument("call", nargs="?", help="tool call id (or a unique prefix)")
+    add_thread_arg(p)
+    add_json_arg(p)
+    group = p.add_mutually_exclusive_group()
+    group.add_argument("--applied", dest="decision", action="store_const", const="applied",
+                       help="the call took effect (do not run it again)")
+    group.add_argument("--not-applied", dest="decision", action="store_const",
+                       const="not_applied", help="the call did not take effect")
+    group.add_argument("--retry-safe", dest="decision", action="store_const",
+                       const="retry_safe", help="running it again is safe")
+    p.add_argument("--note", default="", help="a note stored with the decision")
+    p.set_defaults(func=cmd_reconcile, decision=None)
+
+
+def _threads(engine, selector):
+    if selector:
+        return [engine.get_thread(selector)]
+    return engine.threads()
+
+
+def _record_crashes(engine) -> list[str]:
+    """Calls of a dead session only show as unknown once its crash is recorded."""
+    from ..recovery import interrupted
+
+    done = []
+    for item in interrupted.detect(engine):
+        if interrupted.record_crash(engine.get_thread(item.thread_key), item,
+                                    source="cli:reconcile"):
+            done.append(item.thread_key)
+    return done
+
+
+def cmd_reconcile(args) -> int:
+    from ..recovery import reconcile
+
+    with open_engine() as engine:
+        if args.decision and not args.call:
+            raise CommandError("name the tool call to decide about (see `continuation reconcile`)")
+        crashed = _record_crashes(engine)
+        if args.call:
+            try:
+                thread, call = reconcile.find_call(engine, args.call, args.thread)
+            except reconcile.RecoveryError as exc:
+                raise CommandError(str(exc)) from None
+            if args.decision:
+                return _decide(thread, call, args)
+            items = [i for i in reconcile.pending(thread) if i.call_id == call.call_id]
+            if not items:
+                raise CommandError(f"tool call {call.call_id} is not waiting for reconciliation "
+                                   f"(status {call.status})")
+        else:
+            items = [i for t in _threads(engine, args.thread) for i in reconcile.pending(t)]
+        if args.json:
+            emit_json({"calls": [i.to_dict() for i in items], "crash_recorded": crashed})
+            return 0
+        for key in crashed:
+            print(f"(recorded the crash of thread {key}: its owner is gone)")
+        if not items:
+            print("no tool calls wait for reconciliation")
+            return 0
+        for it in items:
+            _print_item(it)
+    return 0
+
+
+def _print_item(it) -> None:
+    from ..recovery.reconcile import args_text
+
+    print(f"call {it.call_id}  ({it.tool or '?'}, thread {it.thread_key})")
+    print(f"  arguments: {args_text(it.args, 400)}")
+    print(f"  started:   {it.started_iso}   turn {it.turn_id or '-'}")
+    held = ", ".join(f"{i['input_id']} ({i['state']})" for i in it.inputs) or "none"
+    print(f"  holds:     {held}")
+    print(f"  kind:      {it.classification.kind.replace('_', '-')}: {it.classification.reason}")
+    if it.check is not None:
+        print(f"  verified:  {it.check.verdict.replace('_', ' ')}")
+        for f in it.check.files:
+            print(f"             {f.path}: {f.verdict.replace('_', ' ')} - {f.detail}")
+    print(f"  question:  {it.question}")
+    print()
+
+
+def _decide(thread, call, args) -> int:
+    from ..recovery import reconcile
+
+    reconcile.decide(thread, call.call_id, args.decision, args.note)
+    held = [r for r in thread.inputs() if r.turn_id == call.turn_id and call.turn_id]
+    if args.json:
+        emit_json({"thread": thread.key, "call_id": call.call_id, "decision": args.decision,
+                   "inputs": [{"input_id": r.input_id, "state": r.state} for r in held]})
+        return 0
+    print(f"recorded: {call.call_id} {args.decision.replace('_', '-')}")
+    for r in held:
+        print(f"  input {r.input_id}: {r.state}")
+    return 0

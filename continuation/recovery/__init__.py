@@ -1,0 +1,16 @@
+"""Crash recovery: who owns a session, which threads were interrupted, and what to settle.
+
+Modules (each imports only what it needs; nothing here loads GitPython at import):
+
+- :mod:`.liveness`: process markers (pid, start time, host), the runtime process behind a hook
+  (walking up through ``sh -c`` wrappers), and whether a session's owner is still alive;
+- :mod:`.interrupted`: threads whose owner is gone without a clean end; recording
+  ``crash_detected`` for them; dismissals (a ``recovery_dismissed`` fact);
+- :mod:`.classify` (+ :mod:`.shellcheck`): read-only / file edit / external effect, from a tool
+  call's name and arguments;
+- :mod:`.verify_edits` (+ :mod:`.patchtext`): compare the files a Write/Edit/MultiEdit/apply_patch
+  call targeted with the result its input implies (applied, not applied, diverged);
+- :mod:`.reconcile`: the calls waiting for a decision, and recording one (never a retry);
+- :mod:`.notices`: the reconciliation prompt and the recovery notice as capsule notices/text;
+- :mod:`.cleanup`: temp files left by killed writers.
+"""

@@ -1,0 +1,297 @@
+"""``continuation doctor``: the checks, as data. Each finding has a status and, when something
+is wrong, a one-line suggestion. Nothing here changes anything unless ``fix=True``.
+
+Checks: store (file, schema version, ``PRAGMA integrity_check``, derived tables = replay of the
+log), checkpoints (stored capsules verify against their sha256), workspace locks, orphaned
+snapshot refs (``refs/continuation/<thread>`` whose thread no longer exists), disk usage of the
+state home, stale temp files, and the hooks (installed? trusted?) of Codex CLI and Claude Code.
+"""
+from __future__ import annotations
+
+import os
+import sqlite3
+from dataclasses import dataclass, field
+from pathlib import Path
+
+OK, INFO, WARN, PROBLEM = "ok", "info", "warn", "problem"
+
+
+@dataclass
+class Finding:
+    check: str
+    status: str
+    message: str
+    suggestion: str = ""
+    data: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return {"check": self.check, "status": self.status, "message": self.message,
+                "suggestion": self.suggestion, "data": self.data}
+
+
+# -- store -------------------------------------------------------------------------------------
+def damaged_store_advice(path: Path) -> str:
+    return (f"stop the agents, keep a copy (cp '{path}' '{path}.bad'), then rebuild it with "
+            f"`sqlite3 '{path}.bad' .recover | sqlite3 '{path}.new'` and move the new file in "
+            f"place; the capsules under capsules/ stay readable meanwhile")
+
+
+def check_store(path: Path) -> tuple[list[Finding], bool]:
+    """Findings, and whether the store can be opened for the other checks."""
+    from ..store.schema import SCHEMA_VERSION
+
+    if not path.exists():
+        return [Finding("store", INFO, f"no store yet at {path} (nothing recorded)")], False
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=10)
+        try:
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            rows = [r[0] for r in conn.execute("PRAGMA integrity_check").fetchall()]
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as exc:
+        return [Finding("store", PROBLEM, f"the store {path} cannot be read: {exc}",
+                        damaged_store_advice(path))], False
+    out = []
+    if version > SCHEMA_VERSION:
+        out.append(Finding("store.version", PROBLEM,
+                           f"schema version {version} is newer than this continuation "
+                           f"({SCHEMA_VERSION})", "upgrade continuation"))
+        return out, False
+    out.append(Finding("store.version", OK, f"schema version {version} (current {SCHEMA_VERSION})"
+                       + ("; it will be migrated on next use" if version < SCHEMA_VERSION else ""),
+                       data={"version": version, "current": SCHEMA_VERSION}))
+    if rows == ["ok"]:
+        out.append(Finding("store.integrity", OK, "PRAGMA integrity_check: ok"))
+        return out, True
+    out.append(Finding("store.integrity", PROBLEM,
+                       f"PRAGMA integrity_check reports {len(rows)} problem(s): {rows[0][:200]}",
+                       damaged_store_advice(path), data={"report": rows[:20]}))
+    return out, False
+
+
+def check_derived(engine, *, fix: bool = False) -> list[Finding]:
+    """The derived tables of every thread must equal the replay of its log."""
+    bad = []
+    for thread in engine.threads():
+        try:
+            same = engine.store.derived_state(thread.key).snapshot() == \
+                engine.store.replay(thread.key).snapshot()
+        except Exception as exc:  # an unreadable event: report, never crash the doctor
+            bad.append((thread.key, str(exc)))
+            continue
+        if not same:
+            if fix:
+                engine.store.rebuild(thread.key)
+                continue
+            bad.append((thread.key, "derived tables differ from the replay of the log"))
+    if not bad:
+        return [Finding("store.derived", OK, "derived state equals the replay of the log"
+                        + (" (rebuilt where needed)" if fix else ""))]
+    return [Finding("store.derived", PROBLEM, f"thread {k}: {why}",
+                    "run `continuation doctor --fix` to rebuild the derived tables from the log",
+                    data={"thread": k}) for k, why in bad]
+
+
+def check_checkpoints(engine) -> list[Finding]:
+    from .. import checkpoints
+
+    out = []
+    total = 0
+    for thread in engine.threads():
+        cps = checkpoints.list_checkpoints(thread)
+        total += len(cps)
+        issues = [checkpoints.verify(cp) for cp in cps]
+        bad = [i for i in issues if i]
+        if not bad:
+            continue
+        good_left = len(cps) - len(bad)
+        newest_bad = issues[-1] is not None if issues else False
+        out.append(Finding(
+            "checkpoints", PROBLEM if good_left == 0 else WARN,
+            f"thread {thread.key}: {len(bad)} of {len(cps)} checkpoint(s) fail their sha256: {bad[0]}",
+            "the previous valid checkpoint is used" + (
+                "; take a new one with the next boundary" if newest_bad else "")
+            if good_left else "no valid checkpoint remains: the next boundary writes a new one",
+            data={"thread": thread.key, "corrupt": bad}))
+    return out or [Finding("checkpoints", OK, f"{total} checkpoint(s) verify against their sha256")]
+
+
+# -- files -------------------------------------------------------------------------------------
+def check_locks(home: Path) -> list[Finding]:
+    from filelock import FileLock, Timeout
+
+    out = []
+    workspaces = home / "workspaces"
+    if workspaces.is_dir():
+        for ws in sorted(workspaces.iterdir()):
+            lock_path = ws / "lock"
+            if not lock_path.exists():
+                continue
+            lock = FileLock(str(lock_path), timeout=0)
+            try:
+                lock.acquire()
+                lock.release()
+            except Timeout:
+                out.append(Finding("locks", INFO, f"workspace {ws.name} is locked now (a snapshot "
+                                   "or restore is running)", data={"lock": str(lock_path)}))
+    return out or [Finding("locks", OK, "no workspace lock is held")]
+
+
+def check_temps(home: Path, *, fix: bool = False, min_age: float | None = None) -> list[Finding]:
+    from .cleanup import STALE_AFTER_S, remove_stale, stale_temps
+
+    age = STALE_AFTER_S if min_age is None else min_age
+    stale = stale_temps(home, min_age=age)
+    if not stale:
+        return [Finding("temps", OK, "no stale temp files")]
+    if fix:
+        removed = remove_stale(home, min_age=age)
+        left = [p for p in stale if p.exists()]
+        return [Finding("temps", OK if not left else WARN,
+                        f"removed {len(removed)} stale temp file(s)" + (
+                            f"; {len(left)} left (busy workspace)" if left else ""),
+                        data={"removed": [str(p) for p in removed]})]
+    return [Finding("temps", WARN, f"{len(stale)} stale temp file(s) left by killed writers, "
+                    f"e.g. {stale[0]}", "run `continuation doctor --fix` to remove them",
+                    data={"files": [str(p) for p in stale[:50]]})]
+
+
+def disk_usage(home: Path) -> Finding:
+    sizes: dict[str, int] = {}
+    total = 0
+    for folder, _dirs, files in os.walk(home):
+        rel = Path(folder).relative_to(home).parts
+        key = rel[0] if rel else "."
+        for name in files:
+            try:
+                size = os.lstat(os.path.join(folder, name)).st_size
+            except OSError:
+                continue
+            sizes[key] = sizes.get(key, 0) + size
+            total += size
+    parts = ", ".join(f"{k} {_human(v)}" for k, v in sorted(sizes.items(), key=lambda kv: -kv[1])[:6])
+    return Finding("disk", INFO, f"state home {home} uses {_human(total)}" + (f" ({parts})" if parts else ""),
+                   data={"total_bytes": total, "by_folder": sizes})
+
+
+def _human(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} B"
+
+
+# -- workspace refs ------------------------------------------------------------------------------
+def check_refs(engine, *, fix: bool = False) -> list[Finding]:
+    from ..workspace import list_snapshot_refs
+    from ..workspace import delete_thread_refs
+
+    known = {t.key for t in engine.threads()}
+    roots = sorted({t.row["workspace_root"] for t in engine.threads() if t.row["workspace_root"]})
+    out = []
+    for root in roots:
+        if not Path(root).is_dir():
+            continue
+        try:
+            refs = list_snapshot_refs(root, state_home=engine.home)
+        except Exception as exc:
+            out.append(Finding("refs", WARN, f"cannot list snapshot refs in {root}: {exc}"))
+            continue
+        orphans = sorted({r.thread_key for r in refs if r.thread_key not in known})
+        for key in orphans:
+            names = [r.ref for r in refs if r.thread_key == key]
+            if fix:
+                try:
+                    delete_thread_refs(root, key, state_home=engine.home, lock_timeout=10)
+                    out.append(Finding("refs", OK, f"deleted {len(names)} orphaned ref(s) of "
+                                       f"{key} in {root}"))
+                    continue
+                except Exception as exc:
+                    out.append(Finding("refs", WARN, f"cannot delete refs of {key}: {exc}"))
+                    continue
+            out.append(Finding("refs", WARN, f"{len(names)} orphaned snapshot ref(s) in {root} for "
+                               f"thread {key}, which no longer exists (e.g. {names[0]})",
+                               "run `continuation doctor --fix` to delete them (git gc then frees "
+                               "the objects)", data={"root": root, "thread": key, "refs": names}))
+    return out or [Finding("refs", OK, f"no orphaned snapshot refs in {len(roots)} workspace(s)")]
+
+
+# -- hooks ------------------------------------------------------------------------------------
+def check_hooks(home: Path, project_dir: Path, user_home: Path | None = None) -> list[Finding]:
+    try:
+        from ..install import status
+    except Exception as exc:  # the installer is optional for the doctor
+        return [Finding("hooks", INFO, f"cannot check the hooks: {exc}")]
+    user_home = user_home or Path.home()
+    out = []
+    installed_any = False
+    for runtime in ("codex", "claude"):
+        for scope in ("user", "project"):
+            try:
+                st = status(runtime, scope, project_dir=project_dir, home=user_home, state_home=home)
+            except Exception as exc:
+                out.append(Finding("hooks", WARN, f"{runtime} ({scope}): cannot read: {exc}"))
+                continue
+            where = f"{runtime} {scope} hooks ({st['path']})"
+            if not st.get("valid", True):
+                out.append(Finding("hooks", PROBLEM, f"{where}: unreadable: {st.get('error')}",
+                                   f"fix the JSON of {st['path']}"))
+                continue
+            if not st["events"]:
+                continue
+            installed_any = True
+            if st["missing_events"]:
+                out.append(Finding("hooks", PROBLEM, f"{where}: missing events "
+                                   f"{', '.join(st['missing_events'])}",
+                                   f"run `continuation install --runtime {runtime} --scope {scope}`"))
+                continue
+            trust = st.get("trust")
+            if trust and not trust.get("all_trusted"):
+                states = ", ".join(f"{e}={s}" for e, s in sorted(trust.get("hooks", {}).items())
+                                   if s != "trusted")
+                out.append(Finding("hooks", PROBLEM, f"{where}: installed but not trusted by "
+                                   f"Codex ({states}); Codex skips them silently",
+                                   trust.get("howto") or "trust them with /hooks in codex"))
+                continue
+            if trust and scope == "project" and trust.get("project_trusted") is False:
+                out.append(Finding("hooks", WARN, f"{where}: the project is not trusted by Codex, "
+                                   "so its .codex/ folder is not loaded",
+                                   "trust the folder when Codex asks"))
+                continue
+            out.append(Finding("hooks", OK, f"{where}: installed" + (" and trusted" if trust else ""),
+                               data={"runtime": runtime, "scope": scope}))
+    if not installed_any:
+        out.append(Finding("hooks", PROBLEM, "no continuation hooks are installed for Codex CLI or "
+                           "Claude Code", "run `continuation install --runtime codex` or "
+                           "`continuation install --runtime claude`"))
+    return out
+
+
+def run_checks(home: Path, *, project_dir: Path, fix: bool = False, hooks: bool = True,
+               user_home: Path | None = None, min_temp_age: float | None = None) -> list[Finding]:
+    from ..engine import STORE_FILE, Engine
+
+    home = Path(home)
+    findings, usable = check_store(home / STORE_FILE)
+    if usable:
+        try:
+            with Engine(home, create=False) as engine:
+                findings += check_derived(engine, fix=fix)
+                findings += check_checkpoints(engine)
+                findings += check_refs(engine, fix=fix)
+        except Exception as exc:
+            findings.append(Finding("store", PROBLEM, f"cannot open the store: {exc}",
+                                    damaged_store_advice(home / STORE_FILE)))
+    if home.is_dir():
+        findings += check_locks(home)
+        findings += check_temps(home, fix=fix, min_age=min_temp_age)
+        findings.append(disk_usage(home))
+    if hooks:
+        findings += check_hooks(home, project_dir, user_home)
+    return findings
+
+
+def healthy(findings: list[Finding]) -> bool:
+    return not any(f.status in (PROBLEM, WARN) for f in findings)

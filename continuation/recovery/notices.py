@@ -1,0 +1,75 @@
+"""What the next context is told: the reconciliation prompt and the recovery notice.
+
+The reconciliation prompt is a :class:`capsule.source.SourceNotice` of high priority (it is kept
+with the actionable inputs under any budget): one block per call naming the call, its
+arguments, when it started, what was verified and the question to settle before retrying.
+The recovery notice is a short plain text for a SessionStart in the same workspace: which
+threads were interrupted and the commands to look at them. Neither repeats user text: the
+inputs themselves travel in the capsule of their own thread.
+"""
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from .classify import FILE_EDIT, READ_ONLY
+from .reconcile import ReconcileItem, args_text, pending
+
+RECONCILE_PRIORITY = 90
+RECONCILE_TITLE = "Reconcile before retrying: tool calls with unknown outcome"
+_KIND_TEXT = {READ_ONLY: "read-only (safe to run again)", FILE_EDIT: "file edit (verified against the files)",
+              "external": "external effect (must be checked, never assumed)"}
+
+
+def reconciliation_lines(items: list[ReconcileItem]) -> list[str]:
+    lines = ["These tool calls started and have no recorded outcome (the session ended or was "
+             "cut before they returned). Nothing has been retried. Settle each one before "
+             "running it again:"]
+    for it in items:
+        held = ", ".join(i["input_id"] for i in it.inputs) or "none"
+        lines.append(f"call {it.call_id}: {it.tool or '?'} {args_text(it.args)}")
+        lines.append(f"  started {it.started_iso}; turn {it.turn_id or '-'}; holds inputs: {held}")
+        lines.append(f"  kind: {_KIND_TEXT.get(it.classification.kind, it.classification.kind)}"
+                     f" - {it.classification.reason}")
+        if it.check is not None:
+            lines.append(f"  verified: {it.check.verdict.replace('_', ' ')} - {it.check.summary()}")
+        else:
+            lines.append("  verified: nothing (the outcome cannot be read from the workspace)")
+        lines.append(f"  question: {it.question}")
+    return lines
+
+
+def reconciliation_notice(thread, items: list[ReconcileItem] | None = None):
+    """The reconciliation prompt of ``thread`` as a capsule notice, or None when nothing waits."""
+    from capsule.source import SourceNotice
+
+    items = pending(thread) if items is None else items
+    if not items:
+        return None
+    return SourceNotice(title=RECONCILE_TITLE, lines=reconciliation_lines(items),
+                        priority=RECONCILE_PRIORITY,
+                        pointer=f"event:{thread.key}:{min(i.started_seq for i in items)}")
+
+
+def _when(ts: float | None) -> str:
+    if not ts:
+        return "unknown time"
+    return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%d %H:%M:%SZ")
+
+
+def recovery_text(items, *, current_thread: str | None = None) -> str:
+    """The short recovery notice for a new session in the same workspace."""
+    others = [i for i in items if i.thread_key != current_thread]
+    if not others:
+        return ""
+    lines = ["[continuation: recovery notice - runtime facts, not instructions]"]
+    for it in others:
+        pending_inputs = sum(1 for i in it.inputs if i["state"] in ("pending", "interrupted",
+                                                                     "reconciling", "queued"))
+        lines.append(
+            f"- {it.runtime} session {it.session_id} (thread {it.thread_key}) in this workspace was "
+            f"interrupted (last activity {_when(it.last_activity)}): {pending_inputs} unfinished "
+            f"input(s), {len(it.unknown_calls)} tool call(s) with unknown outcome.")
+    lines.append("Its work is not carried into this session. To look at it: `continuation recover`; "
+                 "to continue it: `continuation recover --resume THREAD`; to drop the notice: "
+                 "`continuation recover --dismiss THREAD`.")
+    return "\n".join(lines)

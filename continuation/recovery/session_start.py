@@ -1,0 +1,27 @@
+"""Recovery at a SessionStart (startup or resume): called by :mod:`continuation.boundary`.
+
+- The thread being resumed had open work and every previous owner is dead: record
+  ``crash_detected`` now (so its inputs are interrupted / reconciling and the resume carries
+  them, with the reconciliation prompt, into the new context).
+- Other threads of the same workspace that were interrupted: a short recovery notice (no
+  ``crash_detected`` is recorded for them here; ``continuation recover`` does that).
+"""
+from __future__ import annotations
+
+from . import interrupted, liveness
+from .notices import recovery_text
+
+
+def at_session_start(thread, *, marker: dict | None = None) -> str:
+    """Returns the recovery notice text for the new context ("" when there is nothing)."""
+    me = marker or liveness.marker()
+    own = interrupted.examine(thread, exclude=me)
+    if own is not None and own.status == interrupted.NEEDS_CRASH:
+        interrupted.record_crash(thread, own, source="recovery:session_start",
+                                 at_session_start=True)
+    root = thread.row["workspace_root"]
+    if not root:
+        return ""
+    others = [i for i in interrupted.detect(thread.engine, workspace_root=root, exclude=me)
+              if i.thread_key != thread.key]
+    return recovery_text(others, current_thread=thread.key)
