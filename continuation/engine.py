@@ -8,22 +8,27 @@ from __future__ import annotations
 
 import os
 import time
-from pathlib import Path
 
 from statemachine import events as ev
-from statemachine.ids import derived_input_id
 from statemachine.lifecycle import ACTIONABLE
 
-from .paths import state_home
+from .paths import state_home_str
 from .store import Appended, SqliteStore, UnknownThread
 
 STORE_FILE = "store.sqlite3"
 
 
 class Engine:
-    def __init__(self, home: Path | None = None, *, create: bool = True):
-        self.home = Path(home) if home is not None else state_home()
-        self.store = SqliteStore(self.home / STORE_FILE, create=create)
+    def __init__(self, home=None, *, create: bool = True):
+        self._home = os.fspath(home) if home is not None else state_home_str()
+        self.store = SqliteStore(os.path.join(self._home, STORE_FILE), create=create)
+
+    @property
+    def home(self):
+        """The state home as a ``pathlib.Path`` (imported on first use: not on the hot path)."""
+        from pathlib import Path
+
+        return Path(self._home)
 
     def close(self) -> None:
         self.store.close()
@@ -88,6 +93,8 @@ class Thread:
         (thread, turn, ordinal, text)."""
         id_source = "runtime"
         if not input_id:
+            from statemachine.ids import derived_input_id
+
             input_id, id_source = derived_input_id(self.key, turn_id, ordinal, text), "hash"
         data = {"input_id": input_id, "text": text, "turn_id": turn_id, "ordinal": ordinal,
                 "queued": queued, "id_source": id_source}
@@ -164,10 +171,19 @@ class Thread:
 
 def session_marker(pid: int | None = None) -> dict:
     """Who is writing: the live-session marker refreshed at every hook (pid, start, host)."""
-    import socket
+    if not pid:  # the runtime behind the hook, past `sh -c` wrappers (crash detection needs it)
+        from .recovery.liveness import runtime_pid
 
-    pid = pid or os.getppid()
-    return {"pid": pid, "proc_start": _proc_start(pid), "host": socket.gethostname()}
+        pid = runtime_pid()
+    return {"pid": pid, "proc_start": _proc_start(pid), "host": hostname()}
+
+
+def hostname() -> str:
+    """This machine's name without importing socket (a visible cost on the hot path)."""
+    uname = getattr(os, "uname", None)
+    if uname is not None:
+        return uname().nodename
+    return os.environ.get("COMPUTERNAME") or "localhost"
 
 
 def _proc_start(pid: int) -> str | None:

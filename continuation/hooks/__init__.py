@@ -14,7 +14,6 @@ import json
 import os
 import sys
 import time
-import traceback
 
 MAX_STDIN_BYTES = 64 * 1024 * 1024  # a runtime never sends this much; refuse, don't swallow RAM
 CONTINUE = "{}"
@@ -44,10 +43,12 @@ def strict_mode() -> bool:
 
 def _log_error(runtime: str, payload_head: bytes, exc: BaseException) -> None:
     try:
-        from ..paths import ensure_private_dir, state_home
+        import traceback
 
-        logs = ensure_private_dir(state_home() / "logs")
-        with open(logs / "hooks.log", "a", encoding="utf-8") as fh:
+        from ..paths import ensure_private_dir, state_home_str
+
+        logs = ensure_private_dir(os.path.join(state_home_str(), "logs"))
+        with open(os.path.join(logs, "hooks.log"), "a", encoding="utf-8") as fh:
             fh.write(
                 f"{time.strftime('%Y-%m-%dT%H:%M:%S')} runtime={runtime} error={exc!r}\n"
                 f"payload[:200]={payload_head[:200]!r}\n{traceback.format_exc()}\n"

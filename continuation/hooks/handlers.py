@@ -12,7 +12,8 @@ Boundaries (PreCompact, SessionStart compact/resume) do the heavy work in
 """
 from __future__ import annotations
 
-from pathlib import Path
+import json
+import os
 
 from statemachine import events as ev
 
@@ -24,16 +25,20 @@ OUTPUT_EXCERPT = 2000
 def workspace_root(cwd: str | None) -> str | None:
     """The canonical root: the nearest folder holding ``.git`` above ``cwd``, else ``cwd``.
     A path walk, not a git call, because this runs on every prompt."""
-    if not cwd:
+    if not cwd or not isinstance(cwd, str):
         return None
     try:
-        start = Path(cwd).resolve()
-    except OSError:
+        start = os.path.realpath(cwd)
+    except (OSError, ValueError):
         return cwd
-    for folder in (start, *start.parents):
-        if (folder / ".git").exists():
-            return str(folder)
-    return str(start)
+    folder = start
+    while True:
+        if os.path.exists(os.path.join(folder, ".git")):
+            return folder
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return start
+        folder = parent
 
 
 def _turn_id(runtime: str, thread: Thread, payload: dict) -> str | None:
@@ -50,8 +55,6 @@ def _excerpt(value) -> str:
     if value is None:
         return ""
     if not isinstance(value, str):
-        import json
-
         value = json.dumps(value, ensure_ascii=False)
     if len(value) <= OUTPUT_EXCERPT:
         return value
@@ -103,8 +106,6 @@ def on_user_prompt(ctx: HookContext) -> dict | None:
             "SELECT data FROM turns WHERE thread_key=? AND turn_id=?", (ctx.thread.key, turn)
         ).fetchone()
         if row:
-            import json
-
             ordinal = len(json.loads(row[0]).get("input_ids") or [])
     result = ctx.thread.admit(text, input_id=input_id, turn_id=turn, ordinal=ordinal,
                               source=ctx.source, session=ctx.session)

@@ -7,15 +7,10 @@ the derived lifecycle tables are produced by the same reducer that a full replay
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import re
 import sqlite3
 import time
-from contextlib import contextmanager
-from pathlib import Path
-from typing import Iterable, Iterator
 
 from statemachine import events as ev
 
@@ -60,15 +55,22 @@ class Appended:
         return f"Appended({self.thread_key!r}, seq={self.seq}, outcome={self.outcome!r})"
 
 
-_UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")  # no dots: git refs refuse ".." and ".lock"
+# no dots: git refs refuse ".." and ".lock"; no `re` import on the hot path
+_SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
 
 
 def thread_key_for(runtime: str, session_id: str) -> str:
     """A key safe in file names and git ref names, stable for (runtime, session id)."""
     raw = f"{runtime}-{session_id}"
-    safe = _UNSAFE.sub("_", raw).strip("_-")[:80] or "thread"
+    safe = "".join(ch if ch in _SAFE else "_" for ch in raw)
+    while "__" in safe:
+        safe = safe.replace("__", "_")
+    safe = safe.strip("_-")[:80] or "thread"
     if safe != raw:
-        safe = f"{safe}-{hashlib.sha256(raw.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
+        import hashlib
+
+        digest = hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+        safe = f"{safe}-{digest}"
     return safe
 
 
@@ -84,20 +86,38 @@ def _sql_text(text) -> str:
     return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
 
 
+class _Transaction:
+    """``BEGIN IMMEDIATE`` ... ``COMMIT`` (``ROLLBACK`` on error). A class, not
+    ``contextlib.contextmanager``: contextlib's import is a visible share of a hook run."""
+
+    __slots__ = ("conn",)
+
+    def __init__(self, conn: sqlite3.Connection):
+        self.conn = conn
+
+    def __enter__(self) -> sqlite3.Connection:
+        self.conn.execute("BEGIN IMMEDIATE")
+        return self.conn
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        self.conn.execute("ROLLBACK" if exc_type is not None else "COMMIT")
+        return False
+
+
 class SqliteStore:
-    def __init__(self, path: Path, *, create: bool = True):
-        self.path = Path(path)
-        if not self.path.exists():
+    def __init__(self, path, *, create: bool = True):
+        self._path = os.fspath(path)
+        if not os.path.exists(self._path):
             if not create:
-                raise StoreError(f"no store at {self.path}")
+                raise StoreError(f"no store at {self._path}")
             from ..paths import ensure_private_dir
 
-            ensure_private_dir(self.path.parent)
-            fd = os.open(self.path, os.O_CREAT | os.O_RDWR, 0o600)
+            ensure_private_dir(os.path.dirname(self._path) or ".")
+            fd = os.open(self._path, os.O_CREAT | os.O_RDWR, 0o600)
             os.close(fd)
         try:
             self.conn = sqlite3.connect(
-                str(self.path), timeout=BUSY_TIMEOUT_S, isolation_level=None
+                self._path, timeout=BUSY_TIMEOUT_S, isolation_level=None
             )
             self.conn.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
             version = self.conn.execute("PRAGMA user_version").fetchone()[0]
@@ -134,18 +154,16 @@ class SqliteStore:
     def close(self) -> None:
         self.conn.close()
 
-    @contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
+    @property
+    def path(self):
+        from pathlib import Path
+
+        return Path(self._path)
+
+    def transaction(self) -> _Transaction:
         """``BEGIN IMMEDIATE``: take the write lock up front, so two writers never deadlock
         on a read-to-write upgrade; the busy timeout makes the second one wait."""
-        self.conn.execute("BEGIN IMMEDIATE")
-        try:
-            yield self.conn
-        except BaseException:
-            self.conn.execute("ROLLBACK")
-            raise
-        else:
-            self.conn.execute("COMMIT")
+        return _Transaction(self.conn)
 
     # -- threads -----------------------------------------------------------------------------
     def ensure_thread(
@@ -159,6 +177,10 @@ class SqliteStore:
         name: str | None = None,
     ) -> str:
         key = thread_key_for(runtime, session_id)
+        row = self.conn.execute("SELECT workspace_root FROM threads WHERE thread_key=?",
+                                (key,)).fetchone()
+        if row is not None and (row[0] or not workspace_root):
+            return key  # known thread: no write transaction (one fsync less per hook)
         now = time.time()
         with self.transaction() as c:
             self._ensure_thread_in(c, key, runtime, session_id, workspace_root, now,
@@ -228,7 +250,7 @@ class SqliteStore:
         faults.point("event.after_commit")
         return result
 
-    def append_many(self, thread_key: str, items: Iterable[tuple[str, dict]], *, source: str,
+    def append_many(self, thread_key: str, items, *, source: str,
                     ts: float | None = None) -> list[Appended]:
         """Append several events in one transaction (all or none)."""
         with self.transaction() as c:
