@@ -55,7 +55,7 @@ def test_shadow_snapshot_restore_and_drift(folder, git_home):
 
 def test_shadow_incremental_and_retention(folder, git_home):
     first = take_snapshot(folder, "t1-abc", 1, state_home=git_home)
-    assert first.dirty.base == "previous-snapshot"
+    assert first.dirty.base == "none"
     write(folder, {"a.txt": "v2\n", "c.txt": "c\n"})
     second = take_snapshot(folder, "t1-abc", 2, state_home=git_home)
     assert (second.dirty.modified, second.dirty.added) == (1, 1)

@@ -358,3 +358,12 @@ def test_inherited_git_environment_cannot_redirect_snapshots(git_home, tmp_path,
     assert set(tree_files(repo, ref.snapshot_commit)) == {"a.txt"}
     assert (decoy / ".git" / "index").read_bytes() == decoy_index
     assert git(decoy, "for-each-ref", "refs/continuation/") == ""
+
+
+def test_head_is_read_from_packed_refs(git_home, tmp_path):
+    repo = make_repo(tmp_path / "repo", {"a.txt": "a\n"})
+    git(repo, "checkout", "-q", "-b", "feature/x")
+    git(repo, "pack-refs", "--all")
+    assert not (repo / ".git" / "refs" / "heads" / "feature" / "x").exists()
+    ref = snapshot_and_check(repo, git_home)
+    assert (ref.head, ref.branch) == (git(repo, "rev-parse", "HEAD").strip(), "feature/x")

@@ -140,8 +140,11 @@ def open_git_target(root: Path, layout: StateLayout) -> GitTarget | None:
     entry = find_git_entry(root)
     if entry is None:
         return None
-    provisional = GitTarget(entry.parent, entry, None, "git", layout)
     layout.ensure()
+    dirs = _read_git_dirs(entry)
+    if dirs is not None:  # the common layouts, read directly: saves a git process per call
+        return GitTarget(entry.parent.resolve(), dirs[0], dirs[1], "git", layout)
+    provisional = GitTarget(entry.parent, entry, None, "git", layout)
     code, out, err = provisional.run(
         ["rev-parse", "--path-format=absolute", "--absolute-git-dir", "--git-common-dir"],
         check=False,
@@ -169,3 +172,25 @@ def open_shadow_target(root: Path, layout: StateLayout, *, create: bool) -> GitT
         target.run(["init", "--quiet", f"--template={empty_template}"])
         (git_dir / "info").mkdir(exist_ok=True)
     return target
+
+
+def _read_git_dirs(entry: Path) -> tuple[Path, Path] | None:
+    """(git dir, common dir) for a plain ``.git`` folder or a ``gitdir:`` file; None if unusual."""
+    try:
+        if entry.is_dir():
+            git_dir = entry
+        else:
+            text = entry.read_text(encoding="utf-8").strip()
+            if not text.startswith("gitdir: "):
+                return None
+            git_dir = entry.parent / text[len("gitdir: ") :]
+        common = git_dir
+        commondir_file = git_dir / "commondir"
+        if commondir_file.is_file():
+            common = git_dir / commondir_file.read_text(encoding="utf-8").strip()
+        git_dir, common = git_dir.resolve(), common.resolve()
+    except (OSError, UnicodeDecodeError):
+        return None
+    if not (git_dir / "HEAD").is_file() or not (common / "objects").is_dir():
+        return None
+    return git_dir, common

@@ -10,11 +10,12 @@ from .layout import snapshot_ref_name, validate_generation, validate_thread_key
 from .lock import DEFAULT_LOCK_TIMEOUT, workspace_lock
 from .model import DIRTY_SAMPLE, Submodule, WorkspaceRef
 from .policy import WorkspacePolicy
-from .treebuild import _stage, build_tree, dirty_summary, seed_index
+from .treebuild import _parse_raw_diff, _stage, build_tree, parallel, seed_index, tree_dirty_summary
 from .workspace_target import (
     Workspace,
     content_target,
     in_progress_operation,
+    read_json,
     resolve_workspace,
     utc_now,
     write_json_atomic,
@@ -81,18 +82,28 @@ def snapshot_locked(
     if target.kind == "shadow":
         _write_shadow_excludes(target, policy)
     scratch = layout.scratch_index(thread_key)
+    previous = read_json(layout.thread_record(thread_key)) if target.kind == "shadow" else None
+    previous_tree = previous.get("tree") if isinstance(previous, dict) else None
     try:
-        seeded_from_user = seed_index(target, scratch, layout.thread_index(thread_key))
+        seed_index(target, scratch, layout.thread_index(thread_key))
         built = build_tree(target, scratch, policy.matcher(), policy.size_cap_bytes)
-        head = built.status.head if target.kind == "git" else None
         message = f"continuation snapshot {ref_name}\n\nworkspace: {ws.root}\n"
         args = ["commit-tree", "--no-gpg-sign", built.tree, "-m", message]
-        if head:
-            args[2:2] = ["-p", head]
+        if built.head:
+            args[2:2] = ["-p", built.head]
         commit = target.out(args)
         _stage("commit-tree")
         _clear_stale_ref_lock(target, ref_name)
-        target.run(["update-ref", "--no-deref", ref_name, commit])
+        if target.kind == "git":  # against HEAD (the commit's parent), or empty when unborn
+            base, diff_args = "HEAD", ["diff-tree", "-r", "-z", "--no-renames", "--no-commit-id", "--root", commit]
+        elif isinstance(previous_tree, str):
+            base, diff_args = "previous-snapshot", ["diff-tree", "-r", "-z", "--no-renames", previous_tree, built.tree]
+        else:
+            base, diff_args = "none", []
+        _, diff_raw = parallel(
+            lambda: target.run(["update-ref", "--no-deref", ref_name, commit]),
+            lambda: target.run(diff_args, check=False)[1] if diff_args else b"",
+        )
         _stage("update-ref")
         submodules = _submodules(target, scratch) if target.kind == "git" else []
         if keep_index:
@@ -100,22 +111,24 @@ def snapshot_locked(
             write_json_atomic(
                 layout.thread_record(thread_key),
                 {"tree": built.tree, "commit": commit, "ref": ref_name, "generation": generation},
+                durable=False,  # a stat cache and a diff base: losing it costs time, not data
             )
     finally:
         scratch.unlink(missing_ok=True)
     ref = _describe(ws, target.kind, thread_key, generation, policy)
     ref.snapshot_ref, ref.snapshot_commit, ref.snapshot_tree = ref_name, commit, built.tree
-    ref.dirty = dirty_summary(target, built.status, seeded_from_user=seeded_from_user)
+    changes = _parse_raw_diff(diff_raw) if base != "none" else {}
+    ref.dirty = tree_dirty_summary(changes, built, base=base)
     ref.oversized = built.oversized
     ref.excluded = built.excluded[:DIRTY_SAMPLE]
     ref.excluded_count = len(built.excluded)
     ref.nested_repos = built.nested_repos
     ref.submodules = submodules
     if target.kind == "git":
-        ref.head = head
-        ref.branch = built.status.branch
-        ref.detached = built.status.branch is None
-        ref.unborn = head is None
+        ref.head = built.head
+        ref.branch = built.branch
+        ref.detached = built.branch is None
+        ref.unborn = built.head is None
         ref.in_progress = in_progress_operation(target.git_dir)
     return ref
 

@@ -3,10 +3,11 @@
 The private index starts as a byte copy of a seed: the user's ``.git/index`` (its entries are
 exactly what the user tracks and its stat data lets git skip re-hashing unchanged files; copied
 with its mtime so git's racy-entry check stays correct), else the thread's last snapshot index
-(shadow repositories), else nothing. One ``git status`` pass against that copy refreshes stat
-data and lists every tracked change and every untracked, not-ignored file; exactly those paths
-(minus policy exclusions, oversized files and nested repositories) go through
-``git update-index``; ``git write-tree`` then stores the tree. The user's index is only read.
+(shadow repositories), else nothing. ``git diff-files`` against that copy lists every tracked
+change and ``git ls-files --others --exclude-standard`` every untracked, not-ignored file (the
+user's .gitignore, info/exclude and core.excludesFile decide); exactly those paths (minus policy
+exclusions, oversized files and nested repositories) go through ``git update-index``, and
+``git write-tree`` stores the tree. The user's index is only ever read.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .gitrun import GitTarget
+from .headref import read_head
 from .model import DIRTY_SAMPLE, DirtyPath, DirtySummary, OversizedFile
 from .policy import ExcludeMatcher
 from .porcelain import STATUS_ARGS, Status, StatusEntry, parse_status
@@ -27,17 +29,33 @@ _stage_hook = None
 
 
 def _stage(name: str) -> None:
+    if name == "update-index":  # fault injection: kill a checkpoint in the middle of a snapshot
+        from .. import faults
+
+        faults.point("snapshot.mid")
     if _stage_hook is not None:
         _stage_hook(name)
 
 
 @dataclass
 class BuiltTree:
-    tree: str
-    status: Status
+    tree: str = ""
+    head: str | None = None  # HEAD commit (git), None when unborn or in a shadow repository
+    branch: str | None = None  # short name, None when detached
+    tracked: dict[str, str] = field(default_factory=dict)  # path -> M/T/D/U against the seed index
+    untracked: list[str] = field(default_factory=list)  # not ignored, not in the seed index
     oversized: list[OversizedFile] = field(default_factory=list)
     excluded: list[str] = field(default_factory=list)
     nested_repos: list[str] = field(default_factory=list)
+
+
+def parallel(*calls):
+    """Run independent git commands at once (each is its own process)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=len(calls)) as pool:
+        futures = [pool.submit(call) for call in calls]
+        return [future.result() for future in futures]
 
 
 def seed_index(target: GitTarget, destination: Path, thread_index: Path | None) -> bool:
@@ -77,64 +95,131 @@ def build_tree(
     matcher: ExcludeMatcher,
     size_cap: int,
 ) -> BuiltTree:
-    """Bring ``index`` (already seeded) in line with the work tree and write its tree."""
+    """Bring ``index`` (already seeded) in line with the work tree and write its tree.
+
+    ``git diff-files`` (tracked changes, judged by stat data and re-hashing only racy entries)
+    and ``git ls-files --others --exclude-standard`` (untracked, not ignored; nested repositories
+    show as ``dir/``) run in parallel; only the paths they name are hashed by update-index.
+    """
     _stage("seeded")
-    status = read_status(target, index)
+    calls = [
+        lambda: target.run(["diff-files", "-z", "--raw", "--no-renames", "--ignore-submodules=dirty"], index=index)[1],
+        lambda: target.run(["ls-files", "-z", "--others", "--exclude-standard"], index=index)[1],
+    ]
+    head = read_head(target.git_dir, target.common_dir or target.git_dir) if target.kind == "git" else None
+    if target.kind == "git" and head is None:  # not the plain files backend: ask git
+        calls.append(lambda: target.run(["rev-parse", "-q", "--verify", "HEAD^{commit}"], index=index, check=False)[1])
+        calls.append(lambda: target.run(["symbolic-ref", "-q", "HEAD"], index=index, check=False)[1])
+    results = parallel(*calls)
+    built = BuiltTree(tracked=_parse_raw_diff(results[0]))
+    if head is not None:
+        built.head, built.branch = head
+    elif target.kind == "git":
+        built.head = results[2].decode().strip() or None
+        ref = results[3].decode("utf-8", "surrogateescape").strip()
+        built.branch = (ref[len("refs/heads/"):] if ref.startswith("refs/heads/") else ref) or None
+    for record in results[1].split(b"\0"):
+        if record:
+            path = record.decode("utf-8", "surrogateescape")
+            if path.endswith("/"):
+                built.nested_repos.append(path.rstrip("/"))
+            else:
+                built.untracked.append(path)
     _stage("status")
-    built = BuiltTree(tree="", status=status)
     removals: list[str] = []
     additions: list[str] = []
-    for entry in status.entries:
-        if entry.kind == "1" and entry.y == ".":
+    for path, letter in [*built.tracked.items(), *((p, "?") for p in built.untracked)]:
+        if matcher.excluded(path):
+            built.excluded.append(path)
             continue
-        if entry.is_directory:
-            built.nested_repos.append(entry.path.rstrip("/"))
-            continue
-        if matcher.excluded(entry.path):
-            built.excluded.append(entry.path)
-            continue
-        if entry.kind == "1" and entry.y == "D":
-            removals.append(entry.path)
+        if letter == "D":
+            removals.append(path)
             continue
         try:
-            info = os.lstat(target.work_tree / entry.path)
+            info = os.lstat(target.work_tree / path)
         except FileNotFoundError:
-            removals.append(entry.path)
+            removals.append(path)
             continue
         if stat.S_ISREG(info.st_mode) and info.st_size > size_cap:
-            built.oversized.append(OversizedFile(entry.path, info.st_size))
+            built.oversized.append(OversizedFile(path, info.st_size))
             continue
-        additions.append(entry.path)
+        additions.append(path)
     if removals or additions:
         payload = b"".join(p.encode("utf-8", "surrogateescape") + b"\0" for p in removals + additions)
         target.run(["update-index", "--add", "--remove", "--replace", "-z", "--stdin"], index=index, stdin=payload)
     _stage("update-index")
-    built.tree = target.out(["write-tree"], index=index)
+    # Every blob named by the index is in the object store (the user's index, or just written),
+    # so git's per-entry existence check is skipped: it dominates write-tree on large trees.
+    built.tree = target.out(["write-tree", "--missing-ok"], index=index)
     _stage("write-tree")
     return built
 
 
+def _parse_raw_diff(raw: bytes) -> dict[str, str]:
+    """``--raw -z`` records: ':<modes> <ids> <letter>' then the path; unmerged ('U') wins."""
+    fields = raw.decode("utf-8", "surrogateescape").split("\0")
+    changes: dict[str, str] = {}
+    for meta, path in zip(fields[0::2], fields[1::2]):
+        if meta.startswith(":"):
+            letter = meta.rsplit(" ", 1)[-1][:1]
+            if changes.get(path) != "U":
+                changes[path] = letter
+    return changes
+
+
+def tree_dirty_summary(
+    changes: dict[str, str], built: BuiltTree, *, base: str
+) -> DirtySummary:
+    """Summarise ``changes`` (base tree -> snapshot tree); untracked and unmerged told apart.
+
+    With base ``HEAD`` the counts match ``git status``: an added path the user's index does not
+    track is untracked; paths recorded but not stored (oversized, excluded) are counted too.
+    """
+    summary = DirtySummary(base=base)
+    untracked = set(built.untracked)
+    letters: dict[str, str] = {}
+    for path, letter in changes.items():
+        if letter == "A":
+            letters[path] = "?" if base == "HEAD" and path in untracked else "A"
+        elif letter == "D":
+            letters[path] = "D"
+        else:
+            letters[path] = "M"
+    not_stored = {o.path for o in built.oversized} | set(built.excluded)
+    for path in not_stored:
+        letters.setdefault(path, "?" if path in untracked else "D" if built.tracked.get(path) == "D" else "M")
+    for path, letter in built.tracked.items():
+        if letter == "U":
+            letters[path] = "U"
+    for path in sorted(letters):
+        _count(summary, letters[path], path)
+    return summary
+
+
+def _count(summary: DirtySummary, letter: str, path: str) -> None:
+    if letter == "M":
+        summary.modified += 1
+    elif letter == "A":
+        summary.added += 1
+    elif letter == "D":
+        summary.deleted += 1
+    elif letter == "U":
+        summary.unmerged += 1
+    else:
+        summary.untracked += 1
+    if len(summary.paths) < DIRTY_SAMPLE:
+        summary.paths.append(DirtyPath(letter, path))
+    else:
+        summary.truncated = True
+
+
 def dirty_summary(target: GitTarget, status: Status, *, seeded_from_user: bool) -> DirtySummary:
-    """Counts like ``git status`` (git, seeded from the user's index) or since the seed (shadow)."""
+    """Counts from a ``git status`` run against a copy of the user's index (metadata checkpoints)."""
     summary = DirtySummary(base="HEAD" if seeded_from_user else "previous-snapshot")
     for entry in status.entries:
         letter = _classify(entry, relative_to_head=seeded_from_user)
-        if letter is None:
-            continue
-        if letter == "M":
-            summary.modified += 1
-        elif letter == "A":
-            summary.added += 1
-        elif letter == "D":
-            summary.deleted += 1
-        elif letter == "U":
-            summary.unmerged += 1
-        else:
-            summary.untracked += 1
-        if len(summary.paths) < DIRTY_SAMPLE:
-            summary.paths.append(DirtyPath(letter, entry.path))
-        else:
-            summary.truncated = True
+        if letter is not None and not entry.is_directory:
+            _count(summary, letter, entry.path)
     return summary
 
 

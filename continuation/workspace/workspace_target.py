@@ -55,14 +55,18 @@ def in_progress_operation(git_dir: Path) -> str | None:
     return None
 
 
-def write_json_atomic(path: Path, data: object) -> None:
-    """Temp file, fsync, rename: a reader sees the old file or the new one, never a torn one."""
+def write_json_atomic(path: Path, data: object, *, durable: bool = True) -> None:
+    """Temp file, fsync, rename: a reader sees the old file or the new one, never a torn one.
+
+    durable=False skips the fsync for caches that are rebuilt when lost.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     with open(tmp, "w", encoding="utf-8") as handle:
         json.dump(data, handle, sort_keys=True)
-        handle.flush()
-        os.fsync(handle.fileno())
+        if durable:
+            handle.flush()
+            os.fsync(handle.fileno())
     os.replace(tmp, path)
 
 
