@@ -120,3 +120,18 @@ def test_policy_none_records_only_the_root(folder, git_home):
     assert (ref.kind, ref.root, ref.snapshot_ref, ref.manifest_path) == ("none", str(folder.resolve()), None, None)
     assert not (git_home / "workspaces").exists() or not any((git_home / "workspaces").rglob("shadow.git"))
     assert drift(ref, state_home=git_home).clean
+
+
+def test_torn_private_index_and_record_are_rebuilt(folder, git_home):
+    take_snapshot(folder, "t1-abc", 1, state_home=git_home)
+    layout = StateLayout.for_root(git_home, folder.resolve())
+    layout.thread_index("t1-abc").write_bytes(b"DIRC\x00\x00garbage")
+    layout.thread_record("t1-abc").write_text("{not json", encoding="utf-8")
+    write(folder, {"a.txt": "after the tear\n"})
+    ref = take_snapshot(folder, "t1-abc", 2, state_home=git_home)
+    assert ref.dirty.base == "none"
+    plan = plan_restore(ref, state_home=git_home)
+    assert plan.is_empty
+    write(folder, {"a.txt": "agent\n"})
+    apply_restore(plan_restore(ref, state_home=git_home), state_home=git_home)
+    assert (folder / "a.txt").read_text() == "after the tear\n"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from .errors import GitFailure
 from .gitrun import GitTarget
 from .layout import snapshot_ref_name, validate_generation, validate_thread_key
 from .lock import DEFAULT_LOCK_TIMEOUT, workspace_lock
@@ -85,8 +86,16 @@ def snapshot_locked(
     previous = read_json(layout.thread_record(thread_key)) if target.kind == "shadow" else None
     previous_tree = previous.get("tree") if isinstance(previous, dict) else None
     try:
-        seed_index(target, scratch, layout.thread_index(thread_key))
-        built = build_tree(target, scratch, policy.matcher(), policy.size_cap_bytes)
+        seeded_from_user = seed_index(target, scratch, layout.thread_index(thread_key))
+        try:
+            built = build_tree(target, scratch, policy.matcher(), policy.size_cap_bytes)
+        except GitFailure:
+            if seeded_from_user:
+                raise  # the user's own index is unreadable: git's message says why
+            # Our cached index is torn or stale (killed process, disk trouble): start empty.
+            scratch.unlink(missing_ok=True)
+            layout.thread_index(thread_key).unlink(missing_ok=True)
+            built = build_tree(target, scratch, policy.matcher(), policy.size_cap_bytes)
         message = f"continuation snapshot {ref_name}\n\nworkspace: {ws.root}\n"
         args = ["commit-tree", "--no-gpg-sign", built.tree, "-m", message]
         if built.head:

@@ -64,15 +64,13 @@ def seed_index(target: GitTarget, destination: Path, thread_index: Path | None) 
     if target.kind == "git" and target.user_index.is_file():
         shutil.copy2(target.user_index, destination)
         return True
-    candidates = [thread_index] if thread_index is not None else []
-    if target.kind == "shadow":
+    if target.kind == "shadow":  # the thread's own last index, else the newest of any thread
         others = sorted(target.layout.threads_dir.glob("*.index"), key=_mtime, reverse=True)
-        candidates += others
-    for candidate in candidates:
-        if candidate is not None and candidate.is_file():
-            shutil.copy2(candidate, destination)
-            return False
-    if target.kind == "git":
+        for candidate in [thread_index, *others]:
+            if candidate is not None and candidate.is_file():
+                shutil.copy2(candidate, destination)
+                return False
+    else:
         # No index file at all (unusual): start from HEAD; stat data is empty so git re-hashes.
         target.run(["read-tree", "HEAD"], index=destination, check=False)
     return False
