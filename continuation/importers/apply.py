@@ -26,9 +26,6 @@ the whole file is merged again through the checks above.
 from __future__ import annotations
 
 import json
-import os
-import socket
-
 from statemachine import events as ev
 from statemachine.lifecycle import allowed
 
@@ -48,32 +45,12 @@ def read_cursor(thread, path: str) -> dict | None:
 
 
 def live_session(thread) -> bool:
-    """A runtime process recorded by the hooks for this thread still runs on this host."""
-    host = socket.gethostname()
-    for s in thread.store.sessions(thread.key):
-        if s.get("ended_at") is not None or s.get("host") != host:
-            continue
-        if _pid_alive(int(s["pid"])):
-            from ..engine import _proc_start
+    """A runtime process the hooks recorded for this thread still runs (the recovery
+    module's owner check: pid alive with the same start time, on this host)."""
+    from ..recovery.interrupted import owners
 
-            started = _proc_start(int(s["pid"]))
-            if s.get("proc_start") is None or started is None or started == s["proc_start"]:
-                return True
-    return False
-
-
-def _pid_alive(pid: int) -> bool:
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    except (OSError, AttributeError, ValueError):
-        return False  # no signal 0 here (Windows): assume gone, the user can pass --live
-    return True
+    verdict, _ = owners(thread)
+    return verdict == "alive"
 
 
 def _excerpt(text):

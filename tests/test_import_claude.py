@@ -1,0 +1,206 @@
+"""``continuation import claude``: the real Claude Code 2.1.332 transcript, the public
+transcripts in ../shared/fixtures/claude, and a synthetic queue / interrupt transcript."""
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from continuation.engine import Engine
+from import_helpers import (PROJECT_TRANSCRIPTS, replay_hooks, run_import, snapshot, states,
+                            thread_of)
+
+REAL_SESSION = "69f7cc13-8194-4e19-9222-92d4ebe52422"
+
+
+@pytest.fixture
+def real(shared_fixtures):
+    return shared_fixtures / "claude-real" / f"{REAL_SESSION}.jsonl"
+
+
+def public(shared_fixtures, name):
+    return shared_fixtures / "claude" / name
+
+
+def test_real_transcript_four_prompts(home, real):
+    report = run_import(home, "claude", real, session_over=True)
+    prompts = [(p["text"], p["state"]) for p in report.prompts]
+    assert prompts == [
+        ("append a line to notes.txt", "handled"),
+        ("append a second line", "handled"),
+        # /compact is the handled boundary, not an input to re-run after it (#20370)
+        ("/compact", "command (boundary)"),
+        ("append a third line", "handled"),
+    ]
+    assert states(home, "claude", REAL_SESSION) == {
+        "append a line to notes.txt": "handled", "append a second line": "handled",
+        "append a third line": "handled"}
+    assert report.compactions == 1 and report.commands[0]["command"] == "/compact"
+    # the newer record types are skipped without error
+    for kind in ("api-request", "cost-state", "mode", "tools-used", "attachment",
+                 "api-request-shape", "api-request-blob", "last-prompt", "atis-latch"):
+        assert report.skipped_by_type[kind] >= 1, kind
+    assert report.unknown_types == Counter() and report.malformed == []
+    assert report.tool_calls_paired == 1 and report.tool_calls_unpaired == []
+    # compact summary, caveat and command output are not inputs
+    assert report.skipped_by_type["user:compact_summary"] == 1
+    assert report.skipped_by_type["user:meta"] == 1
+    assert report.skipped_by_type["user:local_command_output"] == 1
+    # claude -p enqueues every prompt while idle: that is not typing while busy
+    assert report.queued == 0
+    with Engine(home) as e:
+        t = thread_of(e, "claude", REAL_SESSION)
+        # ids are the hooks' prompt ids
+        assert [r.input_id for r in t.inputs()] == [
+            "13d80c21-4f3f-4fea-8fce-eafd8ebc77d1", "895109b5-7a4d-4c78-8baa-c6d58999cd06",
+            "b329837f-de6e-487f-93d4-2dd6f88e8e41"]
+        [boundary] = [ev["data"] for ev in t.events() if ev["type"] == "boundary"]
+        assert boundary["kind"] == "compact" and boundary["trigger"] == "manual"
+        assert [c["text"] for c in t.claims()] == [
+            "Summary: the user asked to append lines to notes.txt; done.", "done (2)",
+            "Summary: the user asked to append lines to notes.txt; done."]
+
+
+def test_real_transcript_after_hook_replay(home, shared_fixtures, real):
+    replay_hooks("claude", shared_fixtures / "claude-real" / "hook-payloads.jsonl")
+    hooked = snapshot(home, "claude", REAL_SESSION)
+    report = run_import(home, "claude", real, session_over=True)
+    merged = snapshot(home, "claude", REAL_SESSION)
+    assert report.inputs_admitted == 0 and report.duplicates == 3
+    assert merged["inputs"] == hooked["inputs"] and merged["calls"] == hooked["calls"]
+    assert merged["claims"] == hooked["claims"]
+    # nothing but the import cursor: the compaction the PreCompact hook recorded is not repeated
+    assert merged["types"] - hooked["types"] == Counter({"transcript_imported": 1})
+
+
+def test_real_transcript_reimport(home, real):
+    run_import(home, "claude", real, session_over=True)
+    before = snapshot(home, "claude", REAL_SESSION)
+    again = run_import(home, "claude", real, session_over=True)
+    assert snapshot(home, "claude", REAL_SESSION) == before
+    assert again.inputs_admitted == 0 and again.duplicates == 3
+
+
+def _all_public(shared_fixtures):
+    files = sorted((shared_fixtures / "claude").glob("*.jsonl"))
+    assert len(files) >= 10
+    return files
+
+
+def test_every_public_transcript_imports(home, shared_fixtures):
+    for path in _all_public(shared_fixtures):
+        report = run_import(home, "claude", path, session_over=True)
+        assert report.records_read + len(report.malformed) >= report.lines - 1, path.name
+        assert report.stopped_at is None, path.name
+        # every admitted input has a state; nothing is left "pending" in a finished session
+        for p in report.prompts:
+            if p["kind"] == "input":
+                assert p["state"] in ("handled", "interrupted", "reconciling", "rolled_back",
+                                      "queued"), (path.name, p)
+        again = run_import(home, "claude", path, session_over=True)
+        assert again.inputs_admitted == 0 and sum(again.events_written.values()) == 0, path.name
+
+
+def _states(report):
+    return [(p["text"][:30], p.get("state")) for p in report.prompts]
+
+
+def test_tool_heavy(home, shared_fixtures):
+    r = run_import(home, "claude", public(shared_fixtures, "marot__spotter__tool_heavy.jsonl"),
+                   session_over=True)
+    assert r.interrupts == 2 and r.queued == 1
+    assert r.tool_calls_seen == 6 and r.tool_calls_paired == 6 and r.tool_calls_unpaired == []
+    assert _states(r) == [("start phoenix in background", "interrupted"),
+                          ("/mcp", "command (local command)"),
+                          ("scrolling back in xterm.js sti", "interrupted")]
+    assert r.commands[0]["queued"] is True  # typed while the first turn was busy
+
+
+def test_short_interrupted_for_tool_use(home, shared_fixtures):
+    r = run_import(home, "claude", public(shared_fixtures, "marot__spotter__short.jsonl"),
+                   session_over=True)
+    assert r.interrupts == 1 and _states(r) == [("mix phx.server doesnt seem to ", "interrupted")]
+    with Engine(home) as e:
+        t = thread_of(e, "claude", "55604662-cf2a-4331-851a-ec234028f8ca")
+        # the two rejected calls have an error outcome, not an unknown one
+        assert sorted(c.status for c in t.tool_calls()) == ["error", "error"]
+
+
+def test_edge_cases(home, shared_fixtures):
+    r = run_import(home, "claude", public(shared_fixtures, "daaain__claude-code-log__edge_cases.jsonl"),
+                   session_over=True)
+    bad = {m["line"] for m in r.malformed}
+    # strings/number/array lines, a record without type, unreadable messages, bare content item
+    assert {13, 14, 15, 16, 10, 11, 18} <= bad
+    # the two orphan tool_use blocks have unknown outcomes: their inputs wait for reconciliation
+    assert sorted(r.tool_calls_unpaired) == ["tool_edge_002", "toolu_todowrite_002"]
+    assert [s for _, s in _states(r)] == ["handled", "reconciling", "command (local command)",
+                                         "reconciling"]
+    with Engine(home) as e:
+        t = thread_of(e, "claude", "edge_cases")
+        unknown = sorted(c.call_id for c in t.tool_calls() if c.status == "unknown")
+        assert unknown == ["tool_edge_002", "toolu_todowrite_002"]
+        failing = [c for c in t.tool_calls() if c.tool == "FailingTool"]
+        assert failing[0].status == "error"
+
+
+def test_rewind_then_compaction(home, shared_fixtures):
+    r = run_import(home, "claude",
+                   public(shared_fixtures, "daaain__claude-code-log__dag_compact_after_rewind.jsonl"),
+                   session_over=True)
+    assert r.rollbacks == 1 and r.compactions == 1
+    assert r.skipped_by_type["user:compact_summary"] == 1
+    assert _states(r) == [("Start", "handled"), ("First attempt", "rolled_back"),
+                          ("Second attempt", "handled"), ("Keep going", "handled"),
+                          ("After compaction", "handled")]
+
+
+def test_steering_remove_and_sidechains(home, shared_fixtures):
+    r = run_import(home, "claude",
+                   public(shared_fixtures, "daaain__claude-code-log__session_id_steering_order.jsonl"),
+                   session_over=True)
+    assert r.queued == 1
+    assert ("actually — focus on the parser", "handled") in _states(r)
+    with Engine(home) as e:
+        t = thread_of(e, "claude", "00000000-0295-4000-8000-000000000001")
+        steer = [x for x in t.inputs() if x.text.startswith("actually")][0]
+        assert steer.queued and steer.turn_id == "u1"  # delivered into the running turn
+    for name in ("d-kimuson__claude-code-viewer__agent-test-hash-123.jsonl",
+                 "d-kimuson__claude-code-viewer__agent-test-hash-456.jsonl"):
+        r = run_import(home, "claude", public(shared_fixtures, name), session_over=True)
+        # a subagent's sidechain is not the user's conversation
+        assert r.inputs_seen == 0 and r.skipped_by_type["user:sidechain"] == 1
+
+
+def test_todowrite_plans(home, shared_fixtures):
+    r = run_import(home, "claude",
+                   public(shared_fixtures, "daaain__claude-code-log__todowrite_examples.jsonl"),
+                   session_over=True)
+    assert r.events_written["plan_updated"] == 3 and r.tool_calls_paired == 3
+    with Engine(home) as e:
+        plan = thread_of(e, "claude", "todowrite_session").meta()["plan_updated"]
+        assert plan["tool"] == "TodoWrite" and any(
+            "security" in str(item).lower() for item in plan["items"])
+
+
+def test_synthetic_queue_interrupt_command(home):
+    path = PROJECT_TRANSCRIPTS / "claude_queue_interrupt.jsonl"
+    r = run_import(home, "claude", path, session_over=True)
+    assert _states(r) == [("run the migration", "handled"),
+                          ("then update the changelog", "reconciling"),
+                          ("/model", "command (local command)"),
+                          ("explain the diff", "interrupted")]
+    assert r.queued == 1 and r.interrupts == 1 and r.tool_calls_unpaired == ["toolu_3"]
+    assert r.unknown_types == Counter({"hologram": 1}) and "9.0.0" in r.versions
+    with Engine(home) as e:
+        t = thread_of(e, "claude", "synth-claude-1")
+        queued = [x for x in t.inputs() if x.text == "then update the changelog"][0]
+        assert queued.queued and queued.input_id == "p2" and queued.turn_id == "p2"
+        types = [ev["type"] for ev in t.events()]
+        assert types.count("input_delivered") == 1 and types.count("plan_updated") == 1
+
+
+def test_synthetic_live_session_keeps_last_prompt_pending(home):
+    path = PROJECT_TRANSCRIPTS / "claude_queue_interrupt.jsonl"
+    run_import(home, "claude", path, session_over=False)
+    assert states(home, "claude", "synth-claude-1")["explain the diff"] == "pending"
