@@ -1,0 +1,289 @@
+"""Rewinding the conversation (and both): threads driven through the real hook handler in a
+temporary git repository, then rewound with the API and the command line."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from test_rewind_support import HookSession, cli, cli_json, store_fingerprint
+from workspace_repos import git, git_home, make_repo  # noqa: F401 (git_home is a fixture)
+
+from capsule.model import decode_capsule
+from continuation import checkpoints as cps
+from continuation.engine import Engine
+from continuation.rewind.operation import plan_rewind, rewind
+from continuation.rewind.summary import TITLE_CLAIMS, TITLE_CORE, TITLE_TRIED
+
+
+@pytest.fixture
+def repo(tmp_path, git_home, home):
+    return make_repo(tmp_path / "repo", {"README.md": "hello\n"})
+
+
+@pytest.fixture
+def session(home, repo):
+    s = HookSession(home, repo)
+    s.start()
+    return s
+
+
+def states(thread) -> dict[str, str]:
+    return {r.text: r.state for r in thread.inputs()}
+
+
+def newest_capsule(thread):
+    loaded = cps.load(thread)
+    return loaded.checkpoint, loaded.capsule
+
+
+def notice(capsule, title):
+    found = [n for n in capsule.notices if n.title == title]
+    return "\n".join(found[0].lines) if found else None
+
+
+def first_turn_and_compaction(s: HookSession) -> None:
+    p1 = s.prompt("create notes.txt")
+    s.write_file(p1, "notes.txt", "one\n")
+    s.stop(p1, "created notes.txt")
+    s.compact()
+
+
+def test_rewind_across_a_compaction_boundary_keeps_the_first_turn_and_the_boundary(home, session):
+    first_turn_and_compaction(session)
+    p2 = session.prompt("now rewrite everything in rust")
+    session.tool(p2, "Bash", {"command": "cargo build"}, exit_code=101, stderr="error[E0425]")
+    session.stop(p2, "Rewritten in Rust, all good")
+    with Engine(home) as e:
+        t = session.thread(e)
+        [compact_cp] = cps.list_checkpoints(t)
+        assert compact_cp.reason == "manual"
+        result = rewind(e, compact_cp.checkpoint_id, "conversation", reason="rust was a bad idea")
+        assert states(t) == {"create notes.txt": "handled", "now rewrite everything in rust": "rolled_back"}
+        hidden = {c.tool: c.status for c in t.tool_calls()}
+        assert hidden == {"Write": "ok", "Bash": "rolled_back"}
+        # the log stays append-only: the rollback is one more fact
+        kinds = [ev["type"] for ev in t.events()]
+        assert kinds.count("rolled_back") == 1 and "tool_started" in kinds[result.plan.to_seq:]
+        cp, capsule = newest_capsule(t)
+        assert cp.reason == "rewind" and cp.checkpoint_id == result.checkpoint.checkpoint_id
+        facts = [f.kind for f in capsule.runtime_facts]
+        assert "boundary" in facts, "the compaction before the rewound turn survives"
+        completed = [f.text for f in capsule.runtime_facts if f.kind == "turn_completed"]
+        assert len(completed) == 1 and p2 not in completed[0], "the later turn does not survive"
+        assert all(p2 not in f.text and "error" not in f.text for f in capsule.runtime_facts)
+        assert [c.text for c in capsule.assistant_claims] == ["created notes.txt", "Summary: work so far."]
+        assert capsule.cursor.last_completed_step.startswith("turn ")
+        assert t.row["needs_context"] == 1
+        core = notice(capsule, TITLE_CORE)
+        assert "UNDONE" in core and "rust was a bad idea" in core and "cargo build" in core
+        assert "Workspace files were NOT restored" in core
+        assert "claim from the discarded branch" in notice(capsule, TITLE_CLAIMS)
+        assert "Rewritten in Rust" in notice(capsule, TITLE_CLAIMS)
+        last = t.row["last_seq"]
+        # the live state equals a pure replay of the log
+        assert e.store.replay(t.key).snapshot() == e.store.derived_state(t.key).snapshot()
+    # the next prompt in the same session gets the rewound context (needs_context)
+    answer = session.send("UserPromptSubmit", prompt_id="p-retry", prompt="try again in python")
+    context = answer["hookSpecificOutput"]["additionalContext"]
+    assert "rewind: the work after the checkpoint was undone" in context
+    with Engine(home) as e:
+        t = session.thread(e)
+        assert t.row["needs_context"] == 0 and t.row["last_seq"] > last
+
+
+def test_summary_survives_later_checkpoints_until_a_turn_completes(home, session):
+    first_turn_and_compaction(session)
+    p2 = session.prompt("break things")
+    session.stop(p2, "broke things")
+    with Engine(home) as e:
+        cp = cps.list_checkpoints(session.thread(e))[0]
+        rewind(e, cp.checkpoint_id, "conversation", reason="undo the breakage")
+    retry = session.prompt("fix things instead")
+    session.compact()  # a checkpoint before the retry's turn completes: the summary is still due
+    with Engine(home) as e:
+        _, capsule = newest_capsule(session.thread(e))
+        assert "undo the breakage" in notice(capsule, TITLE_CORE)
+    session.stop(retry, "fixed")
+    session.compact()
+    with Engine(home) as e:
+        _, capsule = newest_capsule(session.thread(e))
+        assert notice(capsule, TITLE_CORE) is None and notice(capsule, TITLE_TRIED) is None
+        assert states(session.thread(e))["fix things instead"] == "handled"
+
+
+def test_rewind_twice(home, session):
+    first_turn_and_compaction(session)  # checkpoint A
+    p2 = session.prompt("step two")
+    session.write_file(p2, "two.txt", "2\n")
+    session.stop(p2, "step two done")
+    session.compact()  # checkpoint B
+    p3 = session.prompt("step three")
+    session.write_file(p3, "three.txt", "3\n")
+    session.stop(p3, "step three done")
+    with Engine(home) as e:
+        t = session.thread(e)
+        a, b = cps.list_checkpoints(t)[:2]
+        rewind(e, b.checkpoint_id, "both", reason="three was wrong")
+        assert states(t) == {"create notes.txt": "handled", "step two": "handled", "step three": "rolled_back"}
+        assert not (session.repo / "three.txt").exists() and (session.repo / "two.txt").exists()
+    p4 = session.prompt("step three, take two")
+    session.stop(p4, "take two done")
+    with Engine(home) as e:
+        t = session.thread(e)
+        second = rewind(e, a.checkpoint_id, "both", reason="start over from the first turn")
+        assert states(t) == {"create notes.txt": "handled", "step two": "rolled_back",
+                             "step three": "rolled_back", "step three, take two": "rolled_back"}
+        assert not (session.repo / "two.txt").exists() and (session.repo / "notes.txt").exists()
+        _, capsule = newest_capsule(t)
+        tried = notice(capsule, TITLE_TRIED)
+        # the second rewind's summary lists the live branch it discarded
+        assert "step two" in tried and "step three, take two" in tried
+        assert "three was wrong" not in notice(capsule, TITLE_CORE)
+        assert "start over" in notice(capsule, TITLE_CORE)
+        rollbacks = [ev for ev in t.events() if ev["type"] == "rolled_back"]
+        assert [r["data"]["checkpoint_id"] for r in rollbacks] == [b.checkpoint_id, a.checkpoint_id]
+        assert rollbacks[-1]["data"]["files"]["safety_ref"] == second.files["safety_ref"]
+        assert e.store.replay(t.key).states() == e.store.derived_state(t.key).states()
+
+
+def test_unknown_outcome_tool_calls_stay_visible_in_the_summary(home, session):
+    first_turn_and_compaction(session)
+    p2 = session.prompt("deploy to staging")
+    session.tool(p2, "Bash", {"command": "./deploy.sh staging"}, finish=False)
+    session.send("SessionEnd", reason="other")  # the session died mid-call
+    with Engine(home) as e:
+        t = session.thread(e)
+        assert states(t)["deploy to staging"] in ("reconciling", "interrupted")
+        cp = cps.list_checkpoints(t)[0]
+        plan = plan_rewind(e, cp.checkpoint_id, "conversation", reason="wrong target")
+        preview = "\n".join(line for n in plan.notices for line in n.lines)
+        assert "./deploy.sh staging" in preview and "NO OUTCOME RECORDED" in preview
+        rewind(e, cp.checkpoint_id, "conversation", reason="wrong target")
+        _, capsule = newest_capsule(t)
+        core = notice(capsule, TITLE_CORE)
+        assert "no recorded outcome" in core and "./deploy.sh staging" in core
+        assert "not undone by a rewind" in core
+
+
+def test_failing_checks_are_listed_with_their_first_error_line(home, session):
+    first_turn_and_compaction(session)
+    p2 = session.prompt("make the tests pass")
+    session.tool(p2, "Bash", {"command": "pytest -q"}, exit_code=1, stderr="E   assert 1 == 2\n1 failed")
+    session.tool(p2, "Bash", {"command": "ruff check"}, exit_code=0)
+    session.stop(p2, "tests pass now")
+    with Engine(home) as e:
+        cp = cps.list_checkpoints(session.thread(e))[0]
+        rewind(e, cp.checkpoint_id, "conversation")
+        _, capsule = newest_capsule(session.thread(e))
+        core = notice(capsule, TITLE_CORE)
+        assert "Failing checks" in core and "pytest -q` -> error, exit 1: E assert 1 == 2" in core
+        assert "ruff check" not in core.split("Failing checks")[1]
+        assert "ruff check` -> ok, exit 0" in notice(capsule, TITLE_TRIED)
+        assert "The user gave no reason." in core
+
+
+def _everything(home, repo) -> dict:
+    files = {p.relative_to(repo).as_posix(): p.read_bytes() for p in sorted(repo.rglob("*"))
+             if p.is_file() and ".git" not in p.parts}
+    return {"store": store_fingerprint(home), "refs": git(repo, "for-each-ref"),
+            "files": files, "status": git(repo, "status", "--porcelain", "--untracked-files=all")}
+
+
+@pytest.mark.parametrize("mode", ["--conversation", "--files", "--both"])
+def test_dry_run_changes_nothing(home, session, mode):
+    first_turn_and_compaction(session)
+    p2 = session.prompt("more work")
+    session.write_file(p2, "more.txt", "more\n")
+    (session.repo / "notes.txt").write_text("changed\n", encoding="utf-8")
+    session.stop(p2, "more done")
+    cp = cli_json("checkpoints", home=home)["checkpoints"][0]["checkpoint_id"]
+    before = _everything(home, session.repo)
+    r = cli("rewind", cp, mode, "--dry-run", "--reason", "just looking", home=home)
+    assert r.returncode == 0, r.stderr.decode()
+    out = r.stdout.decode()
+    assert "nothing was changed" in out
+    if mode != "--conversation":
+        assert "delete    more.txt" in out and "modify    notes.txt" in out
+    if mode != "--files":
+        assert "1 input(s) become rolled_back" in out
+    r = cli("rewind", cp, mode, "--dry-run", "--json", home=home)
+    assert r.returncode == 0 and json.loads(r.stdout)["dry_run"] is True
+    assert _everything(home, session.repo) == before
+
+
+def test_rewind_cli_both_with_print_prompt(home, session):
+    first_turn_and_compaction(session)
+    p2 = session.prompt("add a feature")
+    session.write_file(p2, "feature.py", "x = 1\n")
+    session.stop(p2, "feature added")
+    session.compact()
+    cp = cli_json("checkpoints", home=home)["checkpoints"][0]["checkpoint_id"]
+    r = cli("rewind", cp[:8], "--both", "--reason", "feature not wanted", "--print-prompt", home=home)
+    assert r.returncode == 0, r.stderr.decode()
+    out = r.stdout.decode()
+    assert not (session.repo / "feature.py").exists()
+    assert "claude \"$(cat " in out and "codex \"$(cat " in out and "claude -p < " in out
+    assert "CONTINUATION-CHECKPOINT" in out and "feature not wanted" in out
+    data = cli_json("checkpoints", home=home)["checkpoints"]
+    assert [c["reason"] for c in data] == ["manual", "manual", "rewind"]
+    assert data[0]["files"] == ["notes.txt"]  # the first: its dirty summary against HEAD
+    # later ones: the difference of the two snapshot trees (added, then deleted again)
+    assert [(c["files_changed"], c["files"]) for c in data[1:]] == [(1, ["feature.py"])] * 2
+
+
+@pytest.mark.parametrize("args, message", [
+    (("rewind", "cp-nope", "--conversation"), "no checkpoint"),
+    (("rewind", "cp-", "--files"), "matches"),
+    (("restore", "cp-nope"), "no checkpoint"),
+    (("fork", "cp-nope"), "no checkpoint"),
+    (("thread", "delete", "nope", "--yes"), "no thread"),
+])
+def test_user_errors_are_one_line(home, session, args, message):
+    first_turn_and_compaction(session)
+    p = session.prompt("again")
+    session.stop(p)
+    session.compact()
+    r = cli(*args, home=home)
+    err = r.stderr.decode().strip()
+    assert r.returncode == 1 and message in err and "\n" not in err and "Traceback" not in err
+
+
+def test_rewind_needs_a_mode(home):
+    r = cli("rewind", "cp-1", home=home)
+    assert r.returncode == 2 and b"Traceback" not in r.stderr
+    r = cli("rewind", "cp-1", "--files", "--both", home=home)
+    assert r.returncode == 2
+
+
+def test_files_rewind_of_a_checkpoint_without_snapshot_is_refused(home, tmp_path):
+    with Engine(home) as e:
+        t = e.thread("codex", "no-workspace")
+        t.admit("hello", turn_id="t1")
+        from continuation.boundary import commit_checkpoint
+
+        cp = commit_checkpoint(t, reason="manual")
+        t.turn_completed("t1")
+    r = cli("rewind", cp.checkpoint_id, "--files", home=home)
+    assert r.returncode == 1 and b"has no workspace snapshot" in r.stderr
+    r = cli("rewind", cp.checkpoint_id, "--conversation", home=home)
+    assert r.returncode == 0, r.stderr.decode()
+    with Engine(home) as e:
+        assert [x.state for x in e.get_thread("no-workspace").inputs()] == ["pending"]
+
+
+def test_files_only_rewind_tells_the_next_context_the_files_changed_under_it(home, session):
+    first_turn_and_compaction(session)
+    p2 = session.prompt("edit notes")
+    session.tool(p2, "Edit", {"file_path": str(session.repo / "notes.txt")}, exit_code=None,
+                 write={"notes.txt": "edited\n"})
+    session.stop(p2, "edited")
+    with Engine(home) as e:
+        t = session.thread(e)
+        cp = cps.list_checkpoints(t)[0]
+        rewind(e, cp.checkpoint_id, "files", reason="keep the talk, drop the edit")
+        assert (session.repo / "notes.txt").read_text() == "one\n"
+        assert states(t)["edit notes"] == "handled", "the conversation is not rewound"
+        _, capsule = newest_capsule(t)
+        files = [n for n in capsule.notices if n.title.startswith("rewind: workspace files")]
+        assert files and "NOT rewound" in "\n".join(files[0].lines)
+        assert "notes.txt" in "\n".join(files[0].lines)

@@ -1,0 +1,60 @@
+"""The live branch after rewinds agrees with the reducer's rollback semantics."""
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from continuation.rewind.timeline import discarded_branch, live_events
+from statemachine.reducer import fold
+
+
+def _log(kinds):
+    """kinds: 'a' admits an input, ('r', t) rolls back to t."""
+    out = []
+    for seq, k in enumerate(kinds, 1):
+        if k == "a":
+            out.append({"seq": seq, "type": "input_admitted", "data": {"input_id": f"i{seq}", "text": str(seq)}})
+        else:
+            out.append({"seq": seq, "type": "rolled_back", "data": {"to_seq": k[1]}})
+    return out
+
+
+def seqs(events):
+    return [e["seq"] for e in events]
+
+
+def test_no_rollback_keeps_everything():
+    log = _log(["a", "a", "a"])
+    assert seqs(live_events(log)) == [1, 2, 3]
+
+
+def test_rollback_drops_the_branch_after_its_target_and_stays_visible():
+    log = _log(["a", "a", "a", ("r", 1), "a"])
+    assert seqs(live_events(log)) == [1, 4, 5]
+    branch = discarded_branch(log, 4)
+    assert branch.to_seq == 1 and seqs(branch.events) == [2, 3]
+
+
+def test_rewinding_into_a_discarded_branch_brings_it_back_like_the_reducer():
+    # 1 2 3 | rollback to 1 at 4 | 5 | rollback to 2 at 6: event 2 was discarded by 4, and is
+    # live again because the state "as of 2" had it (the reducer replays history(2))
+    log = _log(["a", "a", "a", ("r", 1), "a", ("r", 2)])
+    assert seqs(live_events(log)) == [1, 2, 6]
+    assert seqs(discarded_branch(log, 6).events) == [4, 5]  # the earlier rollback fact too
+    state = fold(log)
+    assert {i for i, r in state.inputs.items() if r.state != "rolled_back"} == {"i1", "i2"}
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.one_of(st.just("a"), st.integers(min_value=0, max_value=40)), min_size=1, max_size=40))
+def test_live_inputs_are_exactly_the_reducers_not_rolled_back_inputs(raw):
+    kinds = []
+    for k in raw:
+        if k == "a" or not kinds:
+            kinds.append("a")
+        else:
+            kinds.append(("r", min(k, len(kinds))))  # a target before the rollback itself
+    log = _log(kinds)
+    live = {e["data"]["input_id"] for e in live_events(log) if e["type"] == "input_admitted"}
+    state = fold(log)
+    assert live == {i for i, r in state.inputs.items() if r.state != "rolled_back"}
