@@ -37,6 +37,7 @@ MIGRATIONS: list[str] = [
         source TEXT NOT NULL,
         PRIMARY KEY (thread_key, seq)
     ) WITHOUT ROWID;
+    CREATE INDEX events_by_type ON events (thread_key, type, seq);
     CREATE TABLE inputs (
         thread_key TEXT NOT NULL,
         input_id TEXT NOT NULL,

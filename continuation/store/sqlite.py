@@ -335,6 +335,24 @@ class SqliteStore:
                limit: int | None = None) -> list[dict]:
         return self._event_rows(self.conn, thread_key, after=after, upto=upto, limit=limit)
 
+    def events_of_types(self, thread_key: str, types, *, upto: int | None = None,
+                        newest: int | None = None) -> list[dict]:
+        """Events of the given types in seq order; ``newest=N``: only the last N of them."""
+        types = list(types)
+        sql = (f"SELECT seq, type, kind, data, ts, source FROM events WHERE thread_key=? "
+               f"AND type IN ({','.join('?' * len(types))})")
+        args: list = [thread_key, *types]
+        if upto is not None:
+            sql += " AND seq<=?"
+            args.append(upto)
+        sql += " ORDER BY seq DESC" if newest is not None else " ORDER BY seq"
+        if newest is not None:
+            sql += " LIMIT ?"
+            args.append(newest)
+        rows = [{"seq": s, "type": t, "kind": k, "data": json.loads(d), "ts": ts, "source": src}
+                for s, t, k, d, ts, src in self.conn.execute(sql, args).fetchall()]
+        return rows[::-1] if newest is not None else rows
+
     # -- live sessions -----------------------------------------------------------------------
     @staticmethod
     def _heartbeat_in(c, key, session, now) -> None:
