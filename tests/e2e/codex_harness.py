@@ -254,8 +254,15 @@ COMPACTION_MODES = {
 }
 
 
+def long_prompt(chars: int) -> str:
+    """PROMPT_2 followed by ``chars`` of numbered filler and an end marker (a long pending request)."""
+    filler = "".join(f" detail-{i:05d}" for i in range(chars // 13 + 1))[:chars]
+    return f"{PROMPT_2}\nContext for this request:{filler}\nEND-OF-LONG-REQUEST"
+
+
 def run_compaction_scenario(
-    root: Path, *, mode: str = "pre-turn", codex: Path | None = None, launcher: list[str] | None = None
+    root: Path, *, mode: str = "pre-turn", codex: Path | None = None, launcher: list[str] | None = None,
+    prompt_2: str = PROMPT_2,
 ) -> dict:
     """Run the scenario under ``root``; return a JSON-able report (see the module docstring)."""
     started = time.monotonic()
@@ -280,7 +287,7 @@ def run_compaction_scenario(
         inputs_after_run1 = sandbox.continuation("inputs", "--json")
         run2 = sandbox.run_codex(
             f"exec resume ({mode} auto-compaction)",
-            sandbox.exec_args("-c", f"model_auto_compact_token_limit={COMPACT_LIMIT}", "resume", "--last", PROMPT_2),
+            sandbox.exec_args("-c", f"model_auto_compact_token_limit={COMPACT_LIMIT}", "resume", "--last", prompt_2),
         )
         requests = standin.requests()
     inputs = sandbox.continuation("inputs", "--json")
@@ -301,6 +308,7 @@ def run_compaction_scenario(
         marker_in_request_after_compaction=bool(after and CAPSULE_MARKER in _request_text(after)),
         marker_items_after_compaction=_items_with(after, CAPSULE_MARKER) if after else [],
         message_texts_after_compaction=_message_texts(after) if after else None,
+        context_items_after_compaction=_developer_texts_with(after, CAPSULE_MARKER) if after else [],
         marker_in_requests_before_compaction=any(
             CAPSULE_MARKER in _request_text(r) for r in posts[: compaction_at or 0]
         ),
@@ -373,6 +381,53 @@ def run_trust_scenario(root: Path, *, codex: Path | None = None, launcher: list[
     report["inputs"] = _json_or_text(sandbox.continuation("inputs", "--json"))
     report["seconds"] = round(time.monotonic() - started, 2)
     return report
+
+
+def measure_context_limit(root: Path, sizes: tuple[int, ...] = (10_000, 10_010), *, codex: Path | None = None) -> dict:
+    """How much of a SessionStart ``additionalContext`` reaches the model whole.
+
+    Uses ``recorder_hook.py`` (not our engine) as the only hook: ``codex exec``,
+    then one ``codex exec resume --last`` per size with the recorder padding its
+    resume context to that many characters. Returns size -> what arrived."""
+    codex = codex or ensure_codex()
+    sandbox = CodexSandbox(root, codex, [sys.executable, "-m", "continuation"])
+    recorder = [sys.executable, str(HERE / "recorder_hook.py")]
+    from continuation.install.target import render_command
+
+    (sandbox.codex_home / "hooks.json").write_text(json.dumps({"hooks": {"SessionStart": [
+        {"hooks": [{"type": "command", "command": render_command(recorder), "timeout": 30}]}]}}), encoding="utf-8")
+    results: dict[str, Any] = {}
+    with ResponsesStandin(sandbox.request_log, ScriptedModel(tokens_before_compaction=200)) as standin:
+        sandbox.write_config(standin.base_url)
+        first = run_bounded([codex, *sandbox.exec_args("hello")], timeout=CODEX_TIMEOUT_S, cwd=sandbox.project,
+                            env=sandbox.env())
+        results["exec_exit"] = first.returncode
+        for size in sizes:
+            env = {**sandbox.env(), "RECORDER_CONTEXT_CHARS": str(size), "RECORDER_HOOK_LOG": str(root / "rec.jsonl")}
+            seen = len(standin.requests())
+            done = run_bounded([codex, *sandbox.exec_args("resume", "--last", f"size {size}")],
+                               timeout=CODEX_TIMEOUT_S, cwd=sandbox.project, env=env)
+            new = [r for r in standin.requests()[seen:] if r.get("method") == "POST"]
+            # The resumed history still holds earlier runs' contexts: this run's is the last one.
+            texts = _developer_texts_with(new[0], "RECORDER-HOOK-CONTEXT")[-1:] if new else []
+            results[str(size)] = {
+                "exit": done.returncode,
+                "arrived_chars": [len(t) for t in texts],
+                "whole": [t.endswith("RECORDER-TAIL") and len(t) == size for t in texts],
+                "cut_notice": [("truncated" in t) or ("Full hook output saved to" in t) for t in texts],
+            }
+    return results
+
+
+def _developer_texts_with(record: dict[str, Any], needle: str) -> list[str]:
+    """The full text of each developer message holding ``needle`` (one per hook context)."""
+    texts = []
+    for item in (record.get("body") or {}).get("input") or []:
+        if isinstance(item, dict) and item.get("type") == "message" and item.get("role") == "developer":
+            text = "".join(p.get("text", "") for p in item.get("content") or [] if isinstance(p, dict))
+            if needle in text:
+                texts.append(text)
+    return texts
 
 
 def _message_texts(record: dict[str, Any]) -> str:

@@ -5,6 +5,8 @@ For ``SessionStart`` with source ``compact`` or ``resume`` it answers with
 ``hookSpecificOutput.additionalContext`` holding ``RECORDER_MARKER``, so a run
 shows whether such context reaches the model without depending on the engine.
 Any other event gets ``{}`` (continue). It never fails the agent.
+``RECORDER_CONTEXT_CHARS=N`` pads that context to N characters (ending in
+``RECORDER-TAIL``) to measure how much of a long context reaches the model.
 """
 
 from __future__ import annotations
@@ -29,12 +31,13 @@ def main() -> int:
     answer: dict = {}
     event = payload.get("hook_event_name") if isinstance(payload, dict) else None
     if event == "SessionStart" and payload.get("source") in ("compact", "resume"):
-        answer = {
-            "hookSpecificOutput": {
-                "hookEventName": "SessionStart",
-                "additionalContext": f"{RECORDER_MARKER} source={payload.get('source')}",
-            }
-        }
+        context = f"{RECORDER_MARKER} source={payload.get('source')}"
+        size = int(os.environ.get("RECORDER_CONTEXT_CHARS") or 0)
+        if size > len(context) + 20:
+            tail = " RECORDER-TAIL"
+            filler = "".join(f"{i:07d} " for i in range(size // 8 + 1))
+            context = (context + " " + filler)[: size - len(tail)] + tail
+        answer = {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": context}}
     sys.stdout.write(json.dumps(answer))
     return 0
 

@@ -190,3 +190,56 @@ def test_trusted_hooks_run_and_status_agrees_with_codex(trust_report: dict) -> N
     assert run["hook_events"][:3] == ["SessionStart", "UserPromptSubmit", "Stop"]
     states = {i["text"]: i["state"] for i in trust_report["inputs"]["inputs"]}
     assert states == {"say hello (trusted)": "handled"}
+
+
+# Codex 0.171.0 passes a hook's additionalContext whole up to 10,000 characters;
+# a longer one reaches the model cut to head and tail ("Warning: truncated
+# output", "…N tokens truncated…", "Full hook output saved to: /tmp/hook_outputs/...").
+# Measured with tests/e2e/recorder_hook.py (RECORDER_CONTEXT_CHARS=10000 whole, 10010 cut).
+CODEX_CONTEXT_LIMIT = 10_000
+SPILL_PATH = re.compile(r'in the file "([^"]+)"')
+
+
+@pytest.fixture(scope="module")
+def long_report(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    try:
+        codex = ch.ensure_codex()
+    except ToolUnavailable as exc:
+        pytest.skip(f"real Codex CLI unavailable: {exc}")
+    root = tmp_path_factory.mktemp("codex-e2e-long")
+    return ch.run_compaction_scenario(root, mode="mid-turn", codex=codex, prompt_2=ch.long_prompt(30_000))
+
+
+def test_a_long_pending_request_still_reaches_the_model_uncut_by_codex(long_report: dict) -> None:
+    contexts = long_report["context_items_after_compaction"]
+    assert contexts, f"no checkpoint after the compaction: {long_report['requests']}"
+    for text in contexts:
+        assert len(text) <= CODEX_CONTEXT_LIMIT, f"{len(text)} chars: Codex would cut the middle out"
+        assert "Full hook output saved to" not in text and "tokens truncated" not in text
+        begin = BEGIN_LINE.search(text)
+        assert begin, text[:500]
+        assert f"<<<{ch.CAPSULE_MARKER} {begin.group(0).split()[1]} END>>>" in text
+        assert "append a second line" in text
+    # What did not fit is one file away, whole.
+    spills = {Path(p) for text in contexts for p in SPILL_PATH.findall(text)}
+    assert spills, "a shortened context names the file holding the full text"
+    assert any("END-OF-LONG-REQUEST" in p.read_text(encoding="utf-8") for p in spills if p.exists())
+
+
+def test_a_long_pending_request_is_handled_once_its_turn_completes(long_report: dict) -> None:
+    states = [i["state"] for i in long_report["inputs"]["inputs"]]
+    assert states == ["handled", "handled"]
+    assert long_report["hook_errors_log"] is None
+
+
+def test_codex_passes_10000_characters_of_hook_context_whole_and_cuts_longer(tmp_path: Path) -> None:
+    """The limit the engine's Codex context budget relies on, measured on the pinned binary."""
+    try:
+        codex = ch.ensure_codex()
+    except ToolUnavailable as exc:
+        pytest.skip(f"real Codex CLI unavailable: {exc}")
+    measured = ch.measure_context_limit(tmp_path, (CODEX_CONTEXT_LIMIT, CODEX_CONTEXT_LIMIT + 10), codex=codex)
+    at_limit, over = measured[str(CODEX_CONTEXT_LIMIT)], measured[str(CODEX_CONTEXT_LIMIT + 10)]
+    assert measured["exec_exit"] == 0 and at_limit["exit"] == 0 and over["exit"] == 0, measured
+    assert at_limit["whole"] == [True] and at_limit["cut_notice"] == [False], measured
+    assert over["whole"] == [False] and over["cut_notice"] == [True], measured
