@@ -17,9 +17,9 @@ text (typed mid-turn) gets the hooks' hash id (thread, turn, ordinal, text).
 Turns end on: an assistant ``stop_reason`` other than ``tool_use`` / ``pause_turn`` (completed),
 ``system`` ``stop_hook_summary`` / ``turn_duration`` (completed), "[Request interrupted by user]"
 (aborted: the inputs are interrupted, or reconciling with a tool call left without result).
-Older transcripts do not persist ``stop_reason``: a new prompt while the previous turn has no
-open tool call means that turn ended (completed); with an open call, it was cut (crash-style,
-reconciling). At the end of the file a turn whose last output is a text reply counts as
+Older transcripts do not persist ``stop_reason``: a new prompt while the previous turn has a
+reply and no open tool call means that turn ended (completed); with an open call it was cut
+(crash-style: reconciling), with no reply at all it was never answered (cut: interrupted). At the end of the file a turn whose last output is a text reply counts as
 completed when the session is over; otherwise it is cut.
 
 Queue: ``queue-operation`` ``enqueue`` while a turn runs is input typed while busy. When a later
@@ -200,12 +200,14 @@ class ClaudeParser:
             self.prompt_texts.setdefault(prompt_id, text)
         self._check_rewind(r)
         # a new prompt while the previous turn still runs: it ended unseen (older transcripts
-        # do not persist stop_reason) or it was cut with a call in flight
+        # do not persist stop_reason), or it was cut with a call in flight / never answered
         for t in self.tl.running():
             if t.turn_id == turn_id:
                 continue
             if t.open_calls:
                 self.tl.cut_turn(t.turn_id, "a new prompt arrived while a tool call had no result")
+            elif not t.replied:
+                self.tl.cut_turn(t.turn_id, "a new prompt arrived before any reply")
             else:
                 self.tl.complete_turn(t.turn_id, how="inferred_next_prompt")
         queued = self._take_queued(text) is not None

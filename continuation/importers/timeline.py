@@ -33,6 +33,7 @@ class _Turn:
     open_calls: list[str] = field(default_factory=list)
     last_assistant: str | None = None  # the last assistant text of the turn
     last_was_text: bool = False  # the turn's latest model output was text, not a tool call
+    replied: bool = False  # the model produced output in this turn
     executions: dict = field(default_factory=dict)  # (tool, canonical args) -> count
 
 
@@ -157,6 +158,7 @@ class Timeline:
             t = self.turn(turn_id)
             t.open_calls.append(call_id)
             t.last_was_text = False
+            t.replied = True
             key = (tool, json.dumps(args, sort_keys=True, ensure_ascii=False, default=str))
             t.executions[key] = t.executions.get(key, 0) + 1
         self._op("tool_started", call_id=call_id, tool=tool, args=args, turn_id=turn_id)
@@ -186,6 +188,7 @@ class Timeline:
             t = self.turns[turn_id]
             t.last_assistant = text
             t.last_was_text = True
+            t.replied = True
 
     # -- boundaries ------------------------------------------------------------------------
     def boundary(self, kind: str, trigger: str, **extra) -> None:
