@@ -177,6 +177,8 @@ class _Builder:
     skeleton: Skeleton = field(init=False)
     elements: list[Element] = field(init=False)
     _cut_cache: dict[tuple[str, int], tuple[int, bool]] = field(default_factory=dict)
+    _group_cache: dict[tuple[str, tuple[int, ...]], Cut] = field(default_factory=dict)
+    _suffix_cache: dict[bool, list[tuple[int, int]]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.skeleton, self.elements = collect(self.source)
@@ -211,11 +213,18 @@ class _Builder:
         )
 
     def group_cut(self, group: str, dropped: list[Element]) -> Cut:
+        # the rounds of one build often drop the same members: hash them once
+        key = (group, tuple(map(id, dropped)))
+        if key not in self._group_cache:
+            self._group_cache[key] = self._group_cut(group, dropped)
+        return self._group_cache[key]
+
+    def _group_cut(self, group: str, dropped: list[Element]) -> Cut:
         texts = [e.original for e in dropped]
-        total = sum(len(raw_bytes(t)) for t in texts)
+        total = sum(e.original_bytes for e in dropped)
         counted_bytes = counted_tokens = 0
-        for t in texts:  # exact over a bounded prefix of the group, then extrapolated
-            size = len(raw_bytes(t))
+        for e in dropped:  # exact over a bounded prefix of the group, then extrapolated
+            t, size = e.original, e.original_bytes
             if counted_bytes + size > EXACT_TOKEN_BYTES:
                 break
             counted_bytes += size
@@ -310,8 +319,8 @@ class _Builder:
     # -- selection -----------------------------------------------------------------------------
     def group_cost(self, group: str, members: list[Element]) -> tuple[int, int]:
         """Upper estimate of the cut summarising ``members`` dropped whole."""
-        pointer = max((e.pointer for e in members), key=lambda p: json_size(p), default="")
-        total = sum(len(raw_bytes(e.original)) for e in members)
+        pointer = max((e.pointer for e in members), key=len, default="")
+        total = sum(e.original_bytes for e in members)
         # numbers as wide as the real ones can get (tokens never exceed bytes here by much)
         probe = Cut(
             field=group, items=len(members), original_bytes=total, original_tokens=total * 2 + 9,
@@ -326,6 +335,11 @@ class _Builder:
     def suffix_costs(self, merge: bool) -> list[tuple[int, int]]:
         """For each position p of the keep order: the cost of the group cuts if everything from
         p on is dropped (so a kept element also pays for what its stop leaves behind)."""
+        if merge not in self._suffix_cache:
+            self._suffix_cache[merge] = self._suffix_costs(merge)
+        return self._suffix_cache[merge]
+
+    def _suffix_costs(self, merge: bool) -> list[tuple[int, int]]:
         members: dict[str, list[Element]] = {}
         for el in self.elements:
             members.setdefault(el.group, []).append(el)

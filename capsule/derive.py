@@ -18,19 +18,14 @@ Next action, first that applies:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
 
 from .model import CapsuleInput, CapsuleToolCall, NextAction
-from .source import SourceInput
+from .source import SourceInput, SourceToolCall
 
 # The next action sits in every capsule, however small: it names a few items, never all.
 MAX_REFS = 4
 
 _WORKING = frozenset({"pending", "interrupted", "reconciling"})
-
-
-class _HasState(Protocol):
-    state: str
 
 
 def pick_objective(inputs: Sequence[SourceInput]) -> tuple[SourceInput | None, bool]:
@@ -52,13 +47,13 @@ def pick_objective(inputs: Sequence[SourceInput]) -> tuple[SourceInput | None, b
     return (newest[1], False) if newest else (None, False)
 
 
-def _refs_note(items: Sequence[object]) -> str:
+def _refs_note(items: Sequence[object]) -> str:  # noqa: D103
     return "ids in refs" if len(items) <= MAX_REFS else f"first {MAX_REFS} ids in refs"
 
 
 def derive_next_action(
     inputs: Sequence[CapsuleInput | SourceInput],
-    tool_calls: Sequence[CapsuleToolCall],
+    tool_calls: Sequence[CapsuleToolCall | SourceToolCall],
     objective_id: str | None,
 ) -> NextAction:
     unknown = [c for c in tool_calls if c.status == "unknown"]

