@@ -156,3 +156,33 @@ def test_cli_json_and_missing_file(home, rollout, capsys):
     assert run(["import", "codex", str(rollout) + ".missing"]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "no such file" in err
+
+
+def test_early_rollout_format_without_turns(home, tmp_path):
+    """An early (2025) rollout: a bare meta line, bare response items, no turn ids and no task
+    events. Turns are numbered by the importer; a reply followed by a new message ends one."""
+    records = [
+        {"id": "early-1", "timestamp": "2025-05-01T00:00:00Z", "instructions": None},
+        {"record_type": "state"},
+        {"type": "message", "role": "user", "content": [
+            {"type": "input_text", "text": "<user_instructions>\nbe brief\n</user_instructions>"}]},
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "list files"}]},
+        {"type": "function_call", "name": "shell", "call_id": "s1",
+         "arguments": json.dumps({"command": ["bash", "-lc", "ls"]})},
+        {"type": "function_call_output", "call_id": "s1",
+         "output": json.dumps({"output": "a\nb", "metadata": {"exit_code": 0}})},
+        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "a, b"}]},
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "delete b"}]},
+        {"type": "function_call", "name": "shell", "call_id": "s2",
+         "arguments": json.dumps({"command": ["bash", "-lc", "rm b"]})},
+    ]
+    path = tmp_path / "rollout-early.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    report = run_import(home, "codex", path, session_over=True)
+    assert report.session_id == "early-1"
+    assert states(home, "codex", "early-1") == {"list files": "handled",
+                                                "delete b": "reconciling"}
+    with Engine(home) as e:
+        calls = {c.call_id: c for c in thread_of(e, "codex", "early-1").tool_calls()}
+        assert calls["s1"].tool == "Bash" and calls["s1"].args == {"command": "ls"}
+        assert calls["s1"].status == "ok" and calls["s2"].status == "unknown"

@@ -42,13 +42,25 @@ SHELL_TOOLS = {"exec_command": "Bash", "shell": "Bash", "container.exec": "Bash"
                "local_shell": "Bash", "shell_command": "Bash"}
 
 
+ITEM_TYPES = ("message", "function_call", "function_call_output", "custom_tool_call",
+              "custom_tool_call_output", "local_shell_call", "reasoning", "web_search_call")
+
+
 def session_hint(record: dict) -> tuple[str | None, str | None, str | None]:
     """(session id, cwd, version) when ``record`` names them (the pre-scan)."""
     if record.get("type") == "session_meta" and isinstance(record.get("payload"), dict):
         p = record["payload"]
         sid = p.get("id") or p.get("session_id")
         return (str(sid) if sid else None, p.get("cwd"), p.get("cli_version"))
+    if _old_meta(record):
+        return str(record["id"]), record.get("cwd"), record.get("version")
     return None, None, None
+
+
+def _old_meta(record: dict) -> bool:
+    """The first line of an early (2025) rollout: a bare ``{"id", "timestamp", ...}``."""
+    return "type" not in record and "record_type" not in record and \
+        isinstance(record.get("id"), str) and "timestamp" in record
 
 
 def _is_context(text: str) -> bool:
@@ -135,6 +147,8 @@ class CodexParser:
         self.tl = timeline
         self.report = timeline.report
         self.current: str | None = None  # the running turn
+        self.lifecycle = False  # the rollout records turns (task_started / turn ids)
+        self.synthetic = 0  # turns numbered by the importer (early rollouts name none)
 
     def _start(self, turn_id: str | None) -> None:
         if not turn_id:
@@ -156,9 +170,29 @@ class CodexParser:
             return str(meta["turn_id"])
         return payload.get("turn_id") or self.current
 
+    def _synthetic_turn(self) -> str:
+        """Early rollouts name no turns: a user message after a reply starts the next one (the
+        previous reply ended its turn), one before any reply joins the running turn."""
+        t = self.tl.turns.get(self.current) if self.current else None
+        if t is not None and t.status == "running" and not t.replied:
+            return t.turn_id
+        if t is not None and t.status == "running":
+            self.tl.complete_turn(t.turn_id, how="inferred_next_prompt")
+        self.synthetic += 1
+        turn = f"import-turn-{self.synthetic}"
+        self.tl.turn(turn)
+        self.current = turn
+        return turn
+
     def feed(self, record: dict) -> None:
         rtype = record.get("type")
         payload = record.get("payload") if isinstance(record.get("payload"), dict) else {}
+        if "payload" not in record and rtype in ITEM_TYPES:
+            return self._item(record)  # early rollouts: bare response items
+        if _old_meta(record) or "record_type" in record:
+            self.report.skipped_by_type["session_meta" if _old_meta(record) else
+                                        f"record_type:{record.get('record_type')}"] += 1
+            return
         if rtype == "session_meta":
             if payload.get("cli_version"):
                 self.report.versions.add(str(payload["cli_version"]))
@@ -166,6 +200,8 @@ class CodexParser:
         elif rtype == "event_msg":
             self._event(payload)
         elif rtype == "turn_context":
+            if payload.get("turn_id"):
+                self.lifecycle = True
             if payload.get("turn_id") and payload.get("turn_id") != self.current:
                 self._start(payload.get("turn_id"))
             self.report.skipped_by_type["turn_context"] += 1
@@ -184,8 +220,14 @@ class CodexParser:
     def _event(self, p: dict) -> None:
         kind = p.get("type")
         if kind == "task_started":
-            self._start(p.get("turn_id") or (p.get("turn_attribution") or {}).get("turn_id"))
+            turn = p.get("turn_id") or (p.get("turn_attribution") or {}).get("turn_id")
+            if not turn:
+                self.synthetic += 1
+                turn = f"import-turn-{self.synthetic}"
+            self.lifecycle = True
+            self._start(turn)
         elif kind == "task_complete":
+            self.lifecycle = True
             turn = str(p.get("turn_id") or self.current or "")
             if turn and turn not in self.tl.turns:
                 self.tl.turn(turn)
@@ -222,7 +264,9 @@ class CodexParser:
                     self.report.skipped_by_type["message:user(context)"] += 1
                     return
                 turn = self._turn_of(p)
-                if turn and turn not in self.tl.turns:
+                if turn is None or (not self.lifecycle and turn.startswith("import-turn-")):
+                    turn = self._synthetic_turn()
+                if turn not in self.tl.turns:
                     self._start(turn)
                 self.tl.admit(text, turn_id=turn, attachments=attachments)
             elif role == "assistant":
@@ -255,4 +299,6 @@ class CodexParser:
             self.report.skipped_by_type[f"response_item:{kind}"] += 1
 
     def finish(self) -> None:
+        # without a turn lifecycle in the file, a final text reply ends the last turn
+        self.tl.infer_completion_at_end = not self.lifecycle
         self.tl.finish()

@@ -5,6 +5,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 MAX_LISTED = 50  # problem lists are capped in the report; the counts stay exact
+MAX_PROMPTS_SHOWN = 20  # the text report lists the latest prompts only
 
 
 @dataclass
@@ -90,7 +91,10 @@ class ImportReport:
                + (f"; resumed at byte {self.cursor_from}" if self.resumed else "")]
         out.append(f"  inputs: {self.inputs_seen} seen, {self.inputs_admitted} admitted, "
                    f"{self.duplicates} already known; queued while busy: {self.queued}")
-        for p in self.prompts:
+        shown = self.prompts[-MAX_PROMPTS_SHOWN:]
+        if len(self.prompts) > len(shown):
+            out.append(f"    ({len(self.prompts) - len(shown)} earlier prompts not shown; see --json)")
+        for p in shown:
             what = p.get("state") or p.get("kind")
             out.append(f"    - [{what}] {_clip(p.get('text'), 70)}")
         out.append(f"  tool calls: {self.tool_calls_seen} seen, {self.tool_calls_paired} paired, "

@@ -215,6 +215,10 @@ class Timeline:
             for call_id in t.open_calls:
                 if call_id not in self.report.tool_calls_unpaired:
                     self.report.tool_calls_unpaired.append(call_id)
+        for call_id, call in self.calls.items():  # calls outside any turn, never answered
+            if not call["finished"] and not call["turn_id"] and \
+                    call_id not in self.report.tool_calls_unpaired:
+                self.report.tool_calls_unpaired.append(call_id)
         self.ops.append(Op("end", {"running": running, "complete_if_over": complete_if_over,
                                    "claims": claims}, self.offset, self.line))
         for turn_id in self.order:
