@@ -81,6 +81,9 @@ class HookCaller:
                 from .. import boundary, checkpoints  # noqa: F401  (warm the boundary path)
                 from ..hooks import handlers  # noqa: F401
                 import capsule.assemble, capsule.budget, capsule.render  # noqa: F401,E401
+                from capsule.tokens import get_token_counter
+
+                get_token_counter().count("warm the tokenizer once, not in every fork")
 
     def __call__(self, payload: dict, fault: str | None = None) -> tuple[int, str]:
         raw = json.dumps(payload, ensure_ascii=True).encode("ascii")
