@@ -43,5 +43,23 @@ print("  notes.txt lines:", (r["notes_txt"] or "").splitlines())
 print("  report:", sys.argv[1])
 PY
 done
+for report in "$report_dir"/codex-e2e-{trust,killed,long-request}.json; do
+  [[ -f "$report" ]] || continue
+  "$PYTHON" - "$report" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1], encoding="utf-8"))
+name = sys.argv[1].rsplit("/", 1)[-1]
+if "trusted_run" in r:
+    print(f"\n== {name} ==\n  untrusted hooks fired: {r['untrusted_run']['hook_events']}"
+          f"\n  after trusting ({r['trust_entries']} entries, codex says {r['after_trust']['codex']}): "
+          f"{r['trusted_run']['hook_events']}")
+elif "killed_run" in r:
+    states = {i['text']: i['state'] for i in r['inputs']['inputs']}
+    print(f"\n== {name} ==\n  killed after: {r['killed_run']['hook_events']}\n  after recover: {states}")
+else:
+    print(f"\n== {name} ==\n  context sizes after compaction: {[len(t) for t in r['context_items_after_compaction']]}")
+print("  scenario seconds:", r["seconds"])
+PY
+done
 echo "total wall time: $((end - start)) s"
 exit "$status"

@@ -383,6 +383,79 @@ def run_trust_scenario(root: Path, *, codex: Path | None = None, launcher: list[
     return report
 
 
+PROMPT_SLOW = "slow task: wait for the build: `sleep 30`"
+PROMPT_AFTER_CRASH = "where were we?"
+
+
+def run_until_hook_then_kill(sandbox: CodexSandbox, args: list[str], hook: str, *, timeout: float = 60) -> dict:
+    """Start Codex; SIGKILL its whole process group right after ``hook`` completed (or at ``timeout``)."""
+    import signal
+    import subprocess
+    import threading
+
+    kwargs: dict = {"start_new_session": True} if os.name != "nt" else {
+        "creationflags": subprocess.CREATE_NEW_PROCESS_GROUP}  # type: ignore[attr-defined]
+    started = time.monotonic()
+    proc = subprocess.Popen([str(sandbox.codex), *args], cwd=sandbox.project, env=sandbox.env(),
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True, encoding="utf-8", errors="replace", **kwargs)
+    seen: list[str] = []
+    fired = threading.Event()
+
+    def read() -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            seen.append(line.rstrip("\n"))
+            if line.strip() == f"hook: {hook} Completed":
+                fired.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    fired.wait(timeout)
+    time.sleep(0.3)  # the tool call is running now
+    try:
+        if os.name == "nt":
+            proc.kill()
+        else:
+            os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:
+        pass
+    proc.wait(timeout=10)
+    reader.join(timeout=5)
+    return {"hook_fired": fired.is_set(), "exit": proc.returncode, "seconds": round(time.monotonic() - started, 2),
+            "hook_events": _HOOK_LINE.findall("\n".join(seen))}
+
+
+def run_killed_tool_call_scenario(root: Path, *, codex: Path | None = None,
+                                  launcher: list[str] | None = None) -> dict:
+    """``codex exec`` whose tool call (``sleep 30``) is running when the whole process group is
+    SIGKILLed; then ``continuation recover`` and the engine's view of the input."""
+    started = time.monotonic()
+    codex = codex or ensure_codex()
+    sandbox = CodexSandbox(root, codex, launcher or default_launcher())
+    report: dict[str, Any] = {"mode": "killed", "root": str(root)}
+    with ResponsesStandin(sandbox.request_log, ScriptedModel(tokens_before_compaction=200)) as standin:
+        sandbox.write_config(standin.base_url)
+        report["install"] = sandbox.install_hooks()
+        first = sandbox.run_codex("exec", sandbox.exec_args(PROMPT_1))
+        report["first_run"] = first.summary()
+        report["killed_run"] = run_until_hook_then_kill(
+            sandbox, sandbox.exec_args("resume", "--last", PROMPT_SLOW), "PreToolUse")
+        report["inputs_before_recover"] = _json_or_text(sandbox.continuation("inputs", "--json"))
+        report["recover"] = _json_or_text(sandbox.continuation("recover", "--json"))
+        report["inputs"] = _json_or_text(sandbox.continuation("inputs", "--json"))
+        report["reconcile"] = _json_or_text(sandbox.continuation("reconcile", "--json"))
+        seen = len(standin.requests())
+        resumed = sandbox.run_codex("exec resume after the crash", sandbox.exec_args("resume", "--last", PROMPT_AFTER_CRASH))
+        report["resumed_run"] = resumed.summary()
+        posts = [r for r in standin.requests()[seen:] if r.get("method") == "POST"]
+        report["resumed_first_request_contexts"] = _developer_texts_with(posts[0], CAPSULE_MARKER) if posts else None
+        report["inputs_after_resume"] = _json_or_text(sandbox.continuation("inputs", "--json"))
+    report["hook_errors_log"] = _read(sandbox.state / "logs" / "hooks.log")
+    report["seconds"] = round(time.monotonic() - started, 2)
+    return report
+
+
 def measure_context_limit(root: Path, sizes: tuple[int, ...] = (10_000, 10_010), *, codex: Path | None = None) -> dict:
     """How much of a SessionStart ``additionalContext`` reaches the model whole.
 

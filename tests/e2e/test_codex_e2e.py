@@ -38,12 +38,16 @@ def report(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
     mode = request.param
     root = tmp_path_factory.mktemp(f"codex-e2e-{mode}")
     result = ch.run_compaction_scenario(root, mode=mode, codex=codex)
+    return _save(result, root, f"codex-e2e-report-{mode}.json")
+
+
+def _save(result: dict, root: Path, name: str) -> dict:
     text = json.dumps(result, indent=2, ensure_ascii=False)
     (root / "report.json").write_text(text, encoding="utf-8")
     copy_to = os.environ.get("CONTINUATION_E2E_REPORT_DIR")
     if copy_to:  # scripts/e2e_codex.sh prints a summary from here
         Path(copy_to).mkdir(parents=True, exist_ok=True)
-        (Path(copy_to) / f"codex-e2e-report-{mode}.json").write_text(text, encoding="utf-8")
+        (Path(copy_to) / name).write_text(text, encoding="utf-8")
     return result
 
 
@@ -168,7 +172,8 @@ def trust_report(tmp_path_factory: pytest.TempPathFactory) -> dict:
         codex = ch.ensure_codex()
     except ToolUnavailable as exc:
         pytest.skip(f"real Codex CLI unavailable: {exc}")
-    return ch.run_trust_scenario(tmp_path_factory.mktemp("codex-e2e-trust"), codex=codex)
+    root = tmp_path_factory.mktemp("codex-e2e-trust")
+    return _save(ch.run_trust_scenario(root, codex=codex), root, "codex-e2e-trust.json")
 
 
 def test_untrusted_hooks_are_silently_skipped(trust_report: dict) -> None:
@@ -207,7 +212,8 @@ def long_report(tmp_path_factory: pytest.TempPathFactory) -> dict:
     except ToolUnavailable as exc:
         pytest.skip(f"real Codex CLI unavailable: {exc}")
     root = tmp_path_factory.mktemp("codex-e2e-long")
-    return ch.run_compaction_scenario(root, mode="mid-turn", codex=codex, prompt_2=ch.long_prompt(30_000))
+    result = ch.run_compaction_scenario(root, mode="mid-turn", codex=codex, prompt_2=ch.long_prompt(30_000))
+    return _save(result, root, "codex-e2e-long-request.json")
 
 
 def test_a_long_pending_request_still_reaches_the_model_uncut_by_codex(long_report: dict) -> None:
@@ -243,3 +249,44 @@ def test_codex_passes_10000_characters_of_hook_context_whole_and_cuts_longer(tmp
     assert measured["exec_exit"] == 0 and at_limit["exit"] == 0 and over["exit"] == 0, measured
     assert at_limit["whole"] == [True] and at_limit["cut_notice"] == [False], measured
     assert over["whole"] == [False] and over["cut_notice"] == [True], measured
+
+
+@pytest.fixture(scope="module")
+def killed_report(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    try:
+        codex = ch.ensure_codex()
+    except ToolUnavailable as exc:
+        pytest.skip(f"real Codex CLI unavailable: {exc}")
+    root = tmp_path_factory.mktemp("codex-e2e-killed")
+    return _save(ch.run_killed_tool_call_scenario(root, codex=codex), root, "codex-e2e-killed.json")
+
+
+def _states(view: dict) -> dict[str, str]:
+    assert isinstance(view, dict) and "inputs" in view, view
+    return {i["text"]: i["state"] for i in view["inputs"]}
+
+
+def test_sigkill_during_a_tool_call_leaves_the_input_reconciling_after_recover(killed_report: dict) -> None:
+    killed = killed_report["killed_run"]
+    assert killed["hook_fired"], killed
+    assert killed["hook_events"][-1] == "PreToolUse" and "PostToolUse" not in killed["hook_events"]
+    # Before anyone looks, the engine only knows the prompt was given and not finished.
+    assert _states(killed_report["inputs_before_recover"]) == {ch.PROMPT_1: "handled", ch.PROMPT_SLOW: "pending"}
+    assert _states(killed_report["inputs"]) == {ch.PROMPT_1: "handled", ch.PROMPT_SLOW: "reconciling"}
+    (slow,) = [i for i in killed_report["inputs"]["inputs"] if i["text"] == ch.PROMPT_SLOW]
+    (call,) = killed_report["reconcile"]["calls"]
+    assert slow["unknown_calls"] == [call["call_id"]]
+    assert call["status"] == "unknown" and call["args"] == {"command": "sleep 30"}
+    assert killed_report["hook_errors_log"] is None
+
+
+def test_resuming_after_the_crash_gives_the_model_the_unsettled_tool_call(killed_report: dict) -> None:
+    assert killed_report["resumed_run"]["exit"] == 0
+    contexts = killed_report["resumed_first_request_contexts"]
+    assert contexts, "the first request after resuming the crashed session carries no checkpoint"
+    text = contexts[-1]
+    assert "sleep 30" in text and "reconciling" in text
+    # Resuming is not a retry: the unsettled request stays reconciling, the new prompt is answered.
+    states = _states(killed_report["inputs_after_resume"])
+    assert states[ch.PROMPT_SLOW] == "reconciling"
+    assert states[ch.PROMPT_AFTER_CRASH] == "handled"
