@@ -157,3 +157,12 @@ def test_malformed_config_toml_is_reported_not_raised(dirs) -> None:
     trust = status("codex", "user", env={}, **dirs)["trust"]
     assert "config.toml" in trust["error"]
     assert set(trust["hooks"].values()) == {"untrusted"}
+
+
+def test_status_notices_inline_hooks_in_config_toml(dirs) -> None:
+    install("codex", "user", command=["/x/continuation"], env={}, **dirs)
+    config = dirs["home"] / ".codex" / "config.toml"
+    config.write_text('[[hooks.Stop]]\n[[hooks.Stop.hooks]]\ntype = "command"\ncommand = "mine.sh"\n', encoding="utf-8")
+    assert status("codex", "user", env={}, **dirs)["trust"]["inline_hooks_in_config"] == ["Stop"]
+    config.write_text('model = "x"\n', encoding="utf-8")
+    assert "inline_hooks_in_config" not in status("codex", "user", env={}, **dirs)["trust"]

@@ -169,6 +169,10 @@ class CodexTarget(HookTarget):
         }
         if error:
             result["error"] = error
+        inline = sorted(k for k in hooks_table if k != "state") if scope == "user" else []
+        if inline:
+            # Same layer in both forms: Codex loads both and warns at every start.
+            result["inline_hooks_in_config"] = inline
         if scope == "project":
             projects = config.get("projects") if isinstance(config.get("projects"), dict) else {}
             candidates = {str(Path(project_dir).absolute()), str(Path(project_dir).resolve())}
