@@ -3,9 +3,9 @@
 The private index starts as a byte copy of a seed: the user's ``.git/index`` (its entries are
 exactly what the user tracks and its stat data lets git skip re-hashing unchanged files; copied
 with its mtime so git's racy-entry check stays correct), else the thread's last snapshot index
-(shadow repositories), else nothing. ``git diff-files`` against that copy lists every tracked
-change and ``git ls-files --others --exclude-standard`` every untracked, not-ignored file (the
-user's .gitignore, info/exclude and core.excludesFile decide); exactly those paths (minus policy
+(shadow repositories), else nothing. ``git ls-files -m -d -o --exclude-standard`` against that
+copy lists every tracked change and every untracked, not-ignored file (the user's .gitignore,
+info/exclude and core.excludesFile decide); exactly those paths (minus policy
 exclusions, oversized files and nested repositories) go through ``git update-index``, and
 ``git write-tree`` stores the tree. The user's index is only ever read.
 """
@@ -20,6 +20,7 @@ from pathlib import Path
 
 from .gitrun import GitTarget
 from .headref import read_head
+from .workspace_target import in_progress_operation
 from .model import DIRTY_SAMPLE, DirtyPath, DirtySummary, OversizedFile
 from .policy import ExcludeMatcher
 from .porcelain import STATUS_ARGS, Status, StatusEntry, parse_status
@@ -95,34 +96,44 @@ def build_tree(
 ) -> BuiltTree:
     """Bring ``index`` (already seeded) in line with the work tree and write its tree.
 
-    ``git diff-files`` (tracked changes, judged by stat data and re-hashing only racy entries)
-    and ``git ls-files --others --exclude-standard`` (untracked, not ignored; nested repositories
-    show as ``dir/``) run in parallel; only the paths they name are hashed by update-index.
+    One ``git ls-files -t -m -d -o --exclude-standard`` pass lists tracked changes (judged by
+    stat data; only stat-dirty entries of equal size are re-hashed) and untracked, not-ignored
+    files (nested repositories show as ``dir/``); only the paths it names are hashed by
+    update-index. One process rather than several: on a loaded machine each process costs a
+    scheduling delay.
     """
     _stage("seeded")
-    calls = [
-        lambda: target.run(["diff-files", "-z", "--raw", "--no-renames", "--ignore-submodules=dirty"], index=index)[1],
-        lambda: target.run(["ls-files", "-z", "--others", "--exclude-standard"], index=index)[1],
-    ]
+    calls = {"scan": lambda: target.run(["ls-files", "-z", "-t", "-m", "-d", "-o", "--exclude-standard"], index=index)[1]}
     head = read_head(target.git_dir, target.common_dir or target.git_dir) if target.kind == "git" else None
     if target.kind == "git" and head is None:  # not the plain files backend: ask git
-        calls.append(lambda: target.run(["rev-parse", "-q", "--verify", "HEAD^{commit}"], index=index, check=False)[1])
-        calls.append(lambda: target.run(["symbolic-ref", "-q", "HEAD"], index=index, check=False)[1])
-    results = parallel(*calls)
-    built = BuiltTree(tracked=_parse_raw_diff(results[0]))
-    if head is not None:
-        built.head, built.branch = head
-    elif target.kind == "git":
-        built.head = results[2].decode().strip() or None
-        ref = results[3].decode("utf-8", "surrogateescape").strip()
-        built.branch = (ref[len("refs/heads/"):] if ref.startswith("refs/heads/") else ref) or None
-    for record in results[1].split(b"\0"):
-        if record:
-            path = record.decode("utf-8", "surrogateescape")
+        calls["head"] = lambda: target.run(["rev-parse", "-q", "--verify", "HEAD^{commit}"], index=index, check=False)[1]
+        calls["branch"] = lambda: target.run(["symbolic-ref", "-q", "HEAD"], index=index, check=False)[1]
+    if target.kind == "git" and in_progress_operation(target.git_dir) is not None:
+        calls["unmerged"] = lambda: target.run(["ls-files", "-z", "-u"], index=index)[1]
+    results = dict(zip(calls, parallel(*calls.values()) if len(calls) > 1 else [calls["scan"]()]))
+    built = BuiltTree()
+    for record in results["scan"].split(b"\0"):
+        if len(record) < 3:
+            continue
+        tag, path = record[:1], record[2:].decode("utf-8", "surrogateescape")
+        if tag == b"?":
             if path.endswith("/"):
                 built.nested_repos.append(path.rstrip("/"))
             else:
                 built.untracked.append(path)
+        elif tag == b"R":
+            built.tracked[path] = "D"
+        elif tag == b"C":
+            built.tracked.setdefault(path, "M")
+    if head is not None:
+        built.head, built.branch = head
+    elif target.kind == "git":
+        built.head = results["head"].decode().strip() or None
+        ref = results["branch"].decode("utf-8", "surrogateescape").strip()
+        built.branch = (ref[len("refs/heads/"):] if ref.startswith("refs/heads/") else ref) or None
+    for record in results.get("unmerged", b"").split(b"\0"):  # '<mode> <id> <stage>\t<path>'
+        if b"\t" in record:
+            built.tracked[record.split(b"\t", 1)[1].decode("utf-8", "surrogateescape")] = "U"
     _stage("status")
     removals: list[str] = []
     additions: list[str] = []
