@@ -27,7 +27,7 @@ Drop order when everything does not fit (first dropped first; oldest first insid
 8.  attachment references
 9.  plan items: completed ones first, then the others from the end of the list
 10. background work
-11. extra settings: unknown workspace keys, extra permission and model settings
+11. extra settings: extra permission and model settings, then unknown workspace keys
 12. model / provider, permissions / sandbox / approval, then the workspace reference
 13. notices of priority 50 and above (lowest priority first)
 14. texts of actionable inputs other than the objective (queued ones first)
@@ -179,6 +179,7 @@ class _Builder:
     _cut_cache: dict[tuple[str, int], tuple[int, bool]] = field(default_factory=dict)
     _group_cache: dict[tuple[str, tuple[int, ...]], Cut] = field(default_factory=dict)
     _suffix_cache: dict[bool, list[tuple[int, int]]] = field(default_factory=dict)
+    _cap_cache: dict[tuple[int, int, int], tuple[str, str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.skeleton, self.elements = collect(self.source)
@@ -189,8 +190,13 @@ class _Builder:
         return self.counter.count(render_literal(text))
 
     def cap(self, text: str, max_bytes: int, max_tokens: int) -> str:
-        clipped = clip_json_bytes(text, max_bytes)
-        return clip_tokens(clipped, max_tokens, self.literal_tokens)
+        key = (id(text), max_bytes, max_tokens)  # the skeleton's texts are capped every round
+        hit = self._cap_cache.get(key)
+        if hit is not None and hit[0] is text:
+            return hit[1]
+        clipped = clip_tokens(clip_json_bytes(text, max_bytes), max_tokens, self.literal_tokens)
+        self._cap_cache[key] = (text, clipped)
+        return clipped
 
     def original_tokens(self, text: str) -> tuple[int, bool]:
         key = (sha256_text(text), len(text))

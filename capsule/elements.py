@@ -46,7 +46,7 @@ from .source import (
     CapsuleSource,
     ThreadKey,
 )
-from .textclip import scrub, short_id
+from .textclip import clip_json_bytes, json_size, scrub, short_id
 
 ID_MAX = 128
 POINTER_MAX = 256
@@ -179,8 +179,6 @@ def _json_text(value: Any) -> str:
 
 def _clip_value(value: Any, limit: int = VALUE_MAX) -> tuple[Any, str | None]:
     """A JSON value kept whole if small, else as a clipped JSON text. Returns (kept, original)."""
-    from .textclip import clip_json_bytes, json_size
-
     if value is None or isinstance(value, (bool, int, float)):
         return value, None
     if isinstance(value, str):
