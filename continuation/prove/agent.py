@@ -50,6 +50,14 @@ class Item:
         return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def normal(text: str) -> str:
+    """Text as a store keeps it: lone surrogates become U+FFFD (they cannot be UTF-8)."""
+    return _SURROGATE.sub("\ufffd", text)
+
+
 def canon(args) -> str:
     return json.dumps(args, sort_keys=True, ensure_ascii=True)
 
@@ -138,7 +146,7 @@ class Catalog:
 
     def __init__(self, requests: dict):
         self.requests = requests  # key -> {"text": ..., "tools": [{"tool", "input", "effect"?}]}
-        self._by_text = {r["text"]: k for k, r in requests.items()}
+        self._by_text = {normal(r["text"]): k for k, r in requests.items()}
 
     def text(self, key: str) -> str:
         return self.requests[key]["text"]
@@ -150,6 +158,7 @@ class Catalog:
         """Which request a (possibly clipped) text is: exact, else a long enough prefix."""
         if text is None:
             return None
+        text = normal(text)
         if text in self._by_text:
             return self._by_text[text]
         head = text.split(" [clipped", 1)[0]

@@ -123,12 +123,14 @@ class SimSession:
 
     def engine_states(self) -> dict[str, str]:
         """Catalog key -> engine state, matched by the input's text."""
-        by_text = {v["text"]: k for k, v in self.catalog.items()}
+        from .agent import normal
+
+        by_text = {normal(v["text"]): k for k, v in self.catalog.items()}
         engine, th = self.thread()
         try:
             out = {}
             for rec in th.inputs():
-                key = by_text.get(rec.text)
+                key = by_text.get(normal(rec.text or ""))
                 if key is not None:
                     out[key] = rec.state
             return out
@@ -136,12 +138,14 @@ class SimSession:
             engine.close()
 
     def input_ids(self) -> dict[str, list[str]]:
-        by_text = {v["text"]: k for k, v in self.catalog.items()}
+        from .agent import normal
+
+        by_text = {normal(v["text"]): k for k, v in self.catalog.items()}
         engine, th = self.thread()
         try:
             out: dict[str, list[str]] = {}
             for rec in th.inputs():
-                out.setdefault(by_text.get(rec.text, "?"), []).append(rec.input_id)
+                out.setdefault(by_text.get(normal(rec.text or ""), "?"), []).append(rec.input_id)
             return out
         finally:
             engine.close()
