@@ -2,11 +2,38 @@
 
 ``import_transcript(runtime, path)`` reads the file (never failing on damaged content: see
 :mod:`.reader`), parses it into runtime-neutral ops (:mod:`.codex`, :mod:`.claude`,
-:mod:`.timeline`) and writes them through the engine in one transaction, merging with what the
-hooks or an earlier import already recorded (:mod:`.apply`). Inputs get the same ids the hooks
-give them, so a hook-recorded thread and an imported one are the same thread.
+:mod:`.timeline`) and writes them through the engine in one ``append_many`` transaction,
+merging with what the hooks or an earlier import already recorded (:mod:`.apply`). Events are
+written with ``source="import:codex"`` / ``"import:claude"``.
 
-Events are written with ``source="import:codex"`` / ``"import:claude"``.
+Decisions (details in each module's docstring):
+
+- Inputs are real user prompts only; harness fragments, compaction summaries, hook context,
+  meta / caveat / local-command records, tool results and sidechains are skipped and counted.
+- Ids are the hooks' ids, so hook-recorded and imported threads merge: Claude ``promptId``
+  (else the record uuid); Codex ``derived_input_id(thread, turn, ordinal, text)``.
+- Slash commands are not inputs (no UserPromptSubmit fires for them); ``/compact`` is reported
+  as the handled boundary and the ``compact_boundary`` / ``compacted`` record gives a
+  ``boundary`` event (#20370: the command must not be re-run after the compaction).
+- A turn that never completed is *cut* crash-style: ``turn_aborted`` with a reason starting
+  ``crashed:``, targeted at that turn (so a turn recorded live by the hooks is untouched);
+  its inputs become interrupted, or reconciling when a tool call of the turn has no outcome.
+  Mid-file this happens when the next turn / prompt starts; at the end of the file only when
+  the session is over (``session_over``; by default: no live runtime process recorded for the
+  thread).
+- Rewinds (Claude branches, Codex ``thread_rolled_back``): ``rolled_back`` to just before the
+  abandoned inputs, or ``input_superseded`` when later inputs were already recorded.
+- Aborts and "[Request interrupted by user]" give ``turn_aborted`` (reason ``user_interrupt``
+  / ``turn_aborted: <reason>``).
+- Input typed while busy (Claude ``queue-operation`` enqueue during a turn) is admitted
+  ``queued`` and delivered to the turn that takes it; never taken: stays ``queued``.
+- Plan tools (Codex ``update_plan``, Claude ``TodoWrite``) give ``plan_updated``; the final
+  assistant message of a completed turn is an ``assistant_claim``.
+- Re-import: exactly-once admission by id, per-fact checks against the thread's state, and an
+  import cursor (``transcript_imported`` event: path, offset, prefix sha256) so a second import
+  of a grown file only writes what follows the cursor. Nothing is written twice.
+- The report counts repeated tool calls: executions of an identical (tool, args) within one
+  turn beyond the first (the Codex fixture: ``echo line >> notes.txt`` ran 46 times).
 """
 from __future__ import annotations
 
