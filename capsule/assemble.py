@@ -117,7 +117,9 @@ class AssembledContext:
     target: ContextTarget = ContextTarget()
 
     def as_text(self) -> str:
-        return "\n\n".join(_message_text(m) for m in self.messages) + "\n"
+        """All messages as one string (always UTF-8 encodable: lone surrogates, which no
+        runtime could receive anyway, become U+FFFD)."""
+        return scrub("\n\n".join(_message_text(m) for m in self.messages) + "\n")[0]
 
     def fit_inline(self, limit_chars: int | None = None, spill_path: str | None = None) -> InlineContext:
         """The inline part within ``limit_chars`` (default: the target's), pointing to
@@ -131,8 +133,8 @@ class AssembledContext:
             raise ValueError(f"limit_chars must be at least {MIN_INLINE_LIMIT} (got {limit})")
         if not spill_path:
             raise ValueError("spill_path is required: the context exceeds the inline limit")
-        spill = scrub(full)[0].encode("utf-8")
-        text = _fit(self.messages, limit, spill_path, size)
+        spill = full.encode("utf-8")
+        text = scrub(_fit(self.messages, limit, spill_path, size))[0]
         return InlineContext(text, True, spill_path, spill, size)
 
 

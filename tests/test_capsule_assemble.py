@@ -127,3 +127,27 @@ def test_lone_surrogates_in_given_inputs_do_not_break_the_text():
     _, capsule = build(inputs=inputs)
     ctx = assemble_context("instr", capsule, actionable_inputs=inputs)
     ctx.as_text().encode("utf-8")
+
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_pieces = st.lists(st.sampled_from(["🚀", "x", "日本", "\n", "\udc80", "<<<", "word ", "y" * 300]), max_size=600)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(texts=st.lists(_pieces.map("".join), min_size=1, max_size=6), limit=st.integers(512, 20_000),
+       instructions=st.none() | _pieces.map("".join))
+def test_property_inline_part_never_exceeds_the_limit(texts, limit, instructions):
+    inputs = [SourceInput(id=f"in-{k}", text=t, state="pending" if k % 2 else "queued", admitted_seq=k, pointer=ptr(k))
+              for k, t in enumerate(texts)]
+    _, capsule = build(inputs=inputs)
+    queued = [i for i in inputs if i.state == "queued"]
+    ctx = assemble_context(instructions, capsule, queued_inputs=queued,
+                           actionable_inputs=[i for i in inputs if i.state == "pending"])
+    fit = ctx.fit_inline(limit_chars=limit, spill_path="/s/ctx.txt")
+    assert js_len(fit.text) <= limit
+    fit.text.encode("utf-8")
+    if fit.spilled:
+        assert fit.spill_bytes == ctx.as_text().encode("utf-8")
+        assert '"/s/ctx.txt"' in fit.text
