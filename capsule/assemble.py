@@ -9,9 +9,11 @@ is wrapped in its own markers carrying a nonce derived from its id and text, so 
 close its own wrapper or the capsule's.
 
 Per-target limits: Claude Code moves hook ``additionalContext`` longer than 10,000 characters to
-a file, so :meth:`AssembledContext.fit_inline` returns an inline part within the limit that says
-where the full text is, plus the bytes the caller writes to that file. Characters are counted
-as JavaScript does (UTF-16 code units), because that is what the Node-based runtime counts.
+a file, and Codex cuts the middle out of one longer than 10,000, so
+:meth:`AssembledContext.fit_inline` returns an inline part within the limit that says where the
+full text is, plus the bytes the caller writes to that file. Characters are counted as
+JavaScript does (UTF-16 code units: an emoji counts 2), which is never less than a count of
+code points, so the limit holds for either runtime.
 """
 from __future__ import annotations
 
@@ -30,6 +32,9 @@ from .textclip import render_literal, scrub
 Role = Literal["instructions", "data", "user"]
 MessageKind = Literal["instructions", "capsule", "actionable_input", "queued_input"]
 CLAUDE_CODE_INLINE_LIMIT = 10_000
+# Codex CLI 0.171.0 passes hook additionalContext whole up to 10,000 characters and cuts the
+# middle out of a longer one (measured by tests/e2e/test_codex_e2e.py).
+CODEX_INLINE_LIMIT = 10_000
 MIN_INLINE_LIMIT = 512
 INPUT_MARKER = "CONTINUATION-USER-INPUT"
 
@@ -48,7 +53,7 @@ class ContextTarget(BaseModel):
 
     @classmethod
     def codex_hook(cls) -> ContextTarget:
-        return cls(name="codex_hook")
+        return cls(name="codex_hook", inline_limit_chars=CODEX_INLINE_LIMIT)
 
 
 class ContextMessage(BaseModel):
