@@ -73,3 +73,32 @@ def recovery_text(items, *, current_thread: str | None = None) -> str:
                  "to continue it: `continuation recover --resume THREAD`; to drop the notice: "
                  "`continuation recover --dismiss THREAD`.")
     return "\n".join(lines)
+
+
+#: what a SessionStart answer may add in front of the assembled context (the context itself is
+#: fitted to 9,500 characters; Claude Code spills an answer over 10,000 to a file)
+PREFIX_LIMIT = 480
+
+
+def reconciliation_digest(items: list[ReconcileItem]) -> str:
+    """One line naming the calls to settle, kept in front of the context so that no inline
+    shortening can drop it (the full prompt is in the checkpoint's notices)."""
+    if not items:
+        return ""
+    parts = []
+    for it in items[:3]:
+        what = it.classification.command or it.tool or "?"
+        what = what if len(what) <= 60 else what[:59] + "…"
+        state = it.check.verdict.replace("_", " ") if it.check else "unverified"
+        parts.append(f"{it.call_id} {it.tool} `{what}` ({it.classification.kind.replace('_', '-')}, {state})")
+    more = f" and {len(items) - 3} more" if len(items) > 3 else ""
+    return (f"[continuation: {len(items)} tool call(s) have no recorded outcome: "
+            f"{'; '.join(parts)}{more}. Settle each before running it again: see "
+            f"\"{RECONCILE_TITLE}\" in the checkpoint, or `continuation reconcile`.]")
+
+
+def clip_prefix(text: str, limit: int = PREFIX_LIMIT) -> str:
+    if len(text) <= limit:
+        return text
+    tail = "… (see `continuation recover`)]"
+    return text[: limit - len(tail)] + tail

@@ -10,7 +10,6 @@ repeat an effect, so every doubt goes the first way.
 from __future__ import annotations
 
 import re
-import shlex
 
 # readers whose every argument form is harmless
 _READERS = frozenset({
@@ -39,11 +38,74 @@ class NotReadOnly(Exception):
     """Why a command line may have an effect (the message is shown to the user)."""
 
 
+class Op(str):
+    """An unquoted shell operator (a quoted ``'>'`` is a plain word, not an :class:`Op`)."""
+
+
+_OPS = sorted(["||", "&&", ";;", "|&", "<<<", "<<", ">>", ">&", "<&", "&>", ">|", "|", "&", ";",
+               "<", ">", "(", ")", "\n"], key=len, reverse=True)
+
+
 def tokens(command: str) -> list[str]:
-    lexer = shlex.shlex(command.replace("\n", " ; "), posix=True, punctuation_chars="|&;<>()")
-    lexer.whitespace_split = True
-    lexer.commenters = ""
-    return list(lexer)
+    """Words and operators, POSIX quoting rules (quotes removed from words)."""
+    out: list[str] = []
+    word: list[str] | None = None
+    i, n = 0, len(command)
+    while i < n:
+        ch = command[i]
+        if ch in " \t\r":
+            if word is not None:
+                out.append("".join(word))
+                word = None
+            i += 1
+            continue
+        if ch == "#" and word is None:
+            end = command.find("\n", i)
+            i = n if end < 0 else end
+            continue
+        op = next((o for o in _OPS if command.startswith(o, i)), None)
+        if op is not None:
+            # an fd number glued to a redirection ("2>") stays a word; split_commands drops it
+            if word is not None:
+                out.append("".join(word))
+                word = None
+            out.append(Op(op))
+            i += len(op)
+            continue
+        word = word if word is not None else []
+        if ch == "\\":
+            if i + 1 < n:
+                word.append(command[i + 1])
+            i += 2
+        elif ch == "'":
+            end = command.find("'", i + 1)
+            if end < 0:
+                raise ValueError("no closing quotation")
+            word.append(command[i + 1:end])
+            i = end + 1
+        elif ch == '"':
+            j = i + 1
+            buf = []
+            while j < n and command[j] != '"':
+                if command[j] == "\\" and j + 1 < n and command[j + 1] in '"\\$`\n':
+                    buf.append(command[j + 1])
+                    j += 2
+                    continue
+                buf.append(command[j])
+                j += 1
+            if j >= n:
+                raise ValueError("no closing quotation")
+            text = "".join(buf)
+            if "$(" in text or "`" in text:
+                word.append("$(")  # substitution inside double quotes still runs
+            word.append(text)
+            i = j + 1
+        else:
+            word.append(ch)
+            i += 1
+    if word is not None:
+        out.append("".join(word))
+    return out
 
 
 def split_commands(toks: list[str]) -> list[list[str]]:
@@ -52,13 +114,15 @@ def split_commands(toks: list[str]) -> list[list[str]]:
     i = 0
     while i < len(toks):
         tok = toks[i]
-        if tok in _OPERATORS:
+        if not isinstance(tok, Op):
+            commands[-1].append(tok)
+        elif tok in _OPERATORS:
             commands.append([])
         elif tok == "&":
             raise NotReadOnly("runs something in the background (&)")
         elif tok in ("(", ")"):
             raise NotReadOnly("uses a subshell")
-        elif set(tok) <= set("<>&|;") and (">" in tok):
+        elif ">" in tok:
             target = toks[i + 1] if i + 1 < len(toks) else ""
             # "2>&1" tokenises as "2", ">&", "1": duplication of a descriptor writes no file
             if tok in (">&", "<&") and target.isdigit():
@@ -78,7 +142,7 @@ def split_commands(toks: list[str]) -> list[list[str]]:
             i += 2  # reading a file into a reader is fine
             continue
         else:
-            commands[-1].append(tok)
+            raise NotReadOnly(f"uses the shell operator {tok!r}")
         i += 1
     return [c for c in commands if c]
 
