@@ -108,3 +108,70 @@ def test_restore_when_the_snapshot_objects_are_gone_is_a_clear_error(home, repo)
     r = cli("restore", cp["checkpoint_id"], home=home)
     assert r.returncode == 1 and b"Traceback" not in r.stderr
     assert b"gone" in r.stderr or b"snapshot" in r.stderr
+
+
+def test_restore_can_be_undone_from_its_safety_snapshot(home, repo):
+    s = HookSession(home, repo)
+    s.start()
+    p1 = s.prompt("start")
+    s.stop(p1)
+    s.compact()
+    p2 = s.prompt("work")
+    s.tool(p2, "Edit", {"file_path": str(repo / "README.md")}, exit_code=None,
+           write={"README.md": "edited by the agent\n"})
+    s.write_file(p2, "made.py", "m = 1\n")
+    s.stop(p2)
+    (repo / "README.md").unlink()  # deleted after the checkpoint: the restore re-creates it
+    s.write_file(p2, "README.md", "rewritten\n")
+    (repo / "src" / "app.py").unlink()
+    cp = cli_json("checkpoints", home=home)["checkpoints"][0]["checkpoint_id"]
+    before = {p: (repo / p).read_bytes() for p in ("README.md", "made.py")}
+    assert cli("restore", cp, home=home).returncode == 0
+    assert (repo / "src" / "app.py").exists() and not (repo / "made.py").exists()
+    r = cli("restore", "--undo", "--dry-run", home=home)
+    assert r.returncode == 0 and b"made.py" in r.stdout and (repo / "src" / "app.py").exists()
+    r = cli("restore", "--undo", "--reason", "I wanted those", home=home)
+    assert r.returncode == 0, r.stderr.decode()
+    assert {p: (repo / p).read_bytes() for p in ("README.md", "made.py")} == before
+    assert not (repo / "src" / "app.py").exists(), "re-created by the restore, so removed by the undo"
+    with Engine(home) as e:
+        from continuation import checkpoints as cps
+
+        notes = cps.load(s.thread(e)).capsule.notices
+        assert any("undid the files restore" in n.lines[0] for n in notes)
+    r = cli("restore", home=home)
+    assert r.returncode == 2 and b"--undo" in r.stderr
+
+
+def test_restore_undo_without_a_restore_is_a_clear_error(home, repo):
+    s = HookSession(home, repo)
+    s.start()
+    s.prompt("hello")
+    r = cli("restore", "--undo", home=home)
+    assert r.returncode == 1 and b"no files restore to undo" in r.stderr
+
+
+def test_corrupt_workspace_reference_and_capsule_are_reported_not_raised(home, repo):
+    s = HookSession(home, repo)
+    s.start()
+    p1 = s.prompt("start")
+    s.stop(p1)
+    s.compact()
+    p2 = s.prompt("more")
+    s.stop(p2)
+    s.compact()
+    with Engine(home) as e:
+        first, second = e.store.conn.execute(
+            "SELECT checkpoint_id FROM checkpoints ORDER BY generation").fetchall()
+        with e.store.transaction() as c:
+            c.execute("UPDATE checkpoints SET workspace=? WHERE checkpoint_id=?",
+                      (json.dumps({"root": str(repo), "kind": "bogus"}), first[0]))
+            c.execute("UPDATE checkpoints SET capsule=? WHERE checkpoint_id=?",
+                      (b"\x00torn", second[0]))
+    r = cli("rewind", first[0], "--files", home=home)
+    assert r.returncode == 1 and b"bad workspace reference" in r.stderr and b"Traceback" not in r.stderr
+    r = cli("checkpoints", home=home)
+    assert r.returncode == 0 and b"CORRUPT" in r.stdout and b"capsule unreadable" in r.stdout
+    # the conversation rewind builds a fresh capsule from the log: a torn old one does not matter
+    r = cli("rewind", second[0], "--conversation", home=home)
+    assert r.returncode == 0, r.stderr.decode()

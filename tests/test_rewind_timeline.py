@@ -58,3 +58,26 @@ def test_live_inputs_are_exactly_the_reducers_not_rolled_back_inputs(raw):
     live = {e["data"]["input_id"] for e in live_events(log) if e["type"] == "input_admitted"}
     state = fold(log)
     assert live == {i for i, r in state.inputs.items() if r.state != "rolled_back"}
+
+
+def test_summary_of_an_unreadable_rollback_still_says_the_work_was_undone():
+    from continuation.rewind.summary import TITLE_CORE, recovery_notices
+
+    log = _log(["a", "a"]) + [{"seq": 3, "type": "rolled_back",
+                               "data": {"to_seq": "not a number", "future_field": [1]}}]
+    [n] = recovery_notices(log, thread_key="t")
+    assert n.title == TITLE_CORE and n.priority >= 50
+    assert "undone" in n.lines[0] and "continuation events --thread t" in n.lines[0]
+
+
+def test_summary_is_due_until_a_turn_completes_after_the_rollback():
+    from continuation.rewind.summary import recovery_notices
+
+    log = _log(["a", "a", ("r", 1)])
+    log[1]["data"]["text"] = "x" * 5000  # long texts are clipped in the summary
+    notes = recovery_notices(log, thread_key="t")
+    assert notes and all(len(line) < 400 for n in notes for line in n.lines)
+    log.append({"seq": 4, "type": "turn_aborted", "data": {"turn_id": "t9"}})
+    assert recovery_notices(log, thread_key="t"), "an aborted retry still needs the summary"
+    log.append({"seq": 5, "type": "turn_completed", "data": {"turn_id": "t9"}})
+    assert recovery_notices(log, thread_key="t") == []

@@ -36,8 +36,12 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_rewind)
 
     p = sub.add_parser("restore", help="restore the workspace files of a checkpoint "
-                       "(same as `rewind CHECKPOINT --files`)")
-    p.add_argument("checkpoint", metavar="CHECKPOINT", help="checkpoint id or a unique prefix")
+                       "(same as `rewind CHECKPOINT --files`), or undo the last restore")
+    p.add_argument("checkpoint", metavar="CHECKPOINT", nargs="?",
+                   help="checkpoint id or a unique prefix")
+    p.add_argument("--undo", action="store_true",
+                   help="undo the thread's newest files restore (back to its safety snapshot)")
+    add_thread_arg(p)
     p.add_argument("--reason", default="", help="why (carried into the next context)")
     _change_args(p)
     p.set_defaults(func=cmd_restore)
@@ -174,7 +178,34 @@ def cmd_rewind(args) -> int:
 
 
 def cmd_restore(args) -> int:
-    return _run_rewind(args, "files")
+    if args.undo == bool(args.checkpoint):
+        raise CommandError("give a CHECKPOINT to restore, or --undo (not both)", code=2)
+    if args.checkpoint:
+        return _run_rewind(args, "files")
+    from ..rewind.operation import apply_undo_restore, plan_undo_restore
+
+    with open_engine() as engine:
+        thread = engine.select(args.thread)
+        try:
+            plan = plan_undo_restore(engine, thread, reason=args.reason)
+        except _workspace_errors() as exc:
+            raise CommandError(str(exc)) from None
+        if args.json and args.dry_run:
+            emit_json({"dry_run": True, "plan": plan.to_dict()})
+            return 0
+        if not args.json:
+            print(plan.describe())
+        if args.dry_run:
+            print("(dry run: nothing was changed)")
+            return 0
+        _confirm("undo that restore?", args)
+        result = apply_undo_restore(engine, plan)
+        if args.json:
+            emit_json({"dry_run": False, "result": result.to_dict()})
+            return 0
+        print(f"undone: event {result.anchor_seq} records it; new checkpoint "
+              f"{result.checkpoint.checkpoint_id}; safety snapshot {result.files['safety_ref']}")
+    return 0
 
 
 # -- fork -----------------------------------------------------------------------------------------

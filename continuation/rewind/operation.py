@@ -98,7 +98,8 @@ class RewindPlan:
 
     def to_dict(self) -> dict:
         return {
-            "checkpoint": self.checkpoint.summary(), "thread": self.thread_key, "mode": self.mode,
+            "checkpoint": self.checkpoint.summary() if self.checkpoint else None,
+            "thread": self.thread_key, "mode": self.mode,
             "reason": self.reason, "to_seq": self.to_seq, "last_seq": self.last_seq,
             "inputs": self.inputs, "tool_calls": self.calls,
             "notices": [n.model_dump() for n in self.notices],
@@ -243,3 +244,61 @@ def _restore_files(engine: Engine, plan: RewindPlan) -> dict:
 def rewind(engine: Engine, selector: str, mode: str, *, reason: str = "") -> RewindResult:
     """Plan and apply in one call (the API for harnesses; the CLI previews first)."""
     return apply_rewind(engine, plan_rewind(engine, selector, mode, reason=reason))
+
+
+@dataclass
+class UndoPlan:
+    """Undoing the newest files restore of a thread: back to its safety snapshot."""
+
+    thread_key: str
+    undo_of: int  # seq of the rewind / restore fact whose safety snapshot is restored
+    reason: str
+    files: object  # workspace.RestorePlan
+
+    def to_dict(self) -> dict:
+        return {"thread": self.thread_key, "undo_of": self.undo_of, "reason": self.reason,
+                "files": self.files.to_dict()}
+
+    def describe(self) -> str:
+        return (f"undo the files restore of event {self.undo_of} in thread {self.thread_key}:\n"
+                + "\n".join("  " + line for line in self.files.describe().splitlines()))
+
+
+def _restored_files(event: dict) -> dict | None:
+    d = event["data"] or {}
+    files = d.get("files") if event["type"] == ev.ROLLED_BACK else d
+    return files if isinstance(files, dict) and isinstance(files.get("safety"), dict) else None
+
+
+def plan_undo_restore(engine: Engine, thread: Thread, *, reason: str = "") -> UndoPlan:
+    """Preview restoring the safety snapshot the thread's newest files restore took first;
+    files that restore re-created (absent before it) are deleted again."""
+    from ..workspace import CorruptReference, WorkspaceError, WorkspaceRef, plan_restore
+
+    events = [e for e in thread.events() if e["type"] in (ev.ROLLED_BACK, WORKSPACE_RESTORED)]
+    found = next(((e, f) for e in reversed(events) if (f := _restored_files(e))), None)
+    if found is None:
+        raise RewindError(f"thread {thread.key} has no files restore to undo")
+    event, files = found
+    try:
+        ref = WorkspaceRef.from_dict(files["safety"])
+        plan = plan_restore(ref, state_home=engine.home, session_created=files.get("recreated") or [])
+    except (CorruptReference, WorkspaceError) as exc:
+        raise RewindError(f"cannot undo the restore of event {event['seq']}: {exc}") from None
+    return UndoPlan(thread.key, int(event["seq"]), reason, plan)
+
+
+def apply_undo_restore(engine: Engine, plan: UndoPlan) -> RewindResult:
+    from ..boundary import commit_checkpoint
+
+    thread = Thread(engine, plan.thread_key)
+    carrier = RewindPlan(None, plan.thread_key, "files", plan.reason, 0, 0, files=plan.files)  # type: ignore[arg-type]
+    files = _restore_files(engine, carrier)
+    anchor = thread.record(WORKSPACE_RESTORED, {"undo_of": plan.undo_of, "reason": plan.reason,
+                                                "mode": "undo", **files}, source=SOURCE)
+    notices = recovery_notices(thread.events(), thread_key=thread.key)
+    cp = commit_checkpoint(thread, reason="rewind", notices=notices)
+    thread.record(ev.BOUNDARY, {"kind": "rewind", "mode": "undo", "trigger": "manual",
+                                "checkpoint_id": cp.checkpoint_id, "generation": cp.generation,
+                                "undo_of": plan.undo_of}, source=SOURCE)
+    return RewindResult(carrier, int(anchor.seq), cp, files)

@@ -83,15 +83,26 @@ def _bounded(lines: list[str], more_hint: str) -> list[str]:
 
 
 def recovery_notices(events: list[dict], *, thread_key: str) -> list[SourceNotice]:
-    """The rewind notices the next context must carry, or [] when none is due."""
+    """The rewind notices the next context must carry, or [] when none is due.
+
+    Never raises: it runs inside every checkpoint commit, and a log this code cannot read
+    must not cost the user the checkpoint; the notice then says where to look instead."""
     anchor = next((e for e in reversed(events) if e["type"] in ANCHOR_TYPES), None)
     if anchor is None:
         return []
     if any(e["type"] == "turn_completed" for e in events if e["seq"] > anchor["seq"]):
         return []  # the retry ran and completed a turn: the summary has done its job
-    if anchor["type"] == WORKSPACE_RESTORED:
-        return [files_notice(anchor, thread_key)]
-    return conversation_notices(events, anchor, thread_key)
+    try:
+        if anchor["type"] == WORKSPACE_RESTORED:
+            return [files_notice(anchor, thread_key)]
+        return conversation_notices(events, anchor, thread_key)
+    except Exception as exc:  # an event shape from a newer or broken writer
+        return [SourceNotice(
+            title=TITLE_CORE, priority=PRIORITY_CORE, pointer=f"event:{thread_key}:{anchor['seq']}",
+            lines=[f"The user rewound this thread (event {anchor['seq']}); work after the "
+                   "checkpoint was undone and must not be assumed. The detailed summary could "
+                   f"not be built ({type(exc).__name__}); read it with `continuation events "
+                   f"--thread {thread_key}`."])]
 
 
 def _files_lines(files: dict) -> list[str]:
@@ -108,6 +119,13 @@ def _files_lines(files: dict) -> list[str]:
 
 def files_notice(anchor: dict, thread_key: str) -> SourceNotice:
     d = anchor["data"]
+    if d.get("undo_of"):
+        first = (f"The user undid the files restore of event {d['undo_of']}: the workspace files "
+                 "are back as they were just before that restore. The conversation did not "
+                 "change: re-read a file before editing it.")
+        lines = [first, _reason_line(d), *_files_lines(d)[1:]]
+        return SourceNotice(title=TITLE_FILES, lines=lines, priority=PRIORITY_CORE,
+                            pointer=f"event:{thread_key}:{anchor['seq']}")
     lines = [
         f"The user restored the workspace files to checkpoint {d.get('checkpoint_id')} "
         f"(event {d.get('to_seq')}). The conversation was NOT rewound: edits made after that "
