@@ -177,3 +177,21 @@ def test_metadata_and_none_checkpoints_cannot_be_restored(repo, git_home):
     for ref in (meta, none):
         with pytest.raises(RestoreUnavailable):
             plan_restore(ref, state_home=git_home)
+
+
+def test_restore_never_removes_unbacked_files_in_the_way(repo, git_home):
+    write(repo, {"out": "a file at the checkpoint\n", "cfg/settings": "s\n"})
+    ref = take_snapshot(repo, "t1-abc", 1, state_home=git_home)
+    (repo / "out").unlink()
+    write(repo, {"out/cache.log": "ignored file inside a folder where a file was\n"})
+    (repo / "cfg" / "settings").unlink()
+    (repo / "cfg").rmdir()
+    write(repo, {"cfg": "x"})
+    git(repo, "config", "--add", "core.excludesFile", str(repo / ".git" / "extra-ignore"))
+    (repo / ".git" / "extra-ignore").write_text("cfg\n", encoding="utf-8")  # the blocking file is ignored
+    plan = plan_restore(ref, state_home=git_home)
+    assert sorted(plan.recreated) == ["cfg/settings", "out"]
+    result = apply_restore(plan, state_home=git_home)
+    assert (repo / "out" / "cache.log").exists() and (repo / "cfg").read_text() == "x"
+    assert {s.path for s in result.skipped} == {"out", "cfg/settings"}
+    assert result.recreated == []

@@ -367,3 +367,20 @@ def test_head_is_read_from_packed_refs(git_home, tmp_path):
     assert not (repo / ".git" / "refs" / "heads" / "feature" / "x").exists()
     ref = snapshot_and_check(repo, git_home)
     assert (ref.head, ref.branch) == (git(repo, "rev-parse", "HEAD").strip(), "feature/x")
+
+
+def test_file_and_folder_swaps(git_home, tmp_path):
+    repo = make_repo(tmp_path / "repo", {"was-file": "f\n", "was-dir/inner.txt": "i\n", "keep.txt": "k\n"})
+    (repo / "was-file").unlink()
+    write(repo, {"was-file/now-inside.txt": "n\n"})
+    (repo / "was-dir" / "inner.txt").unlink()
+    (repo / "was-dir").rmdir()
+    write(repo, {"was-dir": "now a file\n"})
+    ref = snapshot_and_check(repo, git_home)
+    assert set(tree_files(repo, ref.snapshot_commit)) == {"was-file/now-inside.txt", "was-dir", "keep.txt"}
+
+    def mutate():
+        (repo / "was-dir").unlink()
+        write(repo, {"was-dir/again.txt": "agent\n", "keep.txt": "agent\n"})
+
+    restore_roundtrip(repo, git_home, ref, mutate, session_created=["was-dir/again.txt"])

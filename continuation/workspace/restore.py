@@ -132,7 +132,7 @@ def apply_restore(
     state_home: Path | str,
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
 ) -> RestoreResult:
-    """Carry out ``plan``: safety snapshot first, then contents and modes, then deletions.
+    """Carry out ``plan``: safety snapshot first, then deletions, then contents and modes.
 
     Only paths that still differ between the safety snapshot and the checkpoint are touched, so a
     file changed after the plan was made, or one the safety snapshot could not store (oversized),
@@ -166,11 +166,53 @@ def apply_restore(
         known = {*planned_writes, *plan.deleted, *plan.kept, *(s.path for s in plan.skipped)}
         for path in sorted(set(changes) - known):
             result.skipped.append(SkippedPath(path, "changed after the plan was made; left as is"))
+        _delete_created(target, tree, deletions, result)
+        writes = _unblocked(target, safety.snapshot_tree or "", writes, result)
         _write_from_tree(target, tree, writes, result)
         for path in writes:
             (result.recreated if path in plan.recreated else result.restored).append(path)
-        _delete_created(target, tree, deletions, result)
         return result
+
+
+def _unblocked(target: GitTarget, safety_tree: str, paths: list[str], result: RestoreResult) -> list[str]:
+    """Drop writes that would make git remove something the safety snapshot does not hold.
+
+    ``git checkout-index -f`` removes a folder standing where a file goes (with everything in
+    it) and a file or symlink standing where a folder goes. An empty folder is removed here; a
+    non-empty one, or a blocking file the safety snapshot lacks (ignored, oversized), stays and
+    the write is skipped.
+    """
+    root = target.work_tree
+    ok: list[str] = []
+    blockers: dict[str, list[str]] = {}
+    for path in paths:
+        full = root / path
+        if full.is_dir() and not full.is_symlink():
+            try:
+                full.rmdir()
+            except OSError:
+                result.skipped.append(SkippedPath(path, "a folder with files is in the way; left as is"))
+                continue
+        parts = path.split("/")
+        for depth in range(1, len(parts)):
+            prefix = "/".join(parts[:depth])
+            candidate = root / prefix
+            if candidate.is_symlink() or candidate.is_file():
+                blockers.setdefault(prefix, []).append(path)
+                break
+            if not candidate.is_dir():
+                break
+        ok.append(path)
+    if blockers:
+        prefixes = list(blockers)
+        payload = "".join(f"{safety_tree}:{p}\n" for p in prefixes).encode("utf-8", "surrogateescape")
+        lines = target.out(["cat-file", "--batch-check"], stdin=payload).split("\n")
+        for prefix, line in zip(prefixes, lines):
+            if line.endswith(" missing"):
+                for path in blockers[prefix]:
+                    ok.remove(path)
+                    result.skipped.append(SkippedPath(path, f"{prefix} is in the way and is not in the safety snapshot"))
+    return ok
 
 
 def _tree_changes(target: GitTarget, old_tree: str, new_tree: str) -> dict[str, str]:
@@ -235,7 +277,7 @@ def _remove_empty_new_folders(target: GitTarget, tree: str, folders: set[str]) -
     payload = "".join(f"{tree}:{f}\n" for f in ordered).encode("utf-8", "surrogateescape")
     lines = target.out(["cat-file", "--batch-check"], stdin=payload).split("\n")
     for folder, line in zip(ordered, lines):
-        if line.endswith(" missing"):
+        if line.endswith(" missing") or " tree " not in line:  # absent, or a file at the checkpoint
             try:
                 (target.work_tree / folder).rmdir()
             except OSError:
