@@ -396,3 +396,20 @@ def test_user_and_project_scope_naming_the_same_file_share_one_record(runtime: s
     assert install(runtime, "project", command=LAUNCHER, env={}, **same).outcome == "already-installed"
     assert uninstall(runtime, "project", env={}, **same).outcome == "restored"
     assert path.read_bytes() == original
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+def test_our_entries_without_a_record_are_not_restored_by_uninstall(runtime: str, dirs) -> None:
+    # Our hooks are in the file (an older install whose state home is gone), next to the user's.
+    path = target_file(runtime, "user", dirs)
+    path.parent.mkdir(parents=True)
+    data = json.loads(user_file(runtime))
+    data["hooks"].setdefault("Stop", []).append(
+        {"hooks": [{"type": "command", "command": f"/old/continuation hook --runtime {runtime}"}]}
+    )
+    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+
+    assert do_install(runtime, "user", dirs).outcome == "updated"
+    assert do_uninstall(runtime, "user", dirs).outcome == "restored"
+    assert our_commands(json.loads(path.read_bytes()), runtime) == {}
+    assert json.loads(path.read_bytes()) == json.loads(user_file(runtime))

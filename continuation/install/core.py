@@ -124,7 +124,12 @@ def install(
         created = _missing_dirs(path)
         atomic_write(path, new_bytes, mode_from=path if doc.exists else None)
         if record is None:
-            record = BackupRecord.for_original(runtime, scope, path, doc.raw, created, new_bytes)
+            original = doc.raw
+            if had_ours:
+                # Our entries are there but nothing says what the file was before them
+                # (state home wiped, older install): "before" is this file without them.
+                original = _render_like(doc, hooks_section.remove_ours(doc.data, target.is_ours, where))
+            record = BackupRecord.for_original(runtime, scope, path, original, created, new_bytes)
         else:
             record = record.model_copy(update={"installed_sha256": sha256_hex(new_bytes)})
         store.save(record)
