@@ -287,3 +287,72 @@ def test_files_only_rewind_tells_the_next_context_the_files_changed_under_it(hom
         files = [n for n in capsule.notices if n.title.startswith("rewind: workspace files")]
         assert files and "NOT rewound" in "\n".join(files[0].lines)
         assert "notes.txt" in "\n".join(files[0].lines)
+
+
+def test_a_resumed_session_after_a_rewind_gets_the_rewound_context(home, session):
+    first_turn_and_compaction(session)
+    p2 = session.prompt("delete the database")
+    session.tool(p2, "Bash", {"command": "dropdb prod"}, exit_code=0)
+    session.stop(p2, "database deleted")
+    session.send("SessionEnd", reason="other")
+    with Engine(home) as e:
+        cp = cps.list_checkpoints(session.thread(e))[0]
+        rewind(e, cp.checkpoint_id, "conversation", reason="that was the wrong database")
+    answer = session.start("resume")
+    context = answer["hookSpecificOutput"]["additionalContext"]
+    assert "that was the wrong database" in context and "dropdb prod" in context
+    assert "claim from the discarded branch" in context
+    with Engine(home) as e:
+        t = session.thread(e)
+        assert t.row["needs_context"] == 0
+        # delivery reused the rewind checkpoint: nothing but bookkeeping happened since
+        assert [c.reason for c in cps.list_checkpoints(t)] == ["manual", "rewind"]
+
+
+def test_both_in_a_folder_outside_git_uses_the_shadow_repository(home, tmp_path, git_home):
+    folder = tmp_path / "plain"
+    folder.mkdir()
+    (folder / "data.txt").write_text("original\n", encoding="utf-8")
+    s = HookSession(home, folder)
+    s.start()
+    first_turn_and_compaction(s)
+    p2 = s.prompt("mangle the data")
+    s.tool(p2, "Edit", {"file_path": str(folder / "data.txt")}, exit_code=None,
+           write={"data.txt": "mangled\n"})
+    s.write_file(p2, "extra.txt", "x\n")
+    s.stop(p2)
+    with Engine(home) as e:
+        t = s.thread(e)
+        cp = cps.list_checkpoints(t)[0]
+        assert cp.workspace["kind"] == "shadow"
+        result = rewind(e, cp.checkpoint_id, "both", reason="keep the data")
+        assert (folder / "data.txt").read_text() == "original\n" and not (folder / "extra.txt").exists()
+        assert result.files["restored"] == ["data.txt"] and result.files["deleted"] == ["extra.txt"]
+        assert not (folder / ".git").exists()
+
+
+def test_codex_thread_rewind_and_handoff_put_codex_first(home, repo):
+    s = HookSession(home, repo, runtime="codex")
+    s.start()
+    s.send("UserPromptSubmit", turn_id="turn-1", prompt="first request")
+    s.send("Stop", turn_id="turn-1", last_assistant_message="first done")
+    s.send("PreCompact", turn_id="turn-1", trigger="auto")
+    s.send("UserPromptSubmit", turn_id="turn-2", prompt="second request")
+    s.send("PreToolUse", turn_id="turn-2", tool_name="shell", tool_input={"command": "make"},
+           tool_use_id="call-1")
+    s.send("Stop", turn_id="turn-2", last_assistant_message="second done")
+    cp = cli_json("checkpoints", home=home)["checkpoints"][0]["checkpoint_id"]
+    data = cli_json("rewind", cp, "--conversation", "--print-prompt", home=home)
+    commands = list(data["handoff"]["commands"])
+    assert commands[0] == "codex" and "codex exec" in commands
+    with Engine(home) as e:
+        t = s.thread(e)
+        assert {r.text: r.state for r in t.inputs()} == {"first request": "handled",
+                                                         "second request": "rolled_back"}
+    text = open(data["handoff"]["path"], encoding="utf-8").read()
+    assert text == data["handoff"]["text"] and "make" in text
+
+
+def test_thread_command_without_action_shows_usage(home):
+    r = cli("thread", home=home)
+    assert r.returncode == 2 and b"delete" in r.stdout

@@ -65,7 +65,7 @@ def register(sub) -> None:
     d.add_argument("--force", action="store_true", help="delete even with a live session")
     add_json_arg(d)
     d.set_defaults(func=cmd_thread_delete)
-    p.set_defaults(func=lambda args: _usage(p))
+    p.set_defaults(func=lambda args, _p=p: _usage(_p))
 
     p = sub.add_parser("drift", help="files changed since the thread's last checkpoint snapshot")
     add_thread_arg(p)
