@@ -21,6 +21,7 @@ import re
 import shutil
 import subprocess
 import sys
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -240,41 +241,53 @@ def _json_list(text: str, key: str) -> list[dict[str, Any]]:
     return value
 
 
-def _install_hooks(cmd: list[str], box: ct.ClaudeSandbox, state_home: Path, can_install_cli: bool) -> None:
-    """``continuation install --runtime claude --scope user`` into the temporary HOME (or, while the
-    CLI subcommand is not wired yet, the same installer through its Python API)."""
-    if can_install_cli:
-        _cli(cmd, box, "install", "--runtime", "claude", "--scope", "user")
-        return
-    from continuation.install import install
-
-    install("claude", "user", project_dir=box.repo, home=box.home, state_home=state_home, command=cmd,
-            env=box.env)
+REQUIRED_COMMANDS = ("hook", "install", "inputs", "events", "recover")
 
 
-def test_claude_session_through_continuation(claude_bin: Path, tmp_path: Path) -> None:
+@pytest.fixture
+def continuation_cmd() -> list[str]:
+    """The ``continuation`` launcher, or a skip naming what is missing."""
     cmd = _continuation_cmd()
     if cmd is None:
         pytest.skip("the `continuation` command is not installed in this environment")
-    available = _subcommands(cmd)
-    required = [name for name in ("hook", "inputs", "events") if name not in available]
-    if required:
-        pytest.skip(f"`continuation` lacks subcommands {required} needed for this test")
-    can_install_cli = "install" in available
-    can_recover = "recover" in available
-    not_checked = []
-    if not can_install_cli:
-        not_checked.append("`continuation install` CLI (hooks installed through continuation.install.install)")
+    missing = [name for name in REQUIRED_COMMANDS if name not in _subcommands(cmd)]
+    if missing:
+        pytest.skip(f"`continuation` lacks subcommands {missing} needed for this test")
+    return cmd
 
+
+@dataclass
+class Installed:
+    """A sandbox whose temporary HOME has our hooks (and a recorder and the user's permissions)."""
+
+    cmd: list[str]
+    box: ct.ClaudeSandbox
+    state_home: Path
+    request_log: Path
+
+    def cli(self, *args: str) -> ct.RunResult:
+        return _cli(self.cmd, self.box, *args)
+
+    def inputs(self, session_id: str) -> list[dict[str, Any]]:
+        return _json_list(self.cli("inputs", "--thread", session_id, "--json").stdout, "inputs")
+
+    def assert_no_hook_errors(self) -> None:
+        log = self.state_home / "logs" / "hooks.log"
+        assert not log.exists(), "our hook failed (open):\n" + log.read_text(encoding="utf-8")[-4000:]
+
+
+@contextmanager
+def installed_sandbox(cmd: list[str], claude: Path, tmp_path: Path):
+    """Stand-in up, repo and HOME ready, ``continuation install --runtime claude --scope user`` run;
+    checks that install kept the user's own hooks and permissions."""
     request_log = tmp_path / "requests.jsonl"
     state_home = tmp_path / "state"
     with StandInServer(request_log) as server:
-        box = ct.ClaudeSandbox(tmp_path, claude_bin, server.base_url,
-                               extra_env={"CONTINUATION_HOME": str(state_home)})
+        box = ct.ClaudeSandbox(tmp_path, claude, server.base_url, extra_env={"CONTINUATION_HOME": str(state_home)})
         box.init_repo()
-        box.write_settings(markers=False)  # our permissions + a recorder, which install must keep
+        box.write_settings(markers=False)  # the user's permissions + a recorder, which install must keep
         mine = json.loads(box.settings_path.read_text(encoding="utf-8"))
-        _install_hooks(cmd, box, state_home, can_install_cli)
+        _cli(cmd, box, "install", "--runtime", "claude", "--scope", "user")
         installed = json.loads(box.settings_path.read_text(encoding="utf-8"))
         assert installed["permissions"] == mine["permissions"]
         for event, groups in mine["hooks"].items():
@@ -282,92 +295,105 @@ def test_claude_session_through_continuation(claude_bin: Path, tmp_path: Path) -
                 assert group in installed["hooks"][event], f"install dropped the user's {event} hook"
             ours = [g for g in installed["hooks"][event] if g not in groups]
             assert "hook --runtime claude" in json.dumps(ours), f"no continuation hook for {event}"
+        env = Installed(cmd, box, state_home, request_log)
+        env.server = server  # type: ignore[attr-defined]
+        yield env
 
+
+def _checkpoint_blocks(body: Any) -> list[tuple[str, str]]:
+    """(nonce, block text from BEGIN through END) of every whole checkpoint block in a request body."""
+    blocks = []
+    for text in _strings(body):
+        for begin in CHECKPOINT_BEGIN.finditer(text):
+            end_line = f"<<<CONTINUATION-CHECKPOINT {begin.group(1)} END>>>"
+            end = text.find(end_line, begin.end())
+            if end >= 0:
+                blocks.append((begin.group(1), text[begin.start():end + len(end_line)]))
+    return blocks
+
+
+def test_claude_session_through_continuation(continuation_cmd: list[str], claude_bin: Path, tmp_path: Path) -> None:
+    """The issue's scenario with our hooks: handled, handled, (/compact), handled, reconciling after
+    `continuation recover`; our context answers the compact SessionStart and reaches the model; after
+    the crash, resuming the session gives the model the reconciling input and its unsettled call."""
+    with installed_sandbox(continuation_cmd, claude_bin, tmp_path) as env:
+        box, request_log = env.box, env.request_log
         session = drive_session(box, request_log)
-        if can_recover:
-            _cli(cmd, box, "recover")
-        else:
-            not_checked.append("`continuation recover` (slow task's reconciling state)")
-        inputs = _json_list(_cli(cmd, box, "inputs", "--thread", session.session_id, "--json").stdout, "inputs")
-        events = _json_list(_cli(cmd, box, "events", "--thread", session.session_id, "--json").stdout, "events")
-
-    hook_errors = state_home / "logs" / "hooks.log"
-    assert not hook_errors.exists(), "our hook failed (open):\n" + hook_errors.read_text(encoding="utf-8")[-4000:]
+        recovery = json.loads(env.cli("recover", "--json").stdout)
+        inputs = env.inputs(session.session_id)
+        events = _json_list(env.cli("events", "--thread", session.session_id, "--json").stdout, "events")
+        # Resume the crashed session: the next context must tell the model what was cut.
+        before_resume = len(_requests(request_log))
+        resumed = box.run("what is the state of things?", resume=session.session_id, timeout=RUN_TIMEOUT_S)
+        assert resumed.returncode == 0, resumed.stderr[-2000:]
+        inputs_after_resume = env.inputs(session.session_id)
+    env.assert_no_hook_errors()
 
     states = {str(i.get("text")): i.get("state") for i in inputs}
-    expected = {
+    assert states == {
         "append a line to notes.txt": "handled",
         "append a second line": "handled",
         "append a third line": "handled",
         "slow task: wait for the build": "reconciling",
-    }
-    if not can_recover:
-        expected.pop("slow task: wait for the build")
-    assert {t: states.get(t) for t in expected} == expected, inputs
-    assert "/compact" not in states, "the /compact command is not an input"
-    assert len(inputs) == 4, inputs
+    }, inputs  # the /compact command is not an input
+
+    # `continuation recover` lists the session as interrupted, with the cut tool call unsettled.
+    slow_call = next(p for p in box.hook_payloads() if p["hook_event_name"] == "PreToolUse"
+                     and "build.sh" in json.dumps(p.get("tool_input")))
+    entry = next(e for e in recovery["interrupted"] if e.get("session_id") == session.session_id)
+    assert [(i["text"], i["state"]) for i in entry["inputs"]] == [("slow task: wait for the build", "reconciling")]
+    assert [(c["call_id"], c["status"]) for c in entry["unknown_calls"]] == [(slow_call["tool_use_id"], "unknown")]
+    assert session.session_id in entry["resume_command"]
 
     # The compact SessionStart answered with our assembled context (its stdout, kept in the transcript).
     transcript = box.transcript(session.session_id)
     compact_out = ct.hook_outputs(transcript, "SessionStart:compact")
     ours = [o for o in compact_out if CHECKPOINT_MARKER in o]
-    assert ours, f"no SessionStart:compact output carried the checkpoint: {compact_out!r}"
+    assert len(ours) == 1, f"SessionStart:compact outputs: {compact_out!r}"
     answer = json.loads(ours[0])
     assert answer["hookSpecificOutput"]["hookEventName"] == "SessionStart"
     context = answer["hookSpecificOutput"]["additionalContext"]
-    nonce = CHECKPOINT_BEGIN.search(context)
-    assert nonce, context[:500]
-    end_line = f"<<<CONTINUATION-CHECKPOINT {nonce.group(1)} END>>>"
-    assert end_line in context
+    (nonce, block), = _checkpoint_blocks(context)
     # Claude Code replaces a context over 10,000 characters by a file path and a 2 KB preview.
     assert len(context) <= 10_000, f"assembled context has {len(context)} chars: Claude Code would not pass it on"
     assert any(e.get("type") == "context_delivered" for e in events), "engine recorded no context delivery"
 
-    # ... and it reached the model in the first request after the compaction: through the
-    # SessionStart(compact) answer, or else through the fallback injection at UserPromptSubmit.
+    # ... and it reached the model, whole and once, in the first request after the compaction,
+    # through the SessionStart(compact) answer (else through the fallback at UserPromptSubmit).
     requests = _requests(request_log)
-    after_body = requests[session.steps[3].first_request].get("body")
+    assert all(CHECKPOINT_MARKER not in _body_text(r) for r in requests[:session.steps[2].first_request])
+    after_body = requests[session.steps[3].first_request]["body"]
+    assert _checkpoint_blocks(after_body) == [(nonce, block)], "checkpoint not delivered exactly once, whole"
     after = _body_text(requests[session.steps[3].first_request])
-    assert CHECKPOINT_MARKER in after
-    # The whole block (through its END line) reached the model, not a persisted-output preview.
-    assert any(nonce.group(0) in t and end_line in t for t in _strings(after_body)), \
-        "the checkpoint block did not reach the model whole"
     via_session_start = any(CHECKPOINT_MARKER in chunk.split("UserPromptSubmit hook additional context: ")[0]
                             for chunk in after.split("SessionStart hook additional context: ")[1:])
-    # Delivered once: the fallback at UserPromptSubmit does not inject it a second time, and no
-    # block reached the model before the compaction.
-    assert len(CHECKPOINT_BEGIN.findall(after)) == 1, "checkpoint delivered more than once"
-    assert all(CHECKPOINT_MARKER not in _body_text(r) for r in requests[:session.steps[2].first_request])
     path = "SessionStart(compact)" if via_session_start else "UserPromptSubmit fallback"
     print(f"context path taken by Claude Code {ct.CLAUDE_VERSION}: {path}")
     # Claude Code 2.1.332 passes the compact SessionStart context on (see the recorder test).
     assert via_session_start, "expected the checkpoint in the SessionStart(compact) context block"
 
-    if not_checked:
-        pytest.skip("all present checks passed; not checked (missing commands): " + "; ".join(not_checked))
+    # After the crash: the first request of the resumed session holds a new checkpoint in which the
+    # slow task is reconciling and its build call is unsettled; resuming settles nothing by itself.
+    first_after_crash = _requests(request_log)[before_resume]
+    new_blocks = [b for n, b in _checkpoint_blocks(first_after_crash["body"]) if n != nonce]
+    assert new_blocks, "no fresh checkpoint reached the model after the crash"
+    crash_block = new_blocks[-1]
+    assert any(json.dumps("slow task: wait for the build") in line and "state=reconciling" in line
+               for line in crash_block.splitlines()), crash_block
+    assert "sh build.sh" in crash_block and slow_call["tool_use_id"] in crash_block
+    states_after = {str(i.get("text")): i.get("state") for i in inputs_after_resume}
+    assert states_after["slow task: wait for the build"] == "reconciling"
+    assert states_after["what is the state of things?"] == "handled"
 
 
-def test_claude_prompt_typed_mid_turn_is_its_own_input(claude_bin: Path, tmp_path: Path) -> None:
+def test_claude_prompt_typed_mid_turn_is_its_own_input(continuation_cmd: list[str], claude_bin: Path,
+                                                       tmp_path: Path) -> None:
     """A prompt sent while a tool call runs is steered into the running turn by Claude Code, and its
     UserPromptSubmit carries the SAME prompt_id as the turn's first prompt: the engine must still
     admit it as a separate input (not drop it as a duplicate), and mark both handled."""
-    cmd = _continuation_cmd()
-    if cmd is None:
-        pytest.skip("the `continuation` command is not installed in this environment")
-    available = _subcommands(cmd)
-    required = [name for name in ("hook", "inputs") if name not in available]
-    if required:
-        pytest.skip(f"`continuation` lacks subcommands {required} needed for this test")
-
     first_text, steered_text = "quick build: compile the project", "also count the lines of notes.txt"
-    request_log = tmp_path / "requests.jsonl"
-    state_home = tmp_path / "state"
-    with StandInServer(request_log) as server:
-        box = ct.ClaudeSandbox(tmp_path, claude_bin, server.base_url,
-                               extra_env={"CONTINUATION_HOME": str(state_home)})
-        box.init_repo()
-        box.write_settings(markers=False)
-        _install_hooks(cmd, box, state_home, "install" in available)
+    with installed_sandbox(continuation_cmd, claude_bin, tmp_path) as env:
+        box = env.box
         proc = box.start_streaming()
         try:
             ct.send(proc, first_text)
@@ -381,58 +407,44 @@ def test_claude_prompt_typed_mid_turn_is_its_own_input(claude_bin: Path, tmp_pat
             if proc.poll() is None:
                 ct.kill_tree(proc)
         session_id = box.hook_payloads()[0]["session_id"]
-        inputs = _json_list(_cli(cmd, box, "inputs", "--thread", session_id, "--json").stdout, "inputs")
+        inputs = env.inputs(session_id)
 
     # What Claude Code 2.1.332 does: one turn, two UserPromptSubmit payloads with one prompt_id.
     assert [r.get("subtype") for r in output if r.get("type") == "result"] == ["success"]
     ups = [p for p in box.hook_payloads() if p["hook_event_name"] == "UserPromptSubmit"]
     assert [p["prompt"] for p in ups] == [first_text, steered_text]
     assert ups[0]["prompt_id"] == ups[1]["prompt_id"]
-    after_tool = [r for r in _requests(request_log) if '"tool_result"' in _body_text(r)]
+    after_tool = [r for r in _requests(env.request_log) if '"tool_result"' in _body_text(r)]
     assert after_tool and "The user sent a new message while you were working:\\n" + steered_text in _body_text(after_tool[0])
 
-    hook_errors = state_home / "logs" / "hooks.log"
-    assert not hook_errors.exists(), "our hook failed (open):\n" + hook_errors.read_text(encoding="utf-8")[-4000:]
+    env.assert_no_hook_errors()
     states = {str(i.get("text")): i.get("state") for i in inputs}
     assert states == {first_text: "handled", steered_text: "handled"}, inputs
 
 
-def test_claude_auto_compaction_mid_turn_keeps_the_prompt(claude_bin: Path, tmp_path: Path) -> None:
+def test_claude_auto_compaction_mid_turn_keeps_the_prompt(continuation_cmd: list[str], claude_bin: Path,
+                                                          tmp_path: Path) -> None:
     """Claude Code auto-compacts inside a turn (after a tool result) when the model reports a nearly
     full window. The request that continues the turn then holds the summary, the tool call and our
     SessionStart(compact) context, but no longer the user's prompt: the checkpoint must carry it as
     pending. After the turn completes, the input is handled."""
-    cmd = _continuation_cmd()
-    if cmd is None:
-        pytest.skip("the `continuation` command is not installed in this environment")
-    available = _subcommands(cmd)
-    required = [name for name in ("hook", "inputs") if name not in available]
-    if required:
-        pytest.skip(f"`continuation` lacks subcommands {required} needed for this test")
-
     prompt = "append a second line"
-    request_log = tmp_path / "requests.jsonl"
-    state_home = tmp_path / "state"
-    with StandInServer(request_log) as server:
-        box = ct.ClaudeSandbox(tmp_path, claude_bin, server.base_url,
-                               extra_env={"CONTINUATION_HOME": str(state_home)})
-        box.init_repo()
-        box.write_settings(markers=False)
-        _install_hooks(cmd, box, state_home, "install" in available)
+    with installed_sandbox(continuation_cmd, claude_bin, tmp_path) as env:
+        box = env.box
         first = box.run("append a line to notes.txt", timeout=RUN_TIMEOUT_S)
         assert first.returncode == 0, first.stderr[-2000:]
         session_id = first.json()["session_id"]
         before_hooks = len(box.hook_payloads())
         # The answer with the tool call reports 99% of the 1M-token window in use.
-        server.standin.usage_overrides.append(990_000)
+        env.server.standin.usage_overrides.append(990_000)
         second = box.run(prompt, resume=session_id, timeout=RUN_TIMEOUT_S)
         assert second.returncode == 0 and second.json().get("is_error") is False, second.stdout[-2000:]
-        inputs = _json_list(_cli(cmd, box, "inputs", "--thread", session_id, "--json").stdout, "inputs")
+        inputs = env.inputs(session_id)
 
     assert ct.event_names(box.hook_payloads()[before_hooks:]) == [
         "SessionStart:resume", "UserPromptSubmit", "PreToolUse:Bash", "PostToolUse:Bash",
         "PreCompact:auto", "SessionStart:compact", "PostCompact:auto", "Stop", "SessionEnd"]
-    requests = _requests(request_log)
+    requests = _requests(env.request_log)
     compaction = [i for i, r in enumerate(requests) if _is_compaction_request(r)]
     assert len(compaction) == 1
     continued = requests[compaction[0] + 1]
@@ -444,13 +456,12 @@ def test_claude_auto_compaction_mid_turn_keeps_the_prompt(claude_bin: Path, tmp_
     context = answers[0]["hookSpecificOutput"]["additionalContext"]
     assert any(context in t for t in _strings(continued.get("body"))), \
         "our context did not reach the model whole after the auto-compaction"
-    capsule = context[CHECKPOINT_BEGIN.search(context).start():]
+    (_, capsule), = _checkpoint_blocks(context)
     assert any(json.dumps(prompt) in line and "state=pending" in line for line in capsule.splitlines()), capsule
     # Claude Code dropped the prompt from the model's view; only our context still holds it.
     outside = _body_text(continued).replace(json.dumps(context, ensure_ascii=False)[1:-1], "")
     assert prompt not in outside
 
-    hook_errors = state_home / "logs" / "hooks.log"
-    assert not hook_errors.exists(), "our hook failed (open):\n" + hook_errors.read_text(encoding="utf-8")[-4000:]
+    env.assert_no_hook_errors()
     states = {str(i.get("text")): i.get("state") for i in inputs}
     assert states == {"append a line to notes.txt": "handled", prompt: "handled"}, inputs
