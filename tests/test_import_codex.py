@@ -186,3 +186,39 @@ def test_early_rollout_format_without_turns(home, tmp_path):
         calls = {c.call_id: c for c in thread_of(e, "codex", "early-1").tool_calls()}
         assert calls["s1"].tool == "Bash" and calls["s1"].args == {"command": "ls"}
         assert calls["s1"].status == "ok" and calls["s2"].status == "unknown"
+
+
+def test_hooks_installed_mid_session_then_import(home, shared_fixtures, rollout):
+    """Hooks saw only the first run; the import fills in the rest with the same ids."""
+    from continuation import hooks
+
+    lines = (shared_fixtures / "codex" / "hook-payloads.jsonl").read_bytes().splitlines()
+    for line in lines[:5]:  # SessionStart .. Stop of "append a line to notes.txt"
+        assert hooks.run("codex", line)[1] == 0
+    hooked = snapshot(home, "codex", SESSION)
+    assert len(hooked["inputs"]) == 1
+    report = run_import(home, "codex", rollout, session_over=True)
+    assert report.duplicates == 1 and report.inputs_admitted == 2
+    merged = snapshot(home, "codex", SESSION)
+    assert hooked["inputs"][0][0] in [i for i, _ in merged["inputs"]] and len(merged["inputs"]) == 3
+    assert merged["claims"] == hooked["claims"]  # the first turn's claim came from Stop
+    assert states(home, "codex", SESSION) == {
+        "append a line to notes.txt": "handled",
+        "append a second line": "interrupted",
+        "slow task: wait for the build": "reconciling",
+    }
+
+
+def test_cli_subprocess_exit_codes(home, rollout, tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "CONTINUATION_HOME": str(home)}
+    ok = subprocess.run([sys.executable, "-m", "continuation", "import", "codex", str(rollout),
+                         "--session-over"], capture_output=True, env=env, timeout=120)
+    assert ok.returncode == 0 and b"ran 46 times" in ok.stdout and ok.stderr == b""
+    bad = subprocess.run([sys.executable, "-m", "continuation", "import", "codex",
+                          str(tmp_path / "missing.jsonl")], capture_output=True, env=env, timeout=120)
+    assert bad.returncode == 1 and bad.stdout == b""
+    assert bad.stderr.decode().count("\n") == 1 and b"Traceback" not in bad.stderr
