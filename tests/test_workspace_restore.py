@@ -195,3 +195,22 @@ def test_restore_never_removes_unbacked_files_in_the_way(repo, git_home):
     assert (repo / "out" / "cache.log").exists() and (repo / "cfg").read_text() == "x"
     assert {s.path for s in result.skipped} == {"out", "cfg/settings"}
     assert result.recreated == []
+
+
+def test_load_snapshot_by_name_keeps_what_was_not_stored(repo, git_home):
+    from continuation.workspace import load_snapshot
+
+    write(repo, {"huge.bin": b"z" * 5000, "skip.tmp": "t\n"})
+    policy = WorkspacePolicy(size_cap_bytes=1000, exclude=("*.tmp",))
+    taken = take_snapshot(repo, "t1-abc", 4, state_home=git_home, policy=policy)
+    for name in ("t1-abc/4", "refs/continuation/t1-abc/4", taken.snapshot_commit):
+        loaded = load_snapshot(repo, name, state_home=git_home)
+        assert loaded.snapshot_commit == taken.snapshot_commit and loaded.snapshot_tree == taken.snapshot_tree
+        assert [o.path for o in loaded.oversized] == ["huge.bin"] and loaded.exclude_patterns == ["*.tmp"]
+        assert (loaded.thread_key, loaded.generation, loaded.head, loaded.branch) == ("t1-abc", 4, taken.head, "main")
+    write(repo, {"huge.bin": b"q" * 10, "README.md": "agent\n"})
+    plan = plan_restore(load_snapshot(repo, "t1-abc/4", state_home=git_home), state_home=git_home)
+    assert plan.modified == ["README.md"] and "huge.bin" in {s.path for s in plan.skipped}
+    for bad in ("t1-abc/99", "refs/heads/main", git(repo, "rev-parse", "HEAD").strip(), "--help"):
+        with pytest.raises(RestoreUnavailable):
+            load_snapshot(repo, bad, state_home=git_home)

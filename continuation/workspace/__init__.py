@@ -4,7 +4,8 @@ API (GitPython and filelock are imported only when a function runs, never at imp
 
     from continuation.workspace import (
         WorkspacePolicy, WorkspaceRef, take_snapshot, plan_restore, apply_restore, plan_undo,
-        drift, list_snapshot_refs, delete_thread_refs, prune_thread_refs, gc_shadow, WorkspaceError,
+        drift, load_snapshot, list_snapshot_refs, delete_thread_refs, prune_thread_refs, gc_shadow,
+        WorkspaceError,
     )
 
     ref = take_snapshot(root, "t12-abcdef", generation, state_home=home,
@@ -15,6 +16,8 @@ API (GitPython and filelock are imported only when a function runs, never at imp
     result = apply_restore(plan, state_home=home)   # result.safety = snapshot taken first
     undo = plan_undo(result, state_home=home)   # preview of undoing the restore
     report = drift(ref, state_home=home, session_paths=paths_written_by_tools)
+    ref = load_snapshot(root, "t12-abcdef/3", state_home=home)   # by name, e.g. from the CLI
+    refs = list_snapshot_refs(root, state_home=home, thread_key="t12-abcdef")
     delete_thread_refs(root, "t12-abcdef", state_home=home)   # `thread delete` / `gc`
     prune_thread_refs(root, "t12-abcdef", keep=5, state_home=home)
 
@@ -71,6 +74,7 @@ _EXPORTS = {
     "list_snapshot_refs": "retention",
     "prune_thread_refs": "retention",
     "take_snapshot": "snapshot",
+    "load_snapshot": "lookup",
 }
 
 
@@ -99,6 +103,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .restore import apply_restore, plan_restore, plan_undo
     from .retention import SnapshotRefInfo, delete_thread_refs, gc_shadow, list_snapshot_refs, prune_thread_refs
     from .snapshot import take_snapshot
+    from .lookup import load_snapshot
 
 __all__ = [
     "CorruptReference",
@@ -124,6 +129,7 @@ __all__ = [
     "drift",
     "gc_shadow",
     "list_snapshot_refs",
+    "load_snapshot",
     "plan_restore",
     "plan_undo",
     "prune_thread_refs",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -96,11 +97,24 @@ def snapshot_locked(
             scratch.unlink(missing_ok=True)
             layout.thread_index(thread_key).unlink(missing_ok=True)
             built = build_tree(target, scratch, policy.matcher(), policy.size_cap_bytes)
-        message = f"continuation snapshot {ref_name}\n\nworkspace: {ws.root}\n"
-        args = ["commit-tree", "--no-gpg-sign", built.tree, "-m", message]
+        submodules = _submodules(target, scratch) if target.kind == "git" else []
+        ref = _describe(ws, target.kind, thread_key, generation, policy)
+        ref.snapshot_ref, ref.snapshot_tree = ref_name, built.tree
+        ref.oversized = built.oversized
+        ref.excluded = built.excluded[:DIRTY_SAMPLE]
+        ref.excluded_count = len(built.excluded)
+        ref.nested_repos = built.nested_repos
+        ref.submodules = submodules
+        if target.kind == "git":
+            ref.head = built.head
+            ref.branch = built.branch
+            ref.detached = built.branch is None
+            ref.unborn = built.head is None
+            ref.in_progress = in_progress_operation(target.git_dir)
+        args = ["commit-tree", "--no-gpg-sign", built.tree, "-F", "-"]
         if built.head:
             args[2:2] = ["-p", built.head]
-        commit = target.out(args)
+        commit = target.out(args, stdin=commit_message(ref).encode("utf-8", "surrogateescape"))
         _stage("commit-tree")
         _clear_stale_ref_lock(target, ref_name)
         if target.kind == "git":  # against HEAD (the commit's parent), or empty when unborn
@@ -114,7 +128,6 @@ def snapshot_locked(
             lambda: target.run(diff_args, check=False)[1] if diff_args else b"",
         )
         _stage("update-ref")
-        submodules = _submodules(target, scratch) if target.kind == "git" else []
         if keep_index:
             os.replace(scratch, layout.thread_index(thread_key))
             write_json_atomic(
@@ -124,22 +137,19 @@ def snapshot_locked(
             )
     finally:
         scratch.unlink(missing_ok=True)
-    ref = _describe(ws, target.kind, thread_key, generation, policy)
-    ref.snapshot_ref, ref.snapshot_commit, ref.snapshot_tree = ref_name, commit, built.tree
+    ref.snapshot_commit = commit
     changes = _parse_raw_diff(diff_raw) if base != "none" else {}
     ref.dirty = tree_dirty_summary(changes, built, base=base)
-    ref.oversized = built.oversized
-    ref.excluded = built.excluded[:DIRTY_SAMPLE]
-    ref.excluded_count = len(built.excluded)
-    ref.nested_repos = built.nested_repos
-    ref.submodules = submodules
-    if target.kind == "git":
-        ref.head = built.head
-        ref.branch = built.branch
-        ref.detached = built.branch is None
-        ref.unborn = built.head is None
-        ref.in_progress = in_progress_operation(target.git_dir)
     return ref
+
+
+def commit_message(ref: WorkspaceRef) -> str:
+    """Subject line plus the reference as JSON (minus what only exists after the commit), so a
+    snapshot found by its ref alone still knows what it did not store (see ``load_snapshot``)."""
+    record = ref.to_dict()
+    for key in ("snapshot_commit", "dirty"):
+        record.pop(key, None)
+    return f"continuation snapshot {ref.snapshot_ref}\n\n{json.dumps(record, sort_keys=True)}\n"
 
 
 def _clear_stale_ref_lock(target: GitTarget, ref_name: str) -> None:
