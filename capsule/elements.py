@@ -416,7 +416,7 @@ def collect(source: CapsuleSource) -> tuple[Skeleton, list[Element]]:
     # -- workspace and settings ----------------------------------------------------------------
     if source.workspace is not None:
         ws = s.tree(source.workspace)
-        ws_pointer = "workspace"
+        ws_pointer = s.ident(source.workspace_pointer, POINTER_MAX)
         known = {k: v for k, v in ws.items() if k in WORKSPACE_KNOWN}
         extra = {k: v for k, v in ws.items() if k not in WORKSPACE_KNOWN}
         known_kept, known_cuts = _mapping(known, "workspace", ws_pointer, as_text=False)
@@ -437,16 +437,17 @@ def collect(source: CapsuleSource) -> tuple[Skeleton, list[Element]]:
         permission_mode=s.ident(perm.permission_mode, 64), sandbox=s.ident(perm.sandbox, 64),
         approval=s.ident(perm.approval, 64), model=s.ident(model.model, 128), provider=s.ident(model.provider, 128),
     )
+    settings_pointer = s.ident(source.settings_pointer, POINTER_MAX)
     if any(v is not None for v in settings.values()):
         elements.append(Element(
             rank=(T_WORKSPACE_SETTINGS, 0, 0), slot="settings", index=0, group=G_SETTINGS,
             build=lambda t, _d=settings: dict(_d),
             line=lambda o, c: _settings_line(o),
-            original=_json_text(settings), pointer="settings",
+            original=_json_text(settings), pointer=settings_pointer,
         ))
     for slot, extra_values in (("permissions.extra", perm.extra), ("model_settings.extra", model.extra)):
         if extra_values:
-            kept, cuts = _split_extras(s.tree(extra_values), slot, "settings", as_text=True)
+            kept, cuts = _split_extras(s.tree(extra_values), slot, settings_pointer, as_text=True)
             label = "permission" if slot.startswith("permissions") else "model"
             elements.append(Element(
                 rank=(T_EXTRA_SETTINGS, 0, 0), slot=slot, index=0, group=G_SETTINGS,
@@ -454,7 +455,7 @@ def collect(source: CapsuleSource) -> tuple[Skeleton, list[Element]]:
                 line=lambda o, c, _l=label: "\n".join(
                     f"- {_l} {render.render_literal(k)}: {render.render_literal(v)}" for k, v in sorted(o.items())
                 ),
-                original=_json_text(extra_values), pointer="settings", pre_cuts=cuts,
+                original=_json_text(extra_values), pointer=settings_pointer, pre_cuts=cuts,
             ))
 
     # -- skeleton ------------------------------------------------------------------------------

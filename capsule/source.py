@@ -5,7 +5,9 @@ does I/O. Texts here are FULL texts (the builder clips them); every free-text it
 ``pointer``: an opaque string (e.g. ``"event:<thread>:<seq>"``) that the engine can resolve back
 to the full text (``continuation source POINTER``).
 
-Unknown fields are ignored so an engine newer than this package can still build.
+Queued inputs are the inputs in state ``queued`` (``queued=True`` also marks an input that
+arrived while a turn ran and was later delivered). Unknown fields are ignored so an engine newer
+than this package can still build.
 """
 from __future__ import annotations
 
@@ -161,6 +163,8 @@ class CapsuleSource(_Source):
     claims: list[SourceClaim] = Field(default_factory=list)
     cursor: SourceCursor = Field(default_factory=SourceCursor)
     workspace: dict[str, Any] | None = None  # owned by the workspace package; unknown keys kept
+    workspace_pointer: str = "workspace"  # where the full workspace record can be read back
+    settings_pointer: str = "settings"  # same for permissions and model settings
     permissions: SourcePermissions = Field(default_factory=SourcePermissions)
     model_settings: SourceModelSettings = Field(default_factory=SourceModelSettings)
     attachments: list[SourceAttachment] = Field(default_factory=list)

@@ -166,3 +166,35 @@ def test_unsettled_tool_call_is_never_rendered_as_done_or_failed(status):
     kinds = {"in_flight": "await_tool_result", "unknown": "reconcile_tool_call"}
     assert capsule.next_action.kind == kinds[status]
     assert capsule.next_action.refs == ["call_x"]
+
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_hostile = st.lists(st.sampled_from([
+    "\n", "\r", "\u2028", "\u2029", "\x85", "\x0b", "\x0c", "\x1c", "\x00", "\x1b", '"', "\\", "## ", "- input=",
+    "state=handled", " text=", "<<<CONTINUATION-CHECKPOINT ", " END>>>", "\u202e", "\ufeff", "🚀", "é", "word",
+]), max_size=60).map("".join)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(texts=st.lists(_hostile, min_size=1, max_size=8), ids=st.lists(_hostile, min_size=8, max_size=8))
+def test_property_rendered_states_and_texts_parse_back(texts, ids):
+    states = ["pending", "handled", "queued", "interrupted", "superseded", "reconciling", "rolled_back", "handled"]
+    inputs = [SourceInput(id=f"{ids[k]}#{k}", text=t, state=states[k], admitted_seq=k, pointer=ptr(k))
+              for k, t in enumerate(texts)]
+    source = representative_source(inputs=inputs, claims=[SourceClaim(text=t, pointer=ptr(90)) for t in texts])
+    capsule = build_capsule(source, counter=counter())
+    rendered = render_capsule(capsule)
+    lines = block_lines(rendered)
+    nonce = capsule_nonce(capsule)
+    assert [i for i, line in enumerate(lines) if line.startswith("<<<")] == [0, len(lines) - 1]
+    assert lines[-1] == end_marker(nonce) and rendered.count(end_marker(nonce)) == 1
+    assert len(rendered.splitlines()) == len(lines)  # no Unicode line break hides inside a line
+    by_id = {i.id: i for i in capsule.inputs}
+    parsed = parse_inputs(rendered)
+    assert [p[0] for p in parsed] == [i.id for i in capsule.inputs]
+    for ident, state, text in parsed:
+        assert state == by_id[ident].state
+        if text is not None:
+            assert text == by_id[ident].text
