@@ -115,3 +115,21 @@ def test_importing_the_package_loads_neither_gitpython_nor_filelock():
     code = "import sys, continuation.workspace as w; w.WorkspacePolicy; print('git' in sys.modules, 'filelock' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "False"]
+
+
+def test_bad_roots_are_clear_errors(git_home, tmp_path):
+    from continuation.workspace import WorkspaceError, drift
+
+    with pytest.raises(WorkspaceError, match="does not exist"):
+        take_snapshot(tmp_path / "missing", "t1-abc", 1, state_home=git_home)
+    (tmp_path / "file.txt").write_text("x", encoding="utf-8")
+    with pytest.raises(WorkspaceError, match="not a directory"):
+        take_snapshot(tmp_path / "file.txt", "t1-abc", 1, state_home=git_home)
+    broken = tmp_path / "broken"
+    (broken / ".git").mkdir(parents=True)
+    with pytest.raises(WorkspaceError, match="git"):
+        take_snapshot(broken, "t1-abc", 1, state_home=git_home)
+    with pytest.raises(WorkspaceError):
+        take_snapshot(tmp_path, "t1-abc", -1, state_home=git_home)
+    with pytest.raises(WorkspaceError):
+        drift(WorkspaceRef(root=str(tmp_path / "gone"), kind="git"), state_home=git_home)

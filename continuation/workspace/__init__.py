@@ -34,8 +34,8 @@ checks of concurrent threads; each thread has its own refs.
 ``thread_key`` comes from the engine and must be ref- and file-safe (``[A-Za-z0-9._-]``, see
 ``layout.validate_thread_key``). Errors are ``WorkspaceError`` subclasses with a clear message
 (``WorkspaceBusy``, ``RestoreUnavailable``, ``GitFailure``, ``InvalidThreadKey``,
-``CorruptReference``). How a restore decides a file was "created by the session" is documented
-in ``continuation.workspace.restore``.
+``InvalidPolicy``, ``CorruptReference``). How a restore decides a file was "created by the
+session" is documented in ``continuation.workspace.restore``.
 """
 
 from __future__ import annotations
@@ -49,6 +49,7 @@ _EXPORTS = {
     "CorruptReference": "errors",
     "GitFailure": "errors",
     "InvalidThreadKey": "errors",
+    "InvalidPolicy": "errors",
     "RestoreUnavailable": "errors",
     "WorkspaceBusy": "errors",
     "WorkspaceError": "errors",
@@ -93,7 +94,7 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .drift import drift
-    from .errors import CorruptReference, GitFailure, InvalidThreadKey, RestoreUnavailable, WorkspaceBusy, WorkspaceError
+    from .errors import CorruptReference, GitFailure, InvalidPolicy, InvalidThreadKey, RestoreUnavailable, WorkspaceBusy, WorkspaceError
     from .layout import snapshot_ref_name, validate_thread_key
     from .model import (
         DirtyPath, DirtySummary, DriftReport, ModeChange, OversizedFile, RestorePlan, RestoreResult,
@@ -111,6 +112,7 @@ __all__ = [
     "DirtySummary",
     "DriftReport",
     "GitFailure",
+    "InvalidPolicy",
     "InvalidThreadKey",
     "ModeChange",
     "OversizedFile",

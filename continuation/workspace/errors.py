@@ -11,6 +11,10 @@ class InvalidThreadKey(WorkspaceError, ValueError):
     """The thread key cannot be used in a ref name or a file name."""
 
 
+class InvalidPolicy(WorkspaceError, ValueError):
+    """A WorkspacePolicy field has a value this package does not understand."""
+
+
 class WorkspaceBusy(WorkspaceError):
     """Another process holds the workspace lock for longer than the timeout."""
 

@@ -16,6 +16,8 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+from .errors import InvalidPolicy
+
 PolicyMode = Literal["snapshot", "metadata", "none"]
 _MODES = ("snapshot", "metadata", "none")
 DEFAULT_SIZE_CAP = 10 * 1024 * 1024
@@ -38,12 +40,12 @@ class WorkspacePolicy:
 
     def __post_init__(self) -> None:
         if self.mode not in _MODES:
-            raise ValueError(f"workspace policy mode must be one of {_MODES}, not {self.mode!r}")
+            raise InvalidPolicy(f"workspace policy mode must be one of {_MODES}, not {self.mode!r}")
         if isinstance(self.exclude, str):
-            raise ValueError("workspace policy exclude must be a sequence of patterns, not a string")
+            raise InvalidPolicy("workspace policy exclude must be a sequence of patterns, not a string")
         object.__setattr__(self, "exclude", tuple(str(p) for p in self.exclude if str(p).strip()))
         if not isinstance(self.size_cap_bytes, int) or self.size_cap_bytes < 0:
-            raise ValueError("workspace policy size_cap_bytes must be a non-negative integer")
+            raise InvalidPolicy("workspace policy size_cap_bytes must be a non-negative integer")
 
     def matcher(self) -> "ExcludeMatcher":
         return ExcludeMatcher(self.exclude)
