@@ -234,6 +234,8 @@ def test_gc_deletes_refs_of_vanished_threads_and_prunes_old_ones(home, repo):
         assert refs(repo, ghost_key) == []
         assert refs(repo, key) == [f"refs/continuation/{key}/3", f"refs/continuation/{key}/4"]
         assert str(home / "capsules" / ghost_key) in report.folders_removed
+        with e.store.transaction() as c:  # a damaged workspace reference must not stop gc
+            c.execute("UPDATE checkpoints SET workspace='{not json' WHERE generation=1")
     r = cli("gc", "--dry-run", home=home)
     assert r.returncode == 0 and b"nothing to collect" in r.stdout
     r = cli("gc", "--keep", "0", home=home)

@@ -12,6 +12,7 @@ still names (plus ``--root`` folders), prunes each live thread's older snapshot 
 """
 from __future__ import annotations
 
+import json
 import shutil
 import time
 from dataclasses import dataclass, field
@@ -46,12 +47,19 @@ def live_sessions(engine: Engine, key: str, now: float | None = None) -> list[di
 def workspace_roots(engine: Engine, key: str | None = None) -> set[str]:
     """Workspace folders the store names (for one thread, or all)."""
     sql = "SELECT workspace_root FROM threads WHERE workspace_root IS NOT NULL"
-    sql2 = "SELECT json_extract(workspace, '$.root') FROM checkpoints WHERE workspace IS NOT NULL"
+    sql2 = "SELECT workspace FROM checkpoints WHERE workspace IS NOT NULL"
     args: tuple = ()
     if key:
         sql, sql2, args = sql + " AND thread_key=?", sql2 + " AND thread_key=?", (key,)
     conn = engine.store.conn
-    roots = {r[0] for r in conn.execute(sql, args)} | {r[0] for r in conn.execute(sql2, args)}
+    roots = {r[0] for r in conn.execute(sql, args)}
+    for (text,) in conn.execute(sql2, args):
+        try:  # a damaged reference names no root; it must not stop a delete or a gc
+            root = json.loads(text).get("root")
+        except (ValueError, AttributeError, TypeError):
+            continue
+        if isinstance(root, str):
+            roots.add(root)
     return {r for r in roots if r}
 
 
