@@ -1,20 +1,20 @@
-"""``continuation prove``: the offline system proof (scenarios are added as features land)."""
+"""``continuation prove``: the offline system proof (see :mod:`continuation.prove`)."""
 from __future__ import annotations
-
-import sys
 
 
 def register(sub) -> None:
-    p = sub.add_parser("prove", help="run the offline system proof")
-    p.add_argument("--scenario", type=int, help="run one scenario by number")
+    p = sub.add_parser("prove", help="run the offline system proof (simulated sessions "
+                                     "through the real hooks, in a temporary HOME)")
+    p.add_argument("--scenario", type=int, action="append", metavar="N",
+                   help="run scenario N only (repeat for several)")
     p.add_argument("--json", action="store_true", help="print a JSON report")
+    p.add_argument("--jobs", type=int, default=None,
+                   help="scenarios run at the same time (default: min(2, CPUs))")
     p.set_defaults(func=cmd_prove)
 
 
 def cmd_prove(args) -> int:
-    try:
-        from ..prove import run_prove
-    except ImportError:
-        sys.stdout.write("continuation prove: no scenarios yet; nothing was proven.\n")
-        return 0
-    return run_prove(scenario=args.scenario, as_json=args.json)
+    from ..prove import run_prove
+
+    scenario = args.scenario[0] if args.scenario and len(args.scenario) == 1 else args.scenario
+    return run_prove(scenario=scenario, as_json=args.json, jobs=args.jobs)

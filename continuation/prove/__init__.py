@@ -10,6 +10,7 @@ check it made and its metrics. A scenario whose feature does not exist yet FAILs
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 import traceback
@@ -40,40 +41,85 @@ def run_scenario(number: int) -> Result:
             result.error = result.error or f"error while measuring: {exc}"
         box.close()
     result.seconds = time.perf_counter() - t0
+    result.sessions = []  # handles on finished processes: not needed past the metrics
     return result
 
 
-def run_all(numbers=None) -> list[Result]:
-    return [run_scenario(n) for n in (numbers or sorted(SCENARIOS))]
+def _run_many(numbers: list[int], jobs: int, progress) -> list[Result]:
+    """Scenarios are independent (own sandbox each): with ``jobs`` > 1 they run in worker
+    processes, results reported in scenario order."""
+    if jobs <= 1 or len(numbers) <= 1:
+        out = []
+        for n in numbers:
+            out.append(run_scenario(n))
+            progress(out[-1])
+        return out
+    from concurrent.futures import ProcessPoolExecutor
+
+    results: dict[int, Result] = {}
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        # longest first, so the slow one does not start last
+        order = sorted(numbers, key=lambda n: -SLOW.get(n, 0))
+        futures = {n: pool.submit(run_scenario, n) for n in order}
+        for n in order:
+            try:
+                results[n] = futures[n].result()
+            except Exception as exc:  # the worker died: the scenario failed, say how
+                results[n] = Result(n, SCENARIOS[n][0], error=f"worker failed: {exc}")
+            progress(results[n])
+    return [results[n] for n in numbers]
 
 
-def report(results: list[Result]) -> dict:
-    return {"passed": all(r.passed for r in results),
+#: rough relative run time, to schedule the long scenarios first
+SLOW = {13: 50, 7: 25, 9: 18, 11: 14, 14: 13}
+
+
+def run_all(numbers=None, jobs: int = 1) -> list[Result]:
+    return _run_many(list(numbers or sorted(SCENARIOS)), jobs, lambda r: None)
+
+
+def default_jobs() -> int:
+    return max(1, min(2, os.cpu_count() or 1))
+
+
+def report(results: list[Result], jobs: int = 1, wall: float | None = None) -> dict:
+    return {"passed": all(r.passed for r in results), "jobs": jobs,
+            "wall_seconds": round(wall, 2) if wall is not None else None,
             "summary": {"total": len(results), "passed": sum(r.passed for r in results)},
             "seconds": round(sum(r.seconds for r in results), 2),
             "scenarios": [r.to_dict() for r in results]}
 
 
-def run_prove(scenario: int | None = None, as_json: bool = False) -> int:
-    if scenario is not None and scenario not in SCENARIOS:
-        sys.stderr.write(f"continuation prove: no scenario {scenario} "
+def run_prove(scenario=None, as_json: bool = False, jobs: int | None = None) -> int:
+    """Run the scenarios (all, one number, or a list of numbers); print the table or the JSON
+    report; 0 only when every scenario run passed."""
+    if scenario is None:
+        numbers = sorted(SCENARIOS)
+    else:
+        numbers = sorted(set([scenario] if isinstance(scenario, int) else scenario))
+    unknown = [n for n in numbers if n not in SCENARIOS]
+    if unknown or not numbers:
+        sys.stderr.write(f"continuation prove: no scenario {unknown[0] if unknown else ''} "
                          f"(there are {min(SCENARIOS)}..{max(SCENARIOS)})\n")
         return 2
-    results = []
-    numbers = [scenario] if scenario is not None else sorted(SCENARIOS)
-    for n in numbers:
-        r = run_scenario(n)
-        results.append(r)
+    jobs = default_jobs() if jobs is None else max(1, jobs)
+
+    def progress(r: Result) -> None:
         if not as_json:
-            sys.stderr.write(f"  {n:>2} {'PASS' if r.passed else 'FAIL'}  {r.title} "
+            sys.stderr.write(f"  {r.number:>2} {'PASS' if r.passed else 'FAIL'}  {r.title} "
                              f"({r.seconds:.1f}s)\n")
-    rep = report(results)
+            sys.stderr.flush()
+
+    t0 = time.perf_counter()
+    results = _run_many(numbers, jobs, progress)
+    rep = report(results, jobs, time.perf_counter() - t0)
     if as_json:
         sys.stdout.write(json.dumps(rep, indent=2, ensure_ascii=False) + "\n")
     else:
         sys.stdout.write(table(results) + "\n")
         s = rep["summary"]
-        sys.stdout.write(f"\n{s['passed']}/{s['total']} scenarios passed in {rep['seconds']:.1f}s\n")
+        sys.stdout.write(f"\n{s['passed']}/{s['total']} scenarios passed in "
+                         f"{rep['wall_seconds']:.1f}s ({jobs} at a time)\n")
     return 0 if rep["passed"] else 1
 
 
