@@ -204,3 +204,33 @@ def test_synthetic_live_session_keeps_last_prompt_pending(home):
     path = PROJECT_TRANSCRIPTS / "claude_queue_interrupt.jsonl"
     run_import(home, "claude", path, session_over=False)
     assert states(home, "claude", "synth-claude-1")["explain the diff"] == "pending"
+
+
+def test_custom_slash_command_answered_by_the_model_is_an_input(home, tmp_path):
+    import json
+
+    def rec(**kw):
+        return json.dumps({"sessionId": "synth-cmd", **kw}) + "\n"
+
+    lines = [
+        rec(type="user", uuid="c1", parentUuid=None, promptId="pc",
+            message={"role": "user", "content": "<command-message>review is running</command-message>\n"
+                     "<command-name>/review</command-name>\n<command-args>src/app.py</command-args>"}),
+        rec(type="user", uuid="c2", parentUuid="c1", promptId="pc", isMeta=True,
+            message={"role": "user", "content": "Review the file src/app.py for bugs."}),
+        rec(type="assistant", uuid="c3", parentUuid="c2",
+            message={"role": "assistant", "content": [{"type": "text", "text": "Two bugs found."}],
+                     "stop_reason": "end_turn"}),
+        rec(type="user", uuid="c4", parentUuid="c3", promptId="pm",
+            message={"role": "user", "content": "<command-name>/model</command-name>\n"
+                     "<command-args>opus</command-args>"}),
+        rec(type="user", uuid="c5", parentUuid="c4", promptId="pm",
+            message={"role": "user", "content": "<local-command-stdout>Set model to opus</local-command-stdout>"}),
+    ]
+    path = tmp_path / "cmd.jsonl"
+    path.write_text("".join(lines), encoding="utf-8")
+    r = run_import(home, "claude", path, session_over=True)
+    assert [(p["text"], p["state"]) for p in r.prompts] == [
+        ("/review src/app.py", "handled"), ("/model", "command (local command)")]
+    assert [c["command"] for c in r.commands] == ["/model"]
+    assert states(home, "claude", "synth-cmd") == {"/review src/app.py": "handled"}

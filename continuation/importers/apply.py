@@ -26,6 +26,7 @@ the whole file is merged again through the checks above.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from statemachine import events as ev
 from statemachine.lifecycle import allowed
 
@@ -75,10 +76,13 @@ class Applier:
         self._start_seq = int(thread.row["last_seq"])
 
     def run(self) -> None:
+        self._yielded: list[str] = []
         results = self.thread.store.append_many(self.thread.key, self._events(), source=self.source)
-        for r in results:
+        for etype, r in zip(self._yielded, results):
             if r.outcome == "duplicate":  # the store's own exactly-once check caught it
+                self.report.events_written[etype] -= 1
                 self.report.already_recorded += 1
+        self.report.events_written += Counter()  # drop zero counts
 
     # -- the event stream (evaluated inside the transaction) -----------------------------------
     def _events(self):
@@ -91,9 +95,11 @@ class Applier:
             for etype, data in self._translate(op):
                 written_any = True
                 self.report.events_written[etype] += 1
+                self._yielded.append(etype)
                 yield etype, data
         if written_any or self.cursor["offset"] > self.skip_upto:
             self.report.events_written[CURSOR_EVENT] += 1
+            self._yielded.append(CURSOR_EVENT)
             yield CURSOR_EVENT, self.cursor
 
     def _translate(self, op: Op):
@@ -111,7 +117,7 @@ class Applier:
         self.report.inputs_admitted += 1
         data = {"input_id": d["input_id"], "text": d["text"], "turn_id": d["turn_id"],
                 "ordinal": d["ordinal"], "queued": d["queued"],
-                "id_source": "hash" if d["input_id"].startswith("in-") else "runtime"}
+                "id_source": d["id_source"]}
         if d.get("attachments"):
             data["attachments"] = d["attachments"]
         return [(ev.INPUT_ADMITTED, data)]

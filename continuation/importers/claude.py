@@ -8,7 +8,8 @@ sidechain records (``isSidechain``: a subagent's conversation, not the user's; i
 from the model). Slash commands (``<command-name>/x</command-name>``) are run by Claude Code
 itself and no UserPromptSubmit fires for them, so they are reported as commands, not admitted:
 ``/compact`` in particular is the handled boundary, never a request to re-run after the
-compaction (claude-code #20370).
+compaction (claude-code #20370). A command the model then answers (a custom command that
+expands into a prompt) is an input after all: admitted as "/name args" when the reply starts.
 
 Ids: the input id and the turn id are the record's ``promptId`` (the hooks' ``prompt_id``),
 else the record's ``uuid``. A second prompt carrying a ``promptId`` already used by another
@@ -102,6 +103,7 @@ class ClaudeParser:
         self.prompt_texts: dict[str, str] = {}  # promptId -> first text seen with it
         self.queue: list[dict] = []  # typed while busy, not yet delivered
         self.boundaries: set[str] = set()  # compact_boundary uuids
+        self.last_command: dict | None = None  # the latest command, until a prompt follows
 
     # -- helpers ---------------------------------------------------------------------------
     def _busy(self) -> bool:
@@ -187,9 +189,22 @@ class ClaudeParser:
             name = "/" + name
         queued = self._take_queued(name) is not None
         handled = "boundary" if name == "/compact" else "local command"
-        self.tl.command(name, handled_as=handled, turn_id=r.get("promptId"), queued=queued)
+        entries = self.tl.command(name, handled_as=handled, turn_id=r.get("promptId"),
+                                  queued=queued)
+        args = _ARGS.search(text)
+        full = f"{name} {args.group(1).strip()}".strip() if args else name
+        self.last_command = None if name == "/compact" else {
+            "record": r, "text": full, "entries": entries, "queued": queued}
 
-    def _prompt(self, r: dict, text: str, attachments: list) -> None:
+    def _promote_command(self) -> None:
+        """The model answers after a slash command: it was a prompt (a custom command that
+        expands into instructions), so it is an input after all."""
+        cmd, self.last_command = self.last_command, None
+        self.tl.retract_command(cmd["entries"])
+        self._prompt(cmd["record"], cmd["text"], [], queued=cmd["queued"])
+
+    def _prompt(self, r: dict, text: str, attachments: list, *, queued: bool = False) -> None:
+        self.last_command = None
         uuid = r.get("uuid") if isinstance(r.get("uuid"), str) else None
         prompt_id = r.get("promptId") if isinstance(r.get("promptId"), str) else None
         turn_id = prompt_id or uuid
@@ -210,7 +225,7 @@ class ClaudeParser:
                 self.tl.cut_turn(t.turn_id, "a new prompt arrived before any reply")
             else:
                 self.tl.complete_turn(t.turn_id, how="inferred_next_prompt")
-        queued = self._take_queued(text) is not None
+        queued = self._take_queued(text) is not None or queued
         self.current = turn_id
         if turn_id:
             self.tl.turn(turn_id)
@@ -242,6 +257,8 @@ class ClaudeParser:
             return
         if dropped:
             self._malformed(f"{dropped} content item(s) that are not objects")
+        if self.last_command is not None and not self._busy() and not r.get("isApiErrorMessage"):
+            self._promote_command()
         turn = self.current
         text = _texts(blocks)
         if text.strip() and not r.get("isApiErrorMessage"):

@@ -117,8 +117,10 @@ class Timeline:
         ordinal within the turn, text), so hook-recorded and imported inputs coincide."""
         t = self.turn(turn_id) if turn_id else None
         ordinal = len(t.inputs) if t else 0
+        id_source = "runtime"
         if not input_id:
             input_id = derived_input_id(self.thread_key or "", turn_id, ordinal, text)
+            id_source = "hash"
         self.report.inputs_seen += 1
         if queued:
             self.report.queued += 1
@@ -133,19 +135,28 @@ class Timeline:
             t.texts.append(text)
             t.last_was_text = False
         self._op("admit", input_id=input_id, text=text, turn_id=turn_id, ordinal=ordinal,
-                 queued=queued, attachments=attachments or None)
+                 queued=queued, attachments=attachments or None, id_source=id_source)
         if queued and deliver and turn_id:
             self._op("deliver", input_id=input_id, turn_id=turn_id)
         return input_id
 
     def command(self, name: str, *, handled_as: str, turn_id: str | None = None,
-                queued: bool = False) -> None:
+                queued: bool = False) -> tuple[dict, dict]:
         """A slash command run by the runtime itself: reported, never admitted as an input."""
         entry = {"command": name, "handled_as": handled_as, "line": self.line, "queued": queued}
+        prompt = {"kind": "command", "text": name, "handled_as": handled_as, "turn_id": turn_id,
+                  "line": self.line, "state": f"command ({handled_as})"}
         self.report.commands.append(entry)
-        self.report.prompts.append({"kind": "command", "text": name, "handled_as": handled_as,
-                                    "turn_id": turn_id, "line": self.line,
-                                    "state": f"command ({handled_as})"})
+        self.report.prompts.append(prompt)
+        return entry, prompt
+
+    def retract_command(self, entries: tuple[dict, dict]) -> None:
+        """A command that turned out to be a prompt for the model (a custom slash command)."""
+        entry, prompt = entries
+        if entry in self.report.commands:
+            self.report.commands.remove(entry)
+        if prompt in self.report.prompts:
+            self.report.prompts.remove(prompt)
 
     # -- tool calls ------------------------------------------------------------------------
     def tool_started(self, call_id: str, tool: str, args: dict, turn_id: str | None,
