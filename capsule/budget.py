@@ -80,7 +80,7 @@ from .textclip import (
     sha256_texts,
     short_id,
 )
-from .tokens import EXACT_TOKEN_BYTES, TokenCounter, get_token_counter
+from .tokens import TokenCounter, get_token_counter
 
 MIN_BYTES = 6144
 MIN_TOKENS = 2000
@@ -149,6 +149,8 @@ MERGED_FIELD = "*"
 MERGE_GAIN = 2
 # Placeholder numbers for estimating a cut record before its sizes are known.
 _BIG = 99_999_999
+# A group of dropped items is counted exactly up to this size, else estimated from a sample.
+GROUP_EXACT_BYTES = 16 * 1024
 TINY_ID = 40
 
 
@@ -228,20 +230,18 @@ class _Builder:
     def _group_cut(self, group: str, dropped: list[Element]) -> Cut:
         texts = [e.original for e in dropped]
         total = sum(e.original_bytes for e in dropped)
-        counted_bytes = counted_tokens = 0
-        for e in dropped:  # exact over a bounded prefix of the group, then extrapolated
-            t, size = e.original, e.original_bytes
-            if counted_bytes + size > EXACT_TOKEN_BYTES:
-                break
-            counted_bytes += size
-            counted_tokens += self.counter.count(t)
-        exact = counted_bytes == total
-        if exact:
-            tokens = counted_tokens
-        elif counted_bytes:
-            tokens = -(-counted_tokens * total // counted_bytes)
-        else:
-            tokens = self.original_tokens(texts[0])[0] * len(texts)
+        if total <= GROUP_EXACT_BYTES:  # small: the exact sum, one count per item
+            tokens, exact = sum(self.counter.count(t) for t in texts), True
+        else:  # large: one count over a sample of whole items, extrapolated by size
+            sample: list[str] = []
+            sample_bytes = 0
+            for e in dropped:
+                if sample and sample_bytes + e.original_bytes > GROUP_EXACT_BYTES:
+                    break
+                sample.append(e.original[:GROUP_EXACT_BYTES])
+                sample_bytes += len(raw_bytes(sample[-1]))
+            counted = self.counter.count("\n".join(sample))
+            tokens, exact = -(-counted * total // max(1, sample_bytes)), False
         return Cut(
             field=group,
             items=len(dropped),
