@@ -1,8 +1,9 @@
 """Names and places: thread keys, ref names, canonical roots and the per-workspace state folder.
 
 State lives under ``<state_home>/workspaces/<workspace id>/`` (never inside the user's tree):
-``lock`` (per-workspace file lock), ``threads/<thread>.index`` (the private index of the thread's
-last snapshot, reused as a stat cache), ``threads/<thread>.json`` (what that index holds),
+``lock`` (per-workspace file lock), ``threads/<thread>.index`` (shadow repositories: the private
+index of the thread's last snapshot, reused as a stat cache), ``threads/<thread>.json`` (the tree
+that index holds, the base of the next dirty summary),
 ``manifests/<thread>/<generation>.json`` (metadata checkpoints), ``shadow.git`` (shadow
 repository for folders outside git), ``tmp/`` (scratch indexes), ``no-hooks/`` (an empty hooks
 folder handed to git so that no user hook can run).

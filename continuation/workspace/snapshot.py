@@ -74,8 +74,6 @@ def snapshot_locked(
     ref_name: str,
     generation: int | None,
     policy: WorkspacePolicy,
-    *,
-    keep_index: bool = True,
 ) -> WorkspaceRef:
     """Build, commit and name one snapshot. The caller holds the workspace lock."""
     target = content_target(ws, create=True)
@@ -128,7 +126,7 @@ def snapshot_locked(
             lambda: target.run(diff_args, check=False)[1] if diff_args else b"",
         )
         _stage("update-ref")
-        if keep_index:
+        if target.kind == "shadow":  # git repositories re-seed from the user's index every time
             os.replace(scratch, layout.thread_index(thread_key))
             write_json_atomic(
                 layout.thread_record(thread_key),
