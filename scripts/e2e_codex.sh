@@ -43,7 +43,7 @@ print("  notes.txt lines:", (r["notes_txt"] or "").splitlines())
 print("  report:", sys.argv[1])
 PY
 done
-for report in "$report_dir"/codex-e2e-{trust,killed,long-request}.json; do
+for report in "$report_dir"/codex-e2e-{trust,killed,interrupted,long-request}.json; do
   [[ -f "$report" ]] || continue
   "$PYTHON" - "$report" <<'PY'
 import json, sys

@@ -25,10 +25,21 @@ REAL_CODEX_HASHES = [
      "sha256:20cfbe6ac08baa55a0b691973fd0203c7cf6602fd568c536f0308d2b7063361a"),
     ("PreCompact", None, {"type": "command", "command": "/usr/bin/python3 /work/main/tests/e2e/recorder_hook.py"},
      "sha256:cf5ccf1b1b8647791f5eb26bf7714882db95166716ba187129b0b8bf42f0e023"),
-    ("SessionEnd", None, {"type": "command", "command": "/usr/bin/python3 /work/main/tests/e2e/recorder_hook.py",
-                          "timeout": 1},
+    ("SessionEnd", None, {"type": "command", "command": "/usr/bin/python3 /work/main/tests/e2e/recorder_hook.py"},
      "sha256:9534d0eb98e21e9133fa8dfd5312da7c6a5bd1ca44a370b30b924d80350d88c6"),
 ]
+
+
+# Timeouts Codex applies (hooks/list timeoutSec of 0.171.0; "at least 1" is from codex-rs discovery.rs).
+REAL_CODEX_TIMEOUTS = [("SessionEnd", 60, 3), ("SessionEnd", None, 1), ("Interrupt", 30, 3), ("Interrupt", 1, 1),
+                       ("Interrupt", None, 1), ("Stop", None, 600), ("Stop", 30, 30), ("PreToolUse", 0, 1)]
+
+
+@pytest.mark.parametrize("event, timeout, applied", REAL_CODEX_TIMEOUTS)
+def test_effective_timeouts_match_the_real_binary(event, timeout, applied) -> None:
+    from continuation.install.codex import effective_timeout
+
+    assert effective_timeout(event, timeout) == applied
 
 
 @pytest.mark.parametrize("event, matcher, handler, expected", REAL_CODEX_HASHES)
@@ -65,7 +76,7 @@ def test_layout_and_matchers(dirs) -> None:
     hooks = data["hooks"]
     assert set(hooks) == {
         "SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PreCompact", "PostCompact", "Stop",
-        "SessionEnd",
+        "SessionEnd", "Interrupt",
     }
     for event, groups in hooks.items():
         (group,) = groups
@@ -74,7 +85,8 @@ def test_layout_and_matchers(dirs) -> None:
         assert handler["type"] == "command"
         assert handler["command"] == "/x/continuation hook --runtime codex"
         assert isinstance(handler["timeout"], int) and handler["timeout"] >= 1
-    assert hooks["SessionEnd"][0]["hooks"][0]["timeout"] == 1, "Codex gives SessionEnd one second"
+    assert hooks["SessionEnd"][0]["hooks"][0]["timeout"] == 3, "Codex allows SessionEnd at most 3 seconds"
+    assert hooks["Interrupt"][0]["hooks"][0]["timeout"] == 3
 
 
 def test_message_tells_how_trust_works(dirs) -> None:

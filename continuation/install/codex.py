@@ -11,7 +11,9 @@ Format (Codex CLI 0.171.0): ``{"hooks": {"<Event>": [{"matcher"?, "hooks":
 [{"type": "command", "command", "timeout"}]}]}}``; the root may also hold a
 ``description``. Events: SessionStart, UserPromptSubmit, PreToolUse,
 PostToolUse, PreCompact, PostCompact, Stop, SessionEnd (0.171.0 fires
-SessionEnd too, with a 1-second budget). Only PreToolUse, PostToolUse,
+SessionEnd too, with a budget of 1 to 3 seconds) and Interrupt (0.171.0 fires it, with
+the ``turn_id``, when the user interrupts a running turn, e.g. Ctrl-C in
+``codex exec``: no PostToolUse and no Stop follow for that turn). Only PreToolUse, PostToolUse,
 PermissionRequest and SessionStart look at a matcher: the tool events get
 ``"*"``; SessionStart gets none so it fires for startup, resume, clear and
 compact.
@@ -56,9 +58,15 @@ CODEX_EVENTS = (
     "PostCompact",
     "Stop",
     "SessionEnd",
+    "Interrupt",
 )
 # Events whose matcher Codex evaluates (codex-rs/hooks/src/events/common.rs).
 MATCHER_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PermissionRequest", "SessionStart"})
+# Events Codex 0.171.0 gives a short budget: no timeout means 1 s, and any
+# timeout is held to at most 3 s (measured with `codex app-server` hooks/list:
+# SessionEnd 60 -> 3, none -> 1; Interrupt 30 -> 3, 1 -> 1, none -> 1).
+SHORT_BUDGET_EVENTS = frozenset({"SessionEnd", "Interrupt"})
+SHORT_BUDGET_DEFAULT_S, SHORT_BUDGET_MAX_S = 1, 3
 BYPASS_FLAG = "--dangerously-bypass-hook-trust"
 TRUST_HOWTO = (
     "Codex runs a hook only after you trust it and silently skips untrusted ones: "
@@ -73,19 +81,26 @@ def event_key_label(event: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", event).lower()
 
 
+def effective_timeout(event: str, timeout: Any) -> int:
+    """The timeout Codex actually applies (and hashes) for a handler of ``event``."""
+    given = timeout if isinstance(timeout, int) and not isinstance(timeout, bool) else None
+    if event in SHORT_BUDGET_EVENTS:
+        return min(max(given if given is not None else SHORT_BUDGET_DEFAULT_S, 1), SHORT_BUDGET_MAX_S)
+    return max(given if given is not None else 600, 1)
+
+
 def codex_hook_hash(event: str, matcher: str | None, handler: Mapping[str, Any]) -> str:
     """Codex's trust hash of one command handler (``HookListEntry.currentHash``).
 
     Identity = event label + matcher (for events that use one) + the handler
-    normalised the way Codex does it (timeout defaulted to 600 and at least
-    1; absent optional fields dropped), as canonical JSON (sorted keys, no
-    whitespace), sha256.
+    normalised the way Codex does it (:func:`effective_timeout`; absent
+    optional fields dropped), as canonical JSON (sorted keys, no whitespace),
+    sha256.
     """
-    timeout = handler.get("timeout")
     normalized: dict[str, Any] = {
         "type": "command",
         "command": handler["command"],
-        "timeout": max(int(timeout) if isinstance(timeout, int) else 600, 1),
+        "timeout": effective_timeout(event, handler.get("timeout")),
         "async": bool(handler.get("async", False)),
     }
     if isinstance(handler.get("statusMessage"), str):
@@ -185,6 +200,6 @@ CODEX = CodexTarget(
     runtime="codex",
     events=CODEX_EVENTS,
     tool_events=frozenset({"PreToolUse", "PostToolUse"}),
-    timeouts={"PreCompact": 60, "SessionStart": 60, "SessionEnd": 1},
+    timeouts={"PreCompact": 60, "SessionStart": 60, "SessionEnd": SHORT_BUDGET_MAX_S, "Interrupt": SHORT_BUDGET_MAX_S},
     default_timeout=30,
 )

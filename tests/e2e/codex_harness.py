@@ -387,8 +387,11 @@ PROMPT_SLOW = "slow task: wait for the build: `sleep 30`"
 PROMPT_AFTER_CRASH = "where were we?"
 
 
-def run_until_hook_then_kill(sandbox: CodexSandbox, args: list[str], hook: str, *, timeout: float = 60) -> dict:
-    """Start Codex; SIGKILL its whole process group right after ``hook`` completed (or at ``timeout``)."""
+def run_until_hook_then_kill(sandbox: CodexSandbox, args: list[str], hook: str, *, timeout: float = 60,
+                             interrupt: bool = False) -> dict:
+    """Start Codex; SIGKILL its whole process group right after ``hook`` completed (or at ``timeout``).
+
+    With ``interrupt``, send SIGINT to Codex first (Ctrl-C) and give it 20 s to stop by itself."""
     import signal
     import subprocess
     import threading
@@ -413,6 +416,12 @@ def run_until_hook_then_kill(sandbox: CodexSandbox, args: list[str], hook: str, 
     reader.start()
     fired.wait(timeout)
     time.sleep(0.3)  # the tool call is running now
+    if interrupt and os.name != "nt":
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            pass
     try:
         if os.name == "nt":
             proc.kill()
@@ -427,20 +436,21 @@ def run_until_hook_then_kill(sandbox: CodexSandbox, args: list[str], hook: str, 
 
 
 def run_killed_tool_call_scenario(root: Path, *, codex: Path | None = None,
-                                  launcher: list[str] | None = None) -> dict:
+                                  launcher: list[str] | None = None, interrupt: bool = False) -> dict:
     """``codex exec`` whose tool call (``sleep 30``) is running when the whole process group is
-    SIGKILLed; then ``continuation recover`` and the engine's view of the input."""
+    SIGKILLed (or, with ``interrupt``, when Codex gets SIGINT like a Ctrl-C); then
+    ``continuation recover`` and the engine's view of the input."""
     started = time.monotonic()
     codex = codex or ensure_codex()
     sandbox = CodexSandbox(root, codex, launcher or default_launcher())
-    report: dict[str, Any] = {"mode": "killed", "root": str(root)}
+    report: dict[str, Any] = {"mode": "interrupted" if interrupt else "killed", "root": str(root)}
     with ResponsesStandin(sandbox.request_log, ScriptedModel(tokens_before_compaction=200)) as standin:
         sandbox.write_config(standin.base_url)
         report["install"] = sandbox.install_hooks()
         first = sandbox.run_codex("exec", sandbox.exec_args(PROMPT_1))
         report["first_run"] = first.summary()
         report["killed_run"] = run_until_hook_then_kill(
-            sandbox, sandbox.exec_args("resume", "--last", PROMPT_SLOW), "PreToolUse")
+            sandbox, sandbox.exec_args("resume", "--last", PROMPT_SLOW), "PreToolUse", interrupt=interrupt)
         report["inputs_before_recover"] = _json_or_text(sandbox.continuation("inputs", "--json"))
         report["recover"] = _json_or_text(sandbox.continuation("recover", "--json"))
         report["inputs"] = _json_or_text(sandbox.continuation("inputs", "--json"))

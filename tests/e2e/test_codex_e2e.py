@@ -78,7 +78,7 @@ def test_installer_hooks_are_the_ones_codex_lists_with_matching_trust_hashes(rep
     assert {h["command"] for h in listed} == {report["install"]["hook_command"]}
     events = {h["event"] for h in listed}
     assert events == {"sessionStart", "userPromptSubmit", "preToolUse", "postToolUse", "preCompact",
-                      "postCompact", "stop", "sessionEnd"}
+                      "postCompact", "stop", "sessionEnd", "interrupt"}
     # Our trust computation agrees with Codex: both say untrusted (no trust written) ...
     assert {h["trust"] for h in listed} == {"untrusted"}
     assert set(report["install"]["trust"].values()) == {"untrusted"}
@@ -187,7 +187,7 @@ def test_untrusted_hooks_are_silently_skipped(trust_report: dict) -> None:
 
 
 def test_trusted_hooks_run_and_status_agrees_with_codex(trust_report: dict) -> None:
-    assert trust_report["trust_entries"] == 8
+    assert trust_report["trust_entries"] == 9
     assert trust_report["after_trust"]["codex"] == ["trusted"], "Codex accepts the trust keys and hashes we compute"
     assert trust_report["after_trust"]["all_trusted"] is True
     run = trust_report["trusted_run"]
@@ -290,3 +290,30 @@ def test_resuming_after_the_crash_gives_the_model_the_unsettled_tool_call(killed
     states = _states(killed_report["inputs_after_resume"])
     assert states[ch.PROMPT_SLOW] == "reconciling"
     assert states[ch.PROMPT_AFTER_CRASH] == "handled"
+
+
+@pytest.fixture(scope="module")
+def interrupted_report(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    try:
+        codex = ch.ensure_codex()
+    except ToolUnavailable as exc:
+        pytest.skip(f"real Codex CLI unavailable: {exc}")
+    root = tmp_path_factory.mktemp("codex-e2e-interrupted")
+    return _save(ch.run_killed_tool_call_scenario(root, codex=codex, interrupt=True), root,
+                 "codex-e2e-interrupted.json")
+
+
+def test_ctrl_c_during_a_tool_call_is_an_interrupt_the_engine_hears_at_once(interrupted_report: dict) -> None:
+    run = interrupted_report["killed_run"]
+    assert run["hook_fired"], run
+    # Codex 0.171.0 fires Interrupt (installed by us) and neither PostToolUse nor Stop.
+    assert run["hook_events"][-2:] == ["PreToolUse", "Interrupt"], run
+    # No crash to detect: the turn was aborted with its tool call open, so the input waits
+    # for reconciliation right away, and `recover` finds nothing interrupted by a crash.
+    before = {i["text"]: i for i in interrupted_report["inputs_before_recover"]["inputs"]}
+    assert before[ch.PROMPT_SLOW]["state"] == "reconciling"
+    assert before[ch.PROMPT_1]["state"] == "handled"
+    assert interrupted_report["recover"]["interrupted"] == []
+    (call,) = interrupted_report["reconcile"]["calls"]
+    assert before[ch.PROMPT_SLOW]["unknown_calls"] == [call["call_id"]] and call["status"] == "unknown"
+    assert interrupted_report["hook_errors_log"] is None
