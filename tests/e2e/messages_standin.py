@@ -261,8 +261,12 @@ def _make_handler(standin: StandIn) -> type[BaseHTTPRequestHandler]:
             if path.endswith("/v1/messages/count_tokens"):
                 self._send_json(200, {"input_tokens": _estimate_tokens(body)})
                 return
-            if not path.endswith("/v1/messages") or not isinstance(body, dict):
+            if not path.endswith("/v1/messages"):
                 self._send_json(404, {"type": "error", "error": {"type": "not_found_error", "message": path}})
+                return
+            if not isinstance(body, dict) or "unparsed" in body or not isinstance(body.get("messages"), list):
+                self._send_json(400, {"type": "error", "error": {"type": "invalid_request_error",
+                                                                 "message": "body must be JSON with messages"}})
                 return
             blocks = standin.answer(body)
             tokens = standin.input_tokens(body)

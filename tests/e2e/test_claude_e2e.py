@@ -8,7 +8,12 @@ a bare ``sleep 30`` Bash call ("Blocked: standalone sleep") before any hook fire
 - ``test_claude_hook_context_reaches_model`` uses recorder hooks only: it pins down how Claude Code
   2.1.332 delivers hook context (which path the engine can rely on) and the hook order.
 - ``test_claude_session_through_continuation`` installs our hooks with
-  ``continuation install --runtime claude --scope user`` and checks the engine's view of the session.
+  ``continuation install --runtime claude --scope user`` and checks the engine's view of the session,
+  then resumes the crashed session and checks what the model is told.
+- ``test_claude_prompt_typed_mid_turn_is_its_own_input``: a prompt steered into a running turn shares
+  its prompt_id; ``test_claude_auto_compaction_mid_turn_keeps_the_prompt``: an auto-compaction inside
+  a turn drops the prompt from the model's view, our context keeps it.
+- ``test_standin_*``: unit tests of the Messages-API stand-in itself (no Claude Code needed).
 
 Skipped with a reason when node/npm are missing or the pinned CLI cannot be installed. Bounded: every
 subprocess has a timeout and is killed with its process group.
@@ -35,7 +40,12 @@ except ImportError:
     import claude_tools as ct  # type: ignore[no-redef]
     from messages_standin import StandInServer, read_log  # type: ignore[no-redef]
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+
+def e2e(test):
+    """Drives the real Claude Code CLI (marked e2e and slow; the stand-in unit tests are neither)."""
+    return pytest.mark.e2e(pytest.mark.slow(test))
+
 
 PROMPTS = (
     "append a line to notes.txt",
@@ -152,6 +162,7 @@ def _step_events(box: ct.ClaudeSandbox, step: Step) -> list[str]:
     return ct.event_names(box.hook_payloads()[step.first_payload:step.end_payload])
 
 
+@e2e
 def test_claude_hook_context_reaches_model(claude_bin: Path, tmp_path: Path) -> None:
     """Which hook context Claude Code 2.1.332 passes to the model, and in which order hooks fire."""
     request_log = tmp_path / "requests.jsonl"
@@ -312,6 +323,7 @@ def _checkpoint_blocks(body: Any) -> list[tuple[str, str]]:
     return blocks
 
 
+@e2e
 def test_claude_session_through_continuation(continuation_cmd: list[str], claude_bin: Path, tmp_path: Path) -> None:
     """The issue's scenario with our hooks: handled, handled, (/compact), handled, reconciling after
     `continuation recover`; our context answers the compact SessionStart and reaches the model; after
@@ -386,6 +398,7 @@ def test_claude_session_through_continuation(continuation_cmd: list[str], claude
     assert states_after["what is the state of things?"] == "handled"
 
 
+@e2e
 def test_claude_prompt_typed_mid_turn_is_its_own_input(continuation_cmd: list[str], claude_bin: Path,
                                                        tmp_path: Path) -> None:
     """A prompt sent while a tool call runs is steered into the running turn by Claude Code, and its
@@ -422,6 +435,7 @@ def test_claude_prompt_typed_mid_turn_is_its_own_input(continuation_cmd: list[st
     assert states == {first_text: "handled", steered_text: "handled"}, inputs
 
 
+@e2e
 def test_claude_auto_compaction_mid_turn_keeps_the_prompt(continuation_cmd: list[str], claude_bin: Path,
                                                           tmp_path: Path) -> None:
     """Claude Code auto-compacts inside a turn (after a tool result) when the model reports a nearly
@@ -465,3 +479,94 @@ def test_claude_auto_compaction_mid_turn_keeps_the_prompt(continuation_cmd: list
     env.assert_no_hook_errors()
     states = {str(i.get("text")): i.get("state") for i in inputs}
     assert states == {"append a line to notes.txt": "handled", prompt: "handled"}, inputs
+
+
+# ---------------------------------------------------------------------------------------------
+# The stand-in itself (fast; runs without node)
+
+
+def _post(base_url: str, path: str, body: Any) -> tuple[int, str, str]:
+    import urllib.error
+    import urllib.request
+
+    data = body if isinstance(body, bytes) else json.dumps(body).encode("utf-8")
+    request = urllib.request.Request(base_url + path, data=data, method="POST",
+                                     headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, response.headers.get("Content-Type", ""), response.read().decode("utf-8")
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.headers.get("Content-Type", ""), exc.read().decode("utf-8")
+
+
+def _sse(text: str) -> list[tuple[str, dict[str, Any]]]:
+    events = []
+    for chunk in text.strip().split("\n\n"):
+        lines = dict(line.split(": ", 1) for line in chunk.splitlines())
+        events.append((lines["event"], json.loads(lines["data"])))
+    return events
+
+
+def _user(*blocks: dict[str, Any]) -> dict[str, Any]:
+    return {"role": "user", "content": list(blocks)}
+
+
+def _text(text: str) -> dict[str, Any]:
+    return {"type": "text", "text": text}
+
+
+def test_standin_streams_a_scripted_tool_call(tmp_path: Path) -> None:
+    log = tmp_path / "requests.jsonl"
+    body = {"model": "m", "stream": True, "messages": [_user(_text("append a second line"))]}
+    with StandInServer(log) as server:
+        status, ctype, text = _post(server.base_url, "/v1/messages?beta=true", body)
+    assert status == 200 and ctype.startswith("text/event-stream")
+    events = _sse(text)
+    assert [name for name, _ in events] == ["message_start", "content_block_start", "content_block_delta",
+                                             "content_block_stop", "message_delta", "message_stop"]
+    assert all(data["type"] == name for name, data in events)
+    block = events[1][1]["content_block"]
+    assert block["type"] == "tool_use" and block["name"] == "Bash" and block["id"].startswith("toolu_")
+    assert json.loads(events[2][1]["delta"]["partial_json"])["command"] == "echo line >> notes.txt"
+    assert events[4][1]["delta"]["stop_reason"] == "tool_use"
+    assert read_log(log) == [{"method": "POST", "path": "/v1/messages?beta=true", "body": body}]
+
+
+def test_standin_script_follows_the_user_prompt_not_injected_context(tmp_path: Path) -> None:
+    def answer(server: StandInServer, *messages: dict[str, Any]) -> dict[str, Any]:
+        status, _, text = _post(server.base_url, "/v1/messages", {"model": "m", "messages": list(messages)})
+        assert status == 200
+        return json.loads(text)
+
+    with StandInServer(tmp_path / "requests.jsonl") as server:
+        # A system-reminder (hook context) naming a scripted key does not steer the answer.
+        plain = answer(server, _user(_text("<system-reminder>\nslow task</system-reminder>"),
+                                     _text("append a third line")))
+        assert plain["content"] == [_text("Appended the third line (claim).")]
+        assert plain["stop_reason"] == "end_turn"
+        after_tool = answer(server, _user({"type": "tool_result", "tool_use_id": "toolu_1", "content": "ok"}))
+        assert after_tool["content"][0]["text"].startswith("done (")
+        summary = answer(server, _user(_text("Your task is to create a detailed summary of the conversation "
+                                             "so far, paying close attention to ...")))
+        assert "<summary>" in summary["content"][0]["text"]
+        assert answer(server, {"role": "user", "content": "something else"})["content"][0]["text"].startswith("ok (")
+        server.standin.usage_overrides.append(990_000)
+        assert answer(server, _user(_text("hi")))["usage"]["input_tokens"] == 990_000
+        assert answer(server, _user(_text("hi")))["usage"]["input_tokens"] < 990_000
+
+
+def test_standin_answers_count_tokens_and_rejects_bad_requests(tmp_path: Path) -> None:
+    log = tmp_path / "requests.jsonl"
+    with StandInServer(log) as server:
+        status, _, text = _post(server.base_url, "/v1/messages/count_tokens", {"messages": [_user(_text("x"))]})
+        assert status == 200 and json.loads(text)["input_tokens"] > 0
+        status, _, text = _post(server.base_url, "/v1/messages", b"{not json")
+        assert status == 400 and json.loads(text)["error"]["type"] == "invalid_request_error"
+        status, _, text = _post(server.base_url, "/v1/messages", {"model": "m"})  # no messages
+        assert status == 400
+        status, _, text = _post(server.base_url, "/v1/other", {})
+        assert status == 404 and json.loads(text)["error"]["type"] == "not_found_error"
+    logged = read_log(log)
+    assert [r["path"] for r in logged] == ["/v1/messages/count_tokens", "/v1/messages", "/v1/messages",
+                                           "/v1/other"]
+    assert logged[1]["body"] == {"unparsed": "{not json"}
