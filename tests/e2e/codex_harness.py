@@ -24,6 +24,10 @@ tool call. Hooks run with ``--dangerously-bypass-hook-trust`` (untrusted hooks
 are silently skipped by 0.171.0; see ``continuation/install/codex.py``);
 :func:`run_trust_scenario` shows that, then trusts the hooks the way Codex's
 ``/hooks`` review records it and runs again without the bypass flag.
+:func:`run_killed_tool_call_scenario` kills Codex (SIGKILL of the process
+group, or SIGINT like Ctrl-C) while a ``sleep 30`` tool call runs, then asks
+``continuation recover`` / ``reconcile`` and resumes the session.
+:func:`measure_context_limit` measures how much hook context Codex passes whole.
 """
 
 from __future__ import annotations
