@@ -8,7 +8,6 @@ import pytest
 from test_rewind_support import HookSession, cli, cli_json, store_fingerprint
 from workspace_repos import git, git_home, make_repo  # noqa: F401 (git_home is a fixture)
 
-from capsule.model import decode_capsule
 from continuation import checkpoints as cps
 from continuation.engine import Engine
 from continuation.rewind.operation import plan_rewind, rewind

@@ -263,7 +263,6 @@ def cmd_thread_delete(args) -> int:
 # -- drift --------------------------------------------------------------------------------------------
 def cmd_drift(args) -> int:
     from .. import checkpoints as cps
-    from ..rewind.operation import workspace_ref
     from ..workspace import drift
     from ..workspace_link import session_written_paths
 

@@ -20,7 +20,8 @@ from statemachine import events as ev
 from .. import checkpoints as cps
 from ..engine import Engine, Thread
 from .errors import RewindError
-from .operation import _files_done, _plan_files, aligned_position
+from .operation import aligned_position, plan_files
+from .operation import restore_files as apply_files_plan
 
 SOURCE = "cli:fork"
 TITLE_FORK = "fork: where this thread starts"
@@ -50,7 +51,7 @@ def fork_thread(engine: Engine, selector: str, *, name: str | None = None,
     parent = Thread(engine, cp.thread_key)
     prow = parent.row
     at = aligned_position(parent, cp)
-    files_plan = _plan_files(engine, parent, cp) if restore_files else None
+    files_plan = plan_files(engine, parent, cp) if restore_files else None
     sid = session_id or str(uuid.uuid4())
     if engine.find_thread(prow["runtime"], sid) is not None:
         raise RewindError(f"a {prow['runtime']} thread with session id {sid} exists already")
@@ -60,10 +61,7 @@ def fork_thread(engine: Engine, selector: str, *, name: str | None = None,
     copy_events(engine, parent.key, child.key, at)
     files = None
     if files_plan is not None:
-        from .operation import RewindPlan, _restore_files
-
-        files = _restore_files(engine, RewindPlan(cp, parent.key, "files", "", at, at,
-                                                  files=files_plan))
+        files = apply_files_plan(engine, files_plan)
     notice = fork_notice(parent.key, cp, at, files)
     first = commit_checkpoint(child, reason="fork", notices=[notice])
     child.record(ev.BOUNDARY, {"kind": "fork", "trigger": "manual", "forked_from": parent.key,

@@ -150,7 +150,7 @@ def plan_rewind(engine: Engine, selector: str, mode: str, *, reason: str = "") -
                       for c in thread.tool_calls()
                       if c.started_seq > to_seq and c.status != "rolled_back"]
     if mode != "conversation":
-        plan.files = _plan_files(engine, thread, cp)
+        plan.files = plan_files(engine, thread, cp)
     # the summary exactly as it will be rebuilt after the anchor fact is appended
     anchor = {"seq": plan.last_seq + 1, "type": ev.ROLLED_BACK if plan.conversation else WORKSPACE_RESTORED,
               "data": _anchor_data(plan, _files_preview(plan.files)), "source": SOURCE}
@@ -158,7 +158,7 @@ def plan_rewind(engine: Engine, selector: str, mode: str, *, reason: str = "") -
     return plan
 
 
-def _plan_files(engine: Engine, thread: Thread, cp: cps.Checkpoint):
+def plan_files(engine: Engine, thread: Thread, cp: cps.Checkpoint):
     from ..workspace import WorkspaceError, plan_restore
     from ..workspace_link import session_written_paths
 
@@ -177,7 +177,7 @@ def _files_preview(files) -> dict | None:
             "deleted": list(files.deleted), "safety_ref": "(taken when the rewind is applied)"}
 
 
-def _files_done(result) -> dict:
+def files_done(result) -> dict:
     return {"restored": list(result.restored), "recreated": list(result.recreated),
             "deleted": list(result.deleted), "skipped": [s.path for s in result.skipped],
             "safety_ref": result.safety.snapshot_ref, "safety_commit": result.safety.snapshot_commit,
@@ -197,7 +197,7 @@ def _anchor_data(plan: RewindPlan, files: dict | None) -> dict:
 
 @dataclass
 class RewindResult:
-    plan: RewindPlan
+    plan: "RewindPlan | UndoPlan"
     anchor_seq: int
     checkpoint: cps.Checkpoint  # the new checkpoint (reason "rewind")
     files: dict | None = None
@@ -213,7 +213,7 @@ def apply_rewind(engine: Engine, plan: RewindPlan) -> RewindResult:
     thread = Thread(engine, plan.thread_key)
     files = None
     if plan.files is not None:
-        files = _restore_files(engine, plan)
+        files = restore_files(engine, plan.files)
     etype = ev.ROLLED_BACK if plan.conversation else WORKSPACE_RESTORED
     anchor = thread.record(etype, _anchor_data(plan, files), source=SOURCE)
     notices = recovery_notices(thread.events(), thread_key=thread.key)
@@ -225,11 +225,12 @@ def apply_rewind(engine: Engine, plan: RewindPlan) -> RewindResult:
     return RewindResult(plan, int(anchor.seq), cp, files)
 
 
-def _restore_files(engine: Engine, plan: RewindPlan) -> dict:
+def restore_files(engine: Engine, files_plan) -> dict:
+    """Apply a workspace restore plan; what it did, as the data a rewind fact records."""
     from ..workspace import WorkspaceError, apply_restore
 
     try:
-        result = apply_restore(plan.files, state_home=engine.home)
+        result = apply_restore(files_plan, state_home=engine.home)
     except WorkspaceError as exc:
         raise RewindError(f"files restore failed before changing anything it reports: {exc}; "
                           "the conversation was not rewound") from None
@@ -238,7 +239,7 @@ def _restore_files(engine: Engine, plan: RewindPlan) -> dict:
             "files restore failed: " + "; ".join(result.errors) + f". The files as they were "
             f"before are in the safety snapshot {result.safety.snapshot_ref}; the conversation "
             "was not rewound")
-    return _files_done(result)
+    return files_done(result)
 
 
 def rewind(engine: Engine, selector: str, mode: str, *, reason: str = "") -> RewindResult:
@@ -292,8 +293,7 @@ def apply_undo_restore(engine: Engine, plan: UndoPlan) -> RewindResult:
     from ..boundary import commit_checkpoint
 
     thread = Thread(engine, plan.thread_key)
-    carrier = RewindPlan(None, plan.thread_key, "files", plan.reason, 0, 0, files=plan.files)  # type: ignore[arg-type]
-    files = _restore_files(engine, carrier)
+    files = restore_files(engine, plan.files)
     anchor = thread.record(WORKSPACE_RESTORED, {"undo_of": plan.undo_of, "reason": plan.reason,
                                                 "mode": "undo", **files}, source=SOURCE)
     notices = recovery_notices(thread.events(), thread_key=thread.key)
@@ -301,4 +301,4 @@ def apply_undo_restore(engine: Engine, plan: UndoPlan) -> RewindResult:
     thread.record(ev.BOUNDARY, {"kind": "rewind", "mode": "undo", "trigger": "manual",
                                 "checkpoint_id": cp.checkpoint_id, "generation": cp.generation,
                                 "undo_of": plan.undo_of}, source=SOURCE)
-    return RewindResult(carrier, int(anchor.seq), cp, files)
+    return RewindResult(plan, int(anchor.seq), cp, files)
