@@ -114,9 +114,14 @@ class CodexSandbox:
 
     def env(self) -> dict[str, str]:
         """A closed environment: nothing from the real HOME, CODEX_HOME or API keys leaks in."""
-        keep = ("PATH", "LANG", "LC_ALL", "TMPDIR", "SYSTEMROOT", "COMSPEC", "PATHEXT")
+        keep = ("PATH", "LANG", "LC_ALL", "SYSTEMROOT", "COMSPEC", "PATHEXT")
         env = {k: os.environ[k] for k in keep if k in os.environ}
+        tmp = self.root / "tmp"  # Codex spills long hook output under the temp dir: keep it in here
+        tmp.mkdir(exist_ok=True)
         env.update(
+            TMPDIR=str(tmp),
+            TEMP=str(tmp),
+            TMP=str(tmp),
             HOME=str(self.root / "home"),
             USERPROFILE=str(self.root / "home"),
             CODEX_HOME=str(self.codex_home),
