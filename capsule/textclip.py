@@ -23,7 +23,7 @@ def scrub(text: str) -> tuple[str, int]:
 
     Returns the clean text and how many replacement characters were introduced.
     """
-    if not _SURROGATE.search(text):
+    if text.isascii() or not _SURROGATE.search(text):  # isascii: a fast C scan, most texts
         return text, 0
     clean = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
     return clean, clean.count("\ufffd") - text.count("\ufffd")
@@ -115,6 +115,8 @@ def short_id(value: str, max_bytes: int = 160) -> str:
     value, _ = scrub(value)
     if len(value) * 6 <= max_bytes:  # fits even if every char needed a \uXXXX escape
         return value
+    if len(value) <= max_bytes and value.isascii() and value.isprintable() and '"' not in value and "\\" not in value:
+        return value  # plain ASCII: its JSON literal is the text plus two quotes
     if len(value.encode("utf-8")) <= max_bytes and json_size(value) <= max_bytes + 2:
         return value
     digest = sha256_text(value)[:16]

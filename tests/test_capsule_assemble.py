@@ -151,3 +151,15 @@ def test_property_inline_part_never_exceeds_the_limit(texts, limit, instructions
     if fit.spilled:
         assert fit.spill_bytes == ctx.as_text().encode("utf-8")
         assert '"/s/ctx.txt"' in fit.text
+
+
+def test_handled_inputs_never_come_back_as_actionable():
+    inputs = [SourceInput(id="in-1", text="old, done", state="handled", admitted_seq=1, pointer=ptr(1)),
+              SourceInput(id="in-2", text="newest, also done", state="handled", admitted_seq=2, pointer=ptr(2)),
+              SourceInput(id="in-0", text="cancelled", state="superseded", admitted_seq=0, pointer=ptr(0))]
+    _, capsule = build(inputs=inputs, tool_calls=[])
+    assert capsule.objective.input_id == "in-2" and not capsule.objective.actionable
+    assert capsule.next_action.kind == "wait_for_user"
+    ctx = assemble_context(None, capsule)
+    assert [m.kind for m in ctx.messages] == ["capsule"]
+    assert "actionable=no" in ctx.as_text()
