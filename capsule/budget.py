@@ -87,7 +87,13 @@ MIN_TOKENS = 2000
 
 
 class Budget(BaseModel):
-    """Limits of one capsule. Unset per-field limits scale with ``max_bytes``."""
+    """Limits of one capsule. Unset per-field limits scale with ``max_bytes``.
+
+    Per-field limits count a text's size inside the canonical JSON (its string literal, quotes
+    and escapes included: a NUL costs 6 bytes), which is what ``max_bytes`` is measured on.
+    Budgets below ``MIN_BYTES`` / ``MIN_TOKENS`` are rejected (``ValueError``): below them even
+    the skeleton of a capsule for an ordinary thread would not fit.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
