@@ -180,8 +180,6 @@ def test_thread_delete_removes_data_capsules_and_refs_and_leaves_the_fork(home, 
     assert not (home / "capsules" / key).exists() and (home / "capsules" / fork_key).is_dir()
     assert git(repo, "for-each-ref", "refs/heads", "refs/tags") == user_refs
     with Engine(home) as e:
-        import sqlite3
-
         for table in ("events", "inputs", "turns", "tool_calls", "claims", "thread_meta",
                       "checkpoints", "sessions", "threads"):
             n = e.store.conn.execute(f"SELECT COUNT(*) FROM {table} WHERE thread_key=?", (key,)).fetchone()[0]
