@@ -355,3 +355,23 @@ def test_codex_thread_rewind_and_handoff_put_codex_first(home, repo):
 def test_thread_command_without_action_shows_usage(home):
     r = cli("thread", home=home)
     assert r.returncode == 2 and b"delete" in r.stdout
+
+
+def test_a_late_stop_of_the_discarded_turn_does_not_end_the_summary(home, session):
+    first_turn_and_compaction(session)
+    p2 = session.prompt("long refactor")
+    session.tool(p2, "Bash", {"command": "sed -i s/a/b/ *.py"}, exit_code=0)
+    with Engine(home) as e:  # the user rewinds while the turn still runs
+        cp = cps.list_checkpoints(session.thread(e))[0]
+        rewind(e, cp.checkpoint_id, "conversation", reason="stop that refactor")
+    session.stop(p2, "refactor finished")  # the old turn's Stop arrives afterwards
+    session.compact()
+    with Engine(home) as e:
+        t = session.thread(e)
+        assert {r.text: r.state for r in t.inputs()}["long refactor"] == "rolled_back"
+        assert "stop that refactor" in notice(newest_capsule(t)[1], TITLE_CORE)
+    retry = session.prompt("smaller refactor")
+    session.stop(retry, "smaller one done")
+    session.compact()
+    with Engine(home) as e:
+        assert notice(newest_capsule(session.thread(e))[1], TITLE_CORE) is None

@@ -77,7 +77,10 @@ def test_summary_is_due_until_a_turn_completes_after_the_rollback():
     log[1]["data"]["text"] = "x" * 5000  # long texts are clipped in the summary
     notes = recovery_notices(log, thread_key="t")
     assert notes and all(len(line) < 400 for n in notes for line in n.lines)
-    log.append({"seq": 4, "type": "turn_aborted", "data": {"turn_id": "t9"}})
+    log.append({"seq": 4, "type": "input_admitted", "data": {"input_id": "r1", "turn_id": "t9"}})
+    log.append({"seq": 5, "type": "turn_aborted", "data": {"turn_id": "t9"}})
     assert recovery_notices(log, thread_key="t"), "an aborted retry still needs the summary"
-    log.append({"seq": 5, "type": "turn_completed", "data": {"turn_id": "t9"}})
+    log.append({"seq": 6, "type": "turn_completed", "data": {"turn_id": "t0"}})
+    assert recovery_notices(log, thread_key="t"), "a turn from before the rewind does not count"
+    log.append({"seq": 7, "type": "turn_completed", "data": {"turn_id": "t9"}})
     assert recovery_notices(log, thread_key="t") == []

@@ -90,7 +90,7 @@ def recovery_notices(events: list[dict], *, thread_key: str) -> list[SourceNotic
     anchor = next((e for e in reversed(events) if e["type"] in ANCHOR_TYPES), None)
     if anchor is None:
         return []
-    if any(e["type"] == "turn_completed" for e in events if e["seq"] > anchor["seq"]):
+    if _retry_completed(events, int(anchor["seq"])):
         return []  # the retry ran and completed a turn: the summary has done its job
     try:
         if anchor["type"] == WORKSPACE_RESTORED:
@@ -103,6 +103,23 @@ def recovery_notices(events: list[dict], *, thread_key: str) -> list[SourceNotic
                    "checkpoint was undone and must not be assumed. The detailed summary could "
                    f"not be built ({type(exc).__name__}); read it with `continuation events "
                    f"--thread {thread_key}`."])]
+
+
+def _retry_completed(events: list[dict], anchor_seq: int) -> bool:
+    """A turn that began after the rewind (it was given an input after it) has completed.
+
+    The end of a turn the rewind discarded (its Stop arriving late from a session still
+    running) does not count: the model has not retried anything yet."""
+    new_turns: set = set()
+    for e in events:
+        if e["seq"] <= anchor_seq:
+            continue
+        d = e["data"] or {}
+        if e["type"] in ("input_admitted", "input_delivered") and d.get("turn_id"):
+            new_turns.add(d["turn_id"])
+        elif e["type"] == "turn_completed" and d.get("turn_id") in new_turns:
+            return True
+    return False
 
 
 def _files_lines(files: dict) -> list[str]:
