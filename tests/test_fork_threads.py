@@ -153,6 +153,11 @@ def test_fork_cli_and_print_prompt_names_the_fork_session(home, repo):
     sid = data["thread"]["session_id"]
     assert data["thread"]["name"] == "alt" and data["from_checkpoint"] == cp
     assert f"--session-id {sid}" in data["handoff"]["commands"]["claude"]
+    listing = cli_json("checkpoints", "--thread", data["thread"]["thread_key"], home=home)
+    assert listing["forked_from"] == data["parent"] and listing["forked_at_seq"] == data["forked_at_seq"]
+    assert [c["reason"] for c in listing["checkpoints"]] == ["fork"]
+    r = cli("checkpoints", "--thread", data["thread"]["thread_key"], home=home)
+    assert f"fork of {data['parent']}".encode() in r.stdout
     r = cli("fork", cp, "--session-id", sid, home=home)
     assert r.returncode == 1 and b"exists already" in r.stderr
 

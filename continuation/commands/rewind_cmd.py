@@ -116,9 +116,14 @@ def cmd_checkpoints(args) -> int:
         thread = engine.select(args.thread)
         rows = checkpoint_rows(thread)
         if args.json:
-            emit_json({"thread": thread.key, "checkpoints": rows})
+            row = thread.row
+            emit_json({"thread": thread.key, "forked_from": row.get("forked_from"),
+                       "forked_at_seq": row.get("forked_at_seq"), "checkpoints": rows})
             return 0
-        print(f"thread {thread.key}")
+        row = thread.row
+        lineage = (f"  (fork of {row['forked_from']} at event {row['forked_at_seq']})"
+                   if row.get("forked_from") else "")
+        print(f"thread {thread.key}{lineage}")
         shown = [{**r, "files": "-" if r["files_changed"] is None else
                   f"{r['files_changed']}: " + ", ".join(r["files"][:4]),
                   "reason": r["reason"] + (" CORRUPT" if r["corrupt"] else "")} for r in rows]
