@@ -214,3 +214,23 @@ def test_load_snapshot_by_name_keeps_what_was_not_stored(repo, git_home):
     for bad in ("t1-abc/99", "refs/heads/main", git(repo, "rev-parse", "HEAD").strip(), "--help"):
         with pytest.raises(RestoreUnavailable):
             load_snapshot(repo, bad, state_home=git_home)
+
+
+def test_comparison_index_reuses_stat_data(repo, git_home):
+    """Plan and drift must not re-hash the whole tree: matching entries keep their stat data."""
+    from continuation.workspace.compare import checkpoint_index
+    from continuation.workspace.workspace_target import content_target, resolve_workspace
+
+    ref = take_snapshot(repo, "t1-abc", 1, state_home=git_home)
+    write(repo, {"src/app.py": "print('agent')\n"})
+    git(repo, "add", "src/app.py")  # the user's index now differs from the snapshot and the tree
+    write(repo, {"src/app.py": "print('agent again')\n"})
+    ws = resolve_workspace(repo, git_home)
+    target = content_target(ws, create=False)
+    scratch = ws.layout.tmp_dir / "probe.index"
+    checkpoint_index(target, scratch, ref.snapshot_tree, ref.thread_key)
+    debug = git(repo, "ls-files", "--debug", "README.md", "src/app.py", env={"GIT_INDEX_FILE": str(scratch)})
+    readme, app = debug.split("src/app.py")
+    assert "mtime: 0:0" not in readme  # unchanged file: stat data kept
+    assert git(repo, "ls-files", "-s", "src/app.py", env={"GIT_INDEX_FILE": str(scratch)}).split()[1] == git(
+        repo, "rev-parse", f"{ref.snapshot_commit}:src/app.py").strip()

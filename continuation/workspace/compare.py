@@ -1,8 +1,8 @@
 """Comparing the work tree with a stored snapshot, without writing objects or touching the user.
 
 A scratch index is built for the snapshot's tree: a copy of the thread's last snapshot index
-(or the user's index) re-pointed at that tree with ``git read-tree -m``, which keeps the stat
-data of every entry that matches, so only files that really differ are re-hashed. ``git status``
+(or the user's index) re-pointed at that tree with ``git read-tree --reset``, which keeps the
+stat data of every entry that matches, so only files that really differ are re-hashed. ``git status``
 against that index then lists exactly what differs from the snapshot.
 """
 
@@ -57,7 +57,9 @@ def checkpoint_index(target: GitTarget, scratch: Path, tree: str, thread_key: st
     for seed in seeds:
         if seed.is_file():
             shutil.copy2(seed, scratch)
-            code, _, _ = target.run(["read-tree", "-m", tree], index=scratch, check=False)
+            # --reset: a one-tree merge that keeps the stat data of entries whose blob matches and,
+            # unlike plain -m, does not refuse when the work tree has changes.
+            code, _, _ = target.run(["read-tree", "--reset", tree], index=scratch, check=False)
             if code == 0:
                 return
             scratch.unlink(missing_ok=True)
