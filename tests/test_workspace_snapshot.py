@@ -384,3 +384,33 @@ def test_file_and_folder_swaps(git_home, tmp_path):
         write(repo, {"was-dir/again.txt": "agent\n", "keep.txt": "agent\n"})
 
     restore_roundtrip(repo, git_home, ref, mutate, session_created=["was-dir/again.txt"])
+
+
+def test_all_ignore_sources_are_honoured(git_home, tmp_path):
+    repo = make_repo(tmp_path / "repo", {"a.txt": "a\n", "sub/.gitignore": "*.gen\n"})
+    global_excludes = tmp_path / "global-excludes"
+    global_excludes.write_text("*.swp\n", encoding="utf-8")
+    git(repo, "config", "--global", "core.excludesFile", str(global_excludes))
+    (repo / ".git" / "info" / "exclude").write_text("secret.env\n", encoding="utf-8")
+    write(repo, {"x.swp": "s", "secret.env": "TOKEN=1", "sub/y.gen": "g", "kept.txt": "k\n", "y.gen": "top level"})
+    ref = snapshot_and_check(repo, git_home)
+    assert set(tree_files(repo, ref.snapshot_commit)) == {"a.txt", "sub/.gitignore", "kept.txt", "y.gen"}
+
+    write(repo, {"a.txt": "agent\n", "x.swp": "changed", "other.swp": "new"})
+    plan = plan_restore(ref, state_home=git_home, session_created=["other.swp", "x.swp"])
+    assert (plan.modified, plan.deleted, plan.kept) == (["a.txt"], [], [])
+    apply_restore(plan, state_home=git_home)
+    assert (repo / "a.txt").read_text() == "a\n"
+    # ignored files are outside every checkpoint: never restored, never deleted
+    assert (repo / "x.swp").read_text() == "changed" and (repo / "other.swp").read_text() == "new"
+    assert (repo / "secret.env").read_text() == "TOKEN=1"
+
+
+def test_user_index_lock_is_neither_needed_nor_touched(git_home, tmp_path):
+    repo = make_repo(tmp_path / "repo", {"a.txt": "a\n"})
+    write(repo, {"a.txt": "changed\n"})
+    lock = repo / ".git" / "index.lock"
+    lock.write_bytes(b"someone else's git add in progress")
+    ref = snapshot_and_check(repo, git_home)
+    assert blob(repo, ref.snapshot_commit, "a.txt") == b"changed\n"
+    assert lock.read_bytes() == b"someone else's git add in progress"
