@@ -369,6 +369,10 @@ def test_claude_session_through_continuation(continuation_cmd: list[str], claude
     # Claude Code replaces a context over 10,000 characters by a file path and a 2 KB preview.
     assert len(context) <= 10_000, f"assembled context has {len(context)} chars: Claude Code would not pass it on"
     assert any(e.get("type") == "context_delivered" for e in events), "engine recorded no context delivery"
+    # It tells the model that both earlier requests are handled (and nothing is left to redo).
+    for text in ("append a line to notes.txt", "append a second line"):
+        assert any(json.dumps(text) in line and "state=handled" in line for line in block.splitlines()), block
+    assert "state=pending" not in block and "state=reconciling" not in block
 
     # ... and it reached the model, whole and once, in the first request after the compaction,
     # through the SessionStart(compact) answer (else through the fallback at UserPromptSubmit).
