@@ -45,13 +45,21 @@ def git(repo: Path, *args: str) -> str:
     return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True).stdout
 
 
-def timed(fn, runs: int) -> tuple[float, list[float]]:
-    samples = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples), samples
+def cpu_seconds() -> float:
+    """CPU time of this process and its finished children (0 where the OS cannot say)."""
+    try:
+        import resource
+    except ImportError:  # Windows
+        return 0.0
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def measured(fn) -> tuple[float, float]:
+    """(wall seconds, CPU seconds) of one call."""
+    cpu, start = cpu_seconds(), time.perf_counter()
+    fn()
+    return time.perf_counter() - start, cpu_seconds() - cpu
 
 
 def main() -> int:
@@ -98,20 +106,23 @@ def main() -> int:
         home_state = base / "state-incremental"
         checkpoint = take_snapshot(repo, "bench-1", 1, state_home=home_state)
         edit_targets = iter(rng.sample(paths, args.runs * 3))
-        stash_samples, first_samples, incr_samples = [], [], []
+        samples: dict[str, list[tuple[float, float]]] = {"stash": [], "first": [], "incremental": []}
         for round_ in range(args.runs):
             for path in [next(edit_targets) for _ in range(3)]:  # the session edits a few more files
                 path.write_bytes(path.read_bytes() + b"# edited again\n")
-            stash_samples.append(timed(lambda: git(repo, "stash", "create"), 1)[0])
-            first_samples.append(
-                timed(lambda: take_snapshot(repo, "bench-1", 1, state_home=base / f"fresh{round_}"), 1)[0]
+            samples["stash"].append(measured(lambda: git(repo, "stash", "create")))
+            samples["first"].append(
+                measured(lambda: take_snapshot(repo, "bench-1", 1, state_home=base / f"fresh{round_}"))
             )
-            incr_samples.append(
-                timed(lambda: take_snapshot(repo, "bench-1", round_ + 2, state_home=home_state), 1)[0]
+            samples["incremental"].append(
+                measured(lambda: take_snapshot(repo, "bench-1", round_ + 2, state_home=home_state))
             )
-        stash = statistics.median(stash_samples)
-        first = statistics.median(first_samples)
-        incr = statistics.median(incr_samples)
+        wall = {k: statistics.median(w for w, _ in v) for k, v in samples.items()}
+        cpu = {k: statistics.median(c for _, c in v) for k, v in samples.items()}
+        stash, first, incr = wall["stash"], wall["first"], wall["incremental"]
+        stash_samples = [w for w, _ in samples["stash"]]
+        first_samples = [w for w, _ in samples["first"]]
+        incr_samples = [w for w, _ in samples["incremental"]]
 
         session_files = [f"agent{i}.py" for i in range(5)]
         for name in session_files:
@@ -130,6 +141,14 @@ def main() -> int:
         print(f"git stash create (baseline): {stash * 1000:.0f} ms   runs: {[round(s * 1000) for s in stash_samples]}")
         print(f"first snapshot:       {first * 1000:.0f} ms = {first / stash:.2f}x baseline (target <= 2x)   runs: {[round(s * 1000) for s in first_samples]}")
         print(f"incremental snapshot: {incr * 1000:.0f} ms = {incr / stash:.2f}x baseline (target <= 1.0x)   runs: {[round(s * 1000) for s in incr_samples]}")
+        if cpu["stash"] > 0:
+            print(f"CPU time (this process + git children): stash {cpu['stash'] * 1000:.0f} ms, "
+                  f"first {cpu['first'] * 1000:.0f} ms = {cpu['first'] / cpu['stash']:.2f}x, "
+                  f"incremental {cpu['incremental'] * 1000:.0f} ms = {cpu['incremental'] / cpu['stash']:.2f}x")
+        try:
+            print(f"load average while measuring: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+        except (AttributeError, OSError):
+            pass
         print(f"restore: plan {plan_time * 1000:.0f} ms, apply {apply_time * 1000:.0f} ms "
               f"({len(plan.modified)} modified, {len(plan.recreated)} recreated, {len(plan.deleted)} deleted; "
               f"apply includes the safety snapshot)")
