@@ -40,14 +40,21 @@ def _append_line(path: Path, record: dict) -> None:
 
 
 class ContinuationPolicy:
-    """The engine's context block is the agent's new memory after a boundary."""
+    """The engine's context block is the agent's new memory after a boundary: it is the
+    authority on every input's state. When no context reaches the agent (the hook died, its
+    answer was lost) the agent has what the runtime's own compaction left it
+    (:data:`continuation.prove.baselines.NATIVE`)."""
 
     name = "continuation"
+    runtime = "codex"
 
     def after_boundary(self, *, transcript, context_text, catalog, memory):
         ctx = read_context(context_text or "")
         if ctx is None:
-            return memory  # nothing handed over: the agent keeps what the runtime kept
+            from .baselines import NATIVE
+
+            return NATIVE[self.runtime]().after_boundary(
+                transcript=transcript, context_text=None, catalog=catalog, memory=memory)
         return memory_from_context(ctx, catalog)
 
     def on_resume(self, *, transcript, context_text, catalog, memory):
@@ -134,6 +141,7 @@ class Runtime:
                                   script.get("transcript_path") or "")
         self.call = HookCaller(self.runtime, script.get("hook", "command"))
         self.policy = load_policy(script.get("policy"))
+        self.policy.runtime = self.runtime
         self.catalog = Catalog(script.get("catalog", {}))
         self.log_path = Path(script["log"])
         self.ledger_path = Path(script["ledger"])
@@ -210,10 +218,11 @@ class Runtime:
         context = self.hook(self.shape.user_prompt(turn, text), fault=st.get("fault"))
         entry = {"role": "user", "text": text, "key": key, "turn": turn}
         self.transcript.append(entry)
-        if context:  # the engine carried a context on this prompt (deferred delivery)
-            self.memory = self.policy.after_boundary(transcript=self.transcript,
-                                                     context_text=context,
-                                                     catalog=self.catalog, memory=self.memory)
+        if context:  # the engine carried a context on this prompt (deferred delivery): no
+            # compaction happened now, so the agent still has its conversation; the context
+            # adds to it (its states win, calls the agent saw finish stay finished)
+            self.memory = self.policy.on_resume(transcript=self.transcript, context_text=context,
+                                                catalog=self.catalog, memory=self.memory)
             self.log(kind="context_seen", source="user_prompt")
         self.memory = merge(self.memory, [Item(text=text, state="new", key=key,
                                                input_id=st.get("turn") if self.runtime == "claude" else None)])

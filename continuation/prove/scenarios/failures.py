@@ -122,8 +122,43 @@ def persistence_faults(box, r):
         r.check(f"{point}: generations are consecutive (no hole, no duplicate)",
                 gens == list(range(1, len(gens) + 1)), f"generations {gens}")
         r.expect_states(s, {"A": "handled", "B": "handled"}, f" ({point})")
+    for point in ("event.before_commit", "event.after_commit"):
+        _delivery_fault(box, r, point)  # the first event the compact SessionStart commits
     doctor = box.cli("doctor", "--json") if box.has_command("doctor") else None
     if doctor is not None:
         r.check("`continuation doctor` runs on the store after the kills",
                 doctor.returncode in (0, 1) and doctor.stdout.strip(),
                 doctor.stderr.decode(errors="replace")[-300:])
+
+
+def _delivery_fault(box, r, point: str) -> None:
+    """The compact SessionStart hook dies at ``point`` while delivering the context: the runtime
+    goes on with its own compaction (fail-open) and the agent never saw the context. The engine
+    must not count that answer as delivered: the next prompt carries the context."""
+    label = f"compact SessionStart killed at {point} (its first event)"
+    ws = box.workspace(f"ws-delivery-{point}")
+    cat = catalog(request("A", f"write the cache design note ({label})", 1),
+                  request("B", f"then benchmark the cache ({label})", 1),
+                  request("C", f"and summarise the numbers ({label})", 1))
+    s = r.track(SimSession(box, f"s7-delivery-{point}", runtime="codex", cwd=ws, catalog=cat,
+                           hook="fork"))
+    s.run([{"op": "start"}, {"op": "prompt", "key": "A", "turn": "t1"}, {"op": "act"},
+           {"op": "stop", "turn": "t1", "message": "Note written."},
+           {"op": "prompt", "key": "B", "turn": "t2"},
+           {"op": "compact", "trigger": "auto", "turn": "t2", "faults": {"SessionStart": point}},
+           {"op": "act", "turn": "t2"}, {"op": "stop", "turn": "t2", "message": "Benchmarked."},
+           {"op": "prompt", "key": "C", "turn": "t3"}, {"op": "act"},
+           {"op": "stop", "turn": "t3", "message": "Summarised."}])
+    starts = [h for h in s.hooks("SessionStart") if h.get("source") == "compact"]
+    r.check(f"{label}: the hook process was killed", starts and starts[-1]["rc"] not in (0, None),
+            f"exit codes {[h['rc'] for h in starts]}")
+    prompt_ctx = [h for h in s.hooks("UserPromptSubmit") if h.get("context_chars")]
+    r.check(f"{label}: the lost context is delivered at the next prompt (at-least-once delivery)",
+            prompt_ctx, "the engine recorded the delivery, the runtime never received it, and "
+            "no later hook carried it" if not prompt_ctx else "")
+    late = context_states(s.contexts()[-1], cat) if prompt_ctx else None
+    r.check(f"{label}: the late context is current: B, handled by then, is not offered again",
+            late is not None and late.get("B") == "handled",
+            f"the context at the prompt lists B as {(late or {}).get('B')!r} (a stale checkpoint)")
+    r.equal(f"{label}: B and C each ran once", (s.executions("B"), s.executions("C")), (1, 1))
+    r.expect_states(s, {"A": "handled", "B": "handled", "C": "handled"}, f" ({label})")
