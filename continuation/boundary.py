@@ -196,10 +196,24 @@ def context_answer(thread: Thread, runtime: str, event_name: str, *, via: str,
     return {"hookSpecificOutput": {"hookEventName": event_name, "additionalContext": inline}}
 
 
+def _delivered_to_this_context(thread: Thread) -> bool:
+    """A context was delivered after the newest boundary, and nothing but bookkeeping (session
+    starts, settings, checkpoints) happened since: the current fresh context already has it."""
+    last = thread.store.events_of_types(thread.key, [ev.CONTEXT_DELIVERED, ev.BOUNDARY], newest=1)
+    if not last or last[0]["type"] != ev.CONTEXT_DELIVERED:
+        return False
+    later = thread.events(after=last[0]["seq"])
+    return all(e["type"] in _BOOKKEEPING for e in later)
+
+
 def on_session_start(thread: Thread, runtime: str, source: str, *, source_tag: str) -> dict | None:
     row = thread.row
     if source == "compact":
         if not row["needs_context"]:
+            if _delivered_to_this_context(thread):
+                # Codex compacting before a resumed turn sends SessionStart(resume) and then
+                # SessionStart(compact) for one fresh context: deliver the block once.
+                return None
             # PreCompact never reached us: the boundary happened all the same
             thread.record(ev.BOUNDARY, {"kind": "compact", "trigger": "unknown"}, source=source_tag)
         return context_answer(thread, runtime, "SessionStart", via="session_start",

@@ -169,3 +169,30 @@ def test_checkpoint_capsule_context_source_commands(home):
     assert r.returncode == 1 and b"Traceback" not in r.stderr
     r = run_cli(home, "source", "garbage")
     assert r.returncode == 1 and b"pointer" in r.stderr
+
+
+def test_resume_then_compact_session_starts_deliver_the_block_once(home):
+    """Codex compacting before a resumed turn: PreCompact, PostCompact, SessionStart(resume),
+    SessionStart(compact) for one fresh context."""
+    hooks.run("codex", _payload("UserPromptSubmit", turn_id="t1", prompt="first request"))
+    with Engine(home) as e:
+        e.find_thread("codex", "s1").crash_detected("killed")  # something to carry on resume
+    hooks.run("codex", _payload("PreCompact", turn_id="t2", trigger="auto"))
+    hooks.run("codex", _payload("PostCompact", turn_id="t2", trigger="auto"))
+    out1, _ = hooks.run("codex", _payload("SessionStart", source="resume"))
+    out2, _ = hooks.run("codex", _payload("SessionStart", source="compact"))
+    assert "CONTINUATION-CHECKPOINT" in json.loads(out1)["hookSpecificOutput"]["additionalContext"]
+    assert json.loads(out2) == {}
+    # a later compaction whose PreCompact never arrived still gets its delivery
+    hooks.run("codex", _payload("UserPromptSubmit", turn_id="t3", prompt="next"))
+    out3, _ = hooks.run("codex", _payload("SessionStart", source="compact"))
+    assert "next" in json.loads(out3)["hookSpecificOutput"]["additionalContext"]
+
+
+def test_codex_interrupt_cuts_the_turn(home):
+    hooks.run("codex", _payload("UserPromptSubmit", turn_id="t1", prompt="long job"))
+    hooks.run("codex", _payload("PreToolUse", turn_id="t1", tool_name="Bash",
+                                tool_input={"command": "make"}, tool_use_id="c1"))
+    hooks.run("codex", _payload("Interrupt", turn_id="t1"))
+    with Engine(home) as e:
+        assert [r.state for r in e.find_thread("codex", "s1").inputs()] == ["reconciling"]

@@ -167,6 +167,16 @@ def on_stop(ctx: HookContext) -> None:
     return None
 
 
+def on_interrupt(ctx: HookContext) -> None:
+    """Codex 0.171.0 ``Interrupt`` (Ctrl-C): the turn is cut; no PostToolUse or Stop follows,
+    so a tool call in flight is left without an outcome (its input goes to reconciling)."""
+    turn = _turn_id(ctx.runtime, ctx.thread, ctx.payload)
+    if turn:
+        ctx.thread.turn_aborted(turn, reason="user_interrupt", source=ctx.source,
+                                session=ctx.session)
+    return None
+
+
 def on_session_start(ctx: HookContext) -> dict | None:
     p = ctx.payload
     source = str(p.get("source") or "startup")
@@ -220,6 +230,7 @@ HANDLERS = {
     "PreCompact": on_pre_compact,
     "PostCompact": on_post_compact,
     "SessionEnd": on_session_end,
+    "Interrupt": on_interrupt,
 }
 
 
