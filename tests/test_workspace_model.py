@@ -62,7 +62,10 @@ def test_older_records_get_defaults():
     "data",
     [None, [], "text", {"kind": "git"}, {"root": "", "kind": "git"}, {"root": "/w", "kind": "zip"},
      {"root": "/w", "kind": "git", "generation": "3"}, {"root": "/w", "kind": "git", "excluded": "x"},
-     {"root": "/w", "kind": "git", "dirty": {"modified": "many"}}],
+     {"root": "/w", "kind": "git", "dirty": {"modified": "many"}},
+     {"root": "/w", "kind": "git", "oversized": [{"path": "a", "size": "huge"}]},
+     {"root": "/w", "kind": "git", "head": 5}, {"root": "/w", "kind": "git", "detached": "yes"},
+     {"root": "/w", "kind": "git", "dirty": {"paths": 3}}],
 )
 def test_malformed_references_raise_a_clear_error(data):
     with pytest.raises(CorruptReference):

@@ -79,6 +79,12 @@ class Submodule:
     commit: str | None = None
 
 
+_OPTIONAL_TEXT = (
+    "thread_key", "head", "branch", "in_progress", "snapshot_ref", "snapshot_commit", "snapshot_tree",
+    "manifest_path", "created_at",
+)
+
+
 @dataclass
 class WorkspaceRef:
     """Where a checkpoint of a workspace lives and what the workspace looked like.
@@ -127,6 +133,15 @@ class WorkspaceRef:
 
     @classmethod
     def from_dict(cls, data: Any) -> "WorkspaceRef":
+        try:
+            return cls._from_dict(data)
+        except CorruptReference:
+            raise
+        except (TypeError, ValueError, KeyError, AttributeError) as exc:
+            raise CorruptReference(f"workspace reference is malformed: {exc}") from exc
+
+    @classmethod
+    def _from_dict(cls, data: Any) -> "WorkspaceRef":
         if not isinstance(data, dict):
             raise CorruptReference(f"workspace reference must be an object, not {type(data).__name__}")
         if not isinstance(data.get("root"), str) or not data["root"]:
@@ -150,6 +165,12 @@ class WorkspaceRef:
             if not isinstance(value, list):
                 raise CorruptReference(f"{key} must be a list")
             known[key] = [str(v) for v in value]
+        for key in _OPTIONAL_TEXT:
+            if known.get(key) is not None and not isinstance(known[key], str):
+                raise CorruptReference(f"{key} must be a string or null")
+        for key in ("detached", "unborn"):
+            if key in known and not isinstance(known[key], bool):
+                raise CorruptReference(f"{key} must be true or false")
         generation = known.get("generation")
         if generation is not None and (not isinstance(generation, int) or isinstance(generation, bool)):
             raise CorruptReference("generation must be an integer")
