@@ -144,3 +144,23 @@ def test_recover_with_nothing_to_do(home, capsys):
     assert capsys.readouterr().out.strip() == "no interrupted threads"
     assert cli(["recover", "--resume", "nope"]) == 1
     assert "no thread matches" in capsys.readouterr().err
+
+
+def test_session_start_notice_is_short_and_names_no_user_text(engine, tmp_path):
+    from continuation.recovery.notices import PREFIX_LIMIT
+    from continuation.recovery.session_start import at_session_start
+
+    root = str(tmp_path)
+    for n in range(12):
+        started(engine, f"old{n}", dead(), root=root)
+    me = alive()
+    new = engine.thread("claude", "fresh", workspace_root=root)
+    new.record("session_started", {"source": "startup"}, session=me)
+    text = at_session_start(new, marker=me)
+    assert 0 < len(text) <= PREFIX_LIMIT
+    assert "interrupted" in text and "build it" not in text
+    assert text.endswith("(see `continuation recover`)]")
+    assert keys(engine) and all(k != new.key for k in keys(engine))
+    # the other threads were only reported: their crash is recorded by `continuation recover`
+    assert all(ev["type"] != "crash_detected" for k in keys(engine)
+               for ev in engine.get_thread(k).events())

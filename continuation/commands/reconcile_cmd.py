@@ -4,6 +4,8 @@
     continuation reconcile CALL [--thread T]                      show one
     continuation reconcile CALL --applied|--not-applied|--retry-safe [--note TEXT]
 
+Listing first records ``crash_detected`` for threads whose owner is gone without a clean end
+(as ``continuation recover`` does): only then are their in-flight calls known to be unknown.
 A decision is a ``reconciled`` fact; after it the held input is handled (``--applied`` and its
 turn had completed) or pending again. Nothing is ever retried by continuation itself.
 """

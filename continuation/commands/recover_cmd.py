@@ -6,10 +6,11 @@
 """
 from __future__ import annotations
 
+import json
 import time
 
 from . import CommandError, add_json_arg, open_engine
-from .output import emit_json, table
+from .output import clip, emit_json
 
 
 def register(sub) -> None:
@@ -80,12 +81,13 @@ def _print_item(it, recorded: bool) -> None:
     print(f"  last activity:   {_when(it.last_activity)}")
     print(f"  last checkpoint: " + (f"{cp['checkpoint_id']} at {_when(cp['created_at'])}" if cp
                                     else "none"))
-    print(f"  inputs:")
-    table([{"input": i["input_id"], "state": i["state"], "text": i["text"]} for i in it.inputs],
-          [("input", "    input", 28), ("state", "state", 11), ("text", "text", 60)])
+    print(f"  unfinished inputs: {len(it.inputs)}")
+    for i in it.inputs:
+        print(f"    {clip(i['input_id'], 28):28}  {i['state']:11}  {clip(i['text'], 60)}")
     print(f"  tool calls with unknown outcome: {len(it.unknown_calls)}")
     for c in it.unknown_calls:
-        print(f"    {c['call_id']}  {c['tool']}  {str(c['args'])[:80]}  started {_when(c['started_at'])}")
+        args = json.dumps(c["args"], ensure_ascii=False, default=str)
+        print(f"    {c['call_id']}  {c['tool']}  {clip(args, 80)}  started {_when(c['started_at'])}")
     if it.drift:
         d = it.drift
         if "error" in d:
