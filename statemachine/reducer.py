@@ -224,6 +224,13 @@ def _tool_finished(view, seq, data) -> str:
                               tool=data.get("tool", ""), args=data.get("args") or {})
     elif call.finished_seq is not None:
         return "duplicate"
+    if call.status == "rolled_back":
+        # the outcome of a call on a discarded branch: kept as a fact, the call stays hidden
+        call.finished_seq = seq
+        call.outcome = {k: data[k] for k in ("exit_code", "output", "error") if k in data}
+        call.outcome["status"] = data.get("status") or "ok"
+        view.put_call(call)
+        return "applied"
     was_unknown = call.status == "unknown"
     call.status = data.get("status") or "ok"
     call.finished_seq = seq

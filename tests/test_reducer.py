@@ -158,3 +158,17 @@ def test_fold_of_100k_inputs_is_linear_enough_to_finish():
     state = fold(events)
     assert len(state.inputs) == 100_000
     assert sum(1 for r in state.inputs.values() if r.state == "handled") == 50_000
+
+
+def test_outcome_arriving_after_a_rewind_keeps_the_call_hidden():
+    log = Log()
+    log.admit("a", turn="t1")
+    point = len(log.events)
+    log.admit("b", turn="t2")
+    log.add("tool_started", call_id="c2", turn_id="t2")
+    log.add("rolled_back", to_seq=point)
+    log.add("tool_finished", call_id="c2", status="ok", exit_code=0)
+    call = log.state.calls["c2"]
+    assert call.status == "rolled_back" and call.outcome["exit_code"] == 0
+    assert log.states() == {"a": "pending", "b": "rolled_back"}
+    assert fold(log.events).snapshot() == log.state.snapshot()
