@@ -38,6 +38,21 @@ BENCHES = {
     "bench_rewind.py": ["5000"],
 }
 RATIO = re.compile(r"(\d+(?:\.\d+)?)\s*x\b")
+SHARE = re.compile(r"(\d+(?:\.\d+)?)%")
+
+
+def _label(line: str, end: int) -> str:
+    """What a number measures: the line's subject (up to its first ':' or '(') and, when the
+    number sits in a later clause, that clause too."""
+    before = line[:end]
+    subject = re.split(r"[:(]", before, maxsplit=1)[0]
+    clause = re.split(r"[;,]", before)[-1]
+    if clause.strip() in subject or clause.strip().startswith(subject.strip()):
+        label = before if len(before) <= 70 else clause
+    else:
+        label = f"{subject.strip()}: {clause.strip()}"
+    label = re.sub(r"\s+", " ", label).strip(" :=-,")
+    return label if len(label) <= 70 else "..." + label[-67:]
 
 
 def run_script(name: str, args: list[str], timeout: float) -> tuple[list[tuple[str, str]], str]:
@@ -61,9 +76,10 @@ def run_script(name: str, args: list[str], timeout: float) -> tuple[list[tuple[s
         for m in RATIO.finditer(line):
             if "target" in line[max(0, m.start() - 12):m.start()]:
                 continue  # "target <= 1.3x" is the goal, not a measurement
-            label = line[:m.start()].strip(" :=-")
-            label = re.sub(r"\s+", " ", label)[-70:]
-            found.append((label, m.group(1) + "x"))
+            found.append((_label(line, m.start()), m.group(1) + "x"))
+        share = SHARE.search(line)
+        if share and not RATIO.search(line):
+            found.append((_label(line, share.start()), share.group(1) + "%"))
     return found, f"ok ({took:.0f}s)" if found else f"ok ({took:.0f}s), printed no ratio"
 
 
