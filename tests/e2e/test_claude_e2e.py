@@ -260,7 +260,8 @@ def continuation_cmd() -> list[str]:
     """The ``continuation`` launcher, or a skip naming what is missing."""
     cmd = _continuation_cmd()
     if cmd is None:
-        pytest.skip("the `continuation` command is not installed in this environment")
+        pytest.skip(f"the `continuation` command is neither next to {sys.executable} nor on PATH "
+                    "(install the project: pip install -e '.[test]')")
     missing = [name for name in REQUIRED_COMMANDS if name not in _subcommands(cmd)]
     if missing:
         pytest.skip(f"`continuation` lacks subcommands {missing} needed for this test")
