@@ -234,3 +234,15 @@ def test_comparison_index_reuses_stat_data(repo, git_home):
     assert "mtime: 0:0" not in readme  # unchanged file: stat data kept
     assert git(repo, "ls-files", "-s", "src/app.py", env={"GIT_INDEX_FILE": str(scratch)}).split()[1] == git(
         repo, "rev-parse", f"{ref.snapshot_commit}:src/app.py").strip()
+
+
+def test_latest_snapshot_is_the_highest_generation(repo, git_home):
+    from continuation.workspace import latest_snapshot
+
+    assert latest_snapshot(repo, "t1-abc", state_home=git_home) is None
+    for generation in (2, 10, 9):
+        write(repo, {"README.md": f"gen {generation}\n"})
+        take_snapshot(repo, "t1-abc", generation, state_home=git_home)
+    apply_restore(plan_restore(latest_snapshot(repo, "t1-abc", state_home=git_home), state_home=git_home), state_home=git_home)
+    latest = latest_snapshot(repo, "t1-abc", state_home=git_home)
+    assert latest.generation == 10 and git(repo, "show", f"{latest.snapshot_commit}:README.md") == "gen 10\n"

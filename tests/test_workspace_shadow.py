@@ -135,3 +135,30 @@ def test_torn_private_index_and_record_are_rebuilt(folder, git_home):
     write(folder, {"a.txt": "agent\n"})
     apply_restore(plan_restore(ref, state_home=git_home), state_home=git_home)
     assert (folder / "a.txt").read_text() == "after the tear\n"
+
+
+def test_gc_keeps_live_threads_and_forgets_vanished_folders(folder, git_home, tmp_path):
+    import shutil
+
+    from continuation.workspace import gc_workspaces, list_workspaces
+    from workspace_repos import git
+
+    repo = make_repo(tmp_path / "repo", {"a.txt": "a\n"})
+    gone = tmp_path / "gone"
+    write(gone, {"x.txt": "x\n"})
+    for root in (repo, folder, gone):
+        take_snapshot(root, "t1-live", 1, state_home=git_home)
+        take_snapshot(root, "t2-dead", 1, state_home=git_home)
+    take_snapshot(folder, "t3-meta", 1, state_home=git_home, policy=WorkspacePolicy(mode="metadata"))
+    assert sorted(list_workspaces(git_home)) == sorted(p.resolve() for p in (repo, folder, gone))
+    shutil.rmtree(gone)
+
+    report = gc_workspaces(git_home, live_threads=["t1-live"])
+
+    assert not report.errors
+    assert sorted(report.threads_deleted) == ["t2-dead", "t2-dead", "t3-meta"]
+    assert report.refs_deleted == 2 and report.workspaces_forgotten == [str(gone.resolve())]
+    assert git(repo, "for-each-ref", "--format=%(refname)", "refs/continuation/").split() == ["refs/continuation/t1-live/1"]
+    assert [r.thread_key for r in list_snapshot_refs(folder, state_home=git_home)] == ["t1-live"]
+    assert not StateLayout.for_root(git_home, folder.resolve()).manifest_path("t3-meta", 1).exists()
+    assert sorted(list_workspaces(git_home)) == sorted(p.resolve() for p in (repo, folder))

@@ -17,9 +17,11 @@ API (GitPython and filelock are imported only when a function runs, never at imp
     undo = plan_undo(result, state_home=home)   # preview of undoing the restore
     report = drift(ref, state_home=home, session_paths=paths_written_by_tools)
     ref = load_snapshot(root, "t12-abcdef/3", state_home=home)   # by name, e.g. from the CLI
+    ref = latest_snapshot(root, "t12-abcdef", state_home=home)   # highest generation, or None
     refs = list_snapshot_refs(root, state_home=home, thread_key="t12-abcdef")
     delete_thread_refs(root, "t12-abcdef", state_home=home)   # `thread delete` / `gc`
     prune_thread_refs(root, "t12-abcdef", keep=5, state_home=home)
+    gc_workspaces(home, live_threads=engine_thread_keys)      # `continuation gc`: all workspaces
 
 Snapshots (policy ``snapshot``, the default) in a git repository are commits under
 ``refs/continuation/<thread_key>/<generation>`` built with a private index under the state home;
@@ -74,8 +76,12 @@ _EXPORTS = {
     "gc_shadow": "retention",
     "list_snapshot_refs": "retention",
     "prune_thread_refs": "retention",
+    "GcReport": "retention",
+    "gc_workspaces": "retention",
+    "list_workspaces": "retention",
     "take_snapshot": "snapshot",
     "load_snapshot": "lookup",
+    "latest_snapshot": "lookup",
 }
 
 
@@ -102,15 +108,19 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     )
     from .policy import WorkspacePolicy
     from .restore import apply_restore, plan_restore, plan_undo
-    from .retention import SnapshotRefInfo, delete_thread_refs, gc_shadow, list_snapshot_refs, prune_thread_refs
+    from .retention import (
+        GcReport, SnapshotRefInfo, delete_thread_refs, gc_shadow, gc_workspaces, list_snapshot_refs,
+        list_workspaces, prune_thread_refs,
+    )
     from .snapshot import take_snapshot
-    from .lookup import load_snapshot
+    from .lookup import latest_snapshot, load_snapshot
 
 __all__ = [
     "CorruptReference",
     "DirtyPath",
     "DirtySummary",
     "DriftReport",
+    "GcReport",
     "GitFailure",
     "InvalidPolicy",
     "InvalidThreadKey",
@@ -130,7 +140,10 @@ __all__ = [
     "delete_thread_refs",
     "drift",
     "gc_shadow",
+    "gc_workspaces",
+    "latest_snapshot",
     "list_snapshot_refs",
+    "list_workspaces",
     "load_snapshot",
     "plan_restore",
     "plan_undo",

@@ -59,3 +59,13 @@ def load_snapshot(root: Path | str, checkpoint: str, *, state_home: Path | str) 
     )
     data.pop("dirty", None)
     return WorkspaceRef.from_dict(data)
+
+
+def latest_snapshot(root: Path | str, thread_key: str, *, state_home: Path | str) -> WorkspaceRef | None:
+    """The thread's highest-generation snapshot (for ``continuation drift`` without a capsule)."""
+    from .retention import list_snapshot_refs
+
+    generations = [r for r in list_snapshot_refs(root, state_home=state_home, thread_key=thread_key) if r.generation is not None]
+    if not generations:
+        return None
+    return load_snapshot(root, generations[-1].ref, state_home=state_home)

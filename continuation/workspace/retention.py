@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import shutil
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .gitrun import GitTarget
 from .layout import REF_NAMESPACE, thread_ref_prefix, validate_thread_key
 from .lock import DEFAULT_LOCK_TIMEOUT, workspace_lock
-from .workspace_target import Workspace, content_target, resolve_workspace
+from .workspace_target import Workspace, content_target, read_json, resolve_workspace
 
 
 @dataclass
@@ -108,3 +109,58 @@ def gc_shadow(root: Path | str, *, state_home: Path | str, lock_timeout: float =
             return False
         target.run(["gc", "--quiet", "--prune=now"])
         return True
+
+
+@dataclass
+class GcReport:
+    refs_deleted: int = 0
+    threads_deleted: list[str] = field(default_factory=list)
+    workspaces_forgotten: list[str] = field(default_factory=list)  # roots that no longer exist
+    errors: list[str] = field(default_factory=list)
+
+
+def list_workspaces(state_home: Path | str) -> list[Path]:
+    """Roots of every workspace that has state under ``state_home``."""
+    base = Path(state_home).expanduser() / "workspaces"
+    roots = []
+    for record in sorted(base.glob("*/workspace.json")):
+        data = read_json(record)
+        if isinstance(data, dict) and isinstance(data.get("root"), str):
+            roots.append(Path(data["root"]))
+    return roots
+
+
+def gc_workspaces(
+    state_home: Path | str, live_threads: Iterable[str], *, lock_timeout: float = DEFAULT_LOCK_TIMEOUT
+) -> GcReport:
+    """Delete the snapshot refs and private state of every thread not in ``live_threads``.
+
+    For ``continuation gc``: the engine passes the thread keys it still keeps. Workspaces whose
+    folder is gone lose their state directory (their refs went with the repository). Shadow
+    repositories are then collected; the user's repositories are left to git's own gc.
+    """
+    live = set(live_threads)
+    report = GcReport()
+    base = Path(state_home).expanduser() / "workspaces"
+    for record in sorted(base.glob("*/workspace.json")):
+        data = read_json(record)
+        root = Path(data["root"]) if isinstance(data, dict) and isinstance(data.get("root"), str) else None
+        if root is None or not root.is_dir():
+            shutil.rmtree(record.parent, ignore_errors=True)
+            report.workspaces_forgotten.append(str(root) if root else record.parent.name)
+            continue
+        try:
+            ws = resolve_workspace(root, state_home)
+            known = {r.thread_key for r in list_snapshot_refs(root, state_home=state_home)}
+            known |= {p.stem for p in ws.layout.threads_dir.glob("*.json")}
+            manifests = ws.layout.state_dir / "manifests"
+            known |= {p.name for p in manifests.iterdir() if p.is_dir()} if manifests.is_dir() else set()
+            dead = sorted(known - live)
+            for thread_key in dead:
+                report.refs_deleted += delete_thread_refs(root, thread_key, state_home=state_home, lock_timeout=lock_timeout)
+                report.threads_deleted.append(thread_key)
+            if dead and ws.git is None:
+                gc_shadow(root, state_home=state_home, lock_timeout=lock_timeout)
+        except Exception as exc:  # one broken workspace must not stop the others
+            report.errors.append(f"{root}: {exc}")
+    return report

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import threading
+import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -28,7 +30,19 @@ def resolve_workspace(root: Path | str, state_home: Path | str) -> Workspace:
     target = open_git_target(path, layout) if entry is not None else None
     if target is not None:
         path = target.work_tree
+        layout = StateLayout.for_root(state_home, path)
+    _remember_root(layout, path)
     return Workspace(path, layout, target)
+
+
+def _remember_root(layout: StateLayout, root: Path) -> None:
+    """``workspace.json`` names the folder a state directory belongs to (for gc)."""
+    record = layout.state_dir / "workspace.json"
+    if not record.is_file():
+        try:
+            write_json_atomic(record, {"root": str(root)}, durable=False)
+        except OSError:
+            pass  # only gc reads it; the next call writes it again
 
 
 def content_target(ws: Workspace, *, create: bool) -> GitTarget | None:
@@ -61,13 +75,17 @@ def write_json_atomic(path: Path, data: object, *, durable: bool = True) -> None
     durable=False skips the fsync for caches that are rebuilt when lost.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "w", encoding="utf-8") as handle:
-        json.dump(data, handle, sort_keys=True)
-        if durable:
-            handle.flush()
-            os.fsync(handle.fileno())
-    os.replace(tmp, path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.{time.time_ns()}.tmp")
+    try:
+        with open(tmp, "w", encoding="utf-8") as handle:
+            json.dump(data, handle, sort_keys=True)
+            if durable:
+                handle.flush()
+                os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def read_json(path: Path) -> object | None:
