@@ -74,6 +74,13 @@ class Applier:
         self.view = SqlStateView(thread.store.conn, thread.key)
         self.conn = thread.store.conn
         self._start_seq = int(thread.row["last_seq"])
+        # read once, kept up to date while writing (the claims table has no turn index)
+        self._claims = {(c["turn_id"], c["text"]) for c in thread.store.claims(thread.key)}
+        self._boundaries: dict[str, int] = {}
+        for (kind, n) in self.conn.execute(
+                "SELECT json_extract(data, '$.kind'), COUNT(*) FROM events WHERE thread_key=?"
+                " AND type=? GROUP BY 1", (thread.key, ev.BOUNDARY)).fetchall():
+            self._boundaries[kind] = n
 
     def run(self) -> None:
         self._yielded: list[str] = []
@@ -175,20 +182,18 @@ class Applier:
         return [(ev.TURN_ABORTED, {"turn_id": d["turn_id"], "reason": d["reason"]})]
 
     def _op_claim(self, d):
-        row = self.conn.execute(
-            "SELECT 1 FROM claims WHERE thread_key=? AND turn_id IS ? AND text=? LIMIT 1",
-            (self.thread.key, d["turn_id"], d["text"])).fetchone()
-        if row:
+        from ..store.sqlite import _sql_text
+
+        key = (d["turn_id"], _sql_text(d["text"]))
+        if key in self._claims:
             return self._known()
+        self._claims.add(key)
         return [(ev.ASSISTANT_CLAIM, {"text": d["text"], "turn_id": d["turn_id"], "via": d["via"]})]
 
     def _op_boundary(self, d):
-        have = self.conn.execute(
-            "SELECT COUNT(*) FROM events WHERE thread_key=? AND type=?"
-            " AND json_extract(data, '$.kind')=?", (self.thread.key, ev.BOUNDARY, d["kind"])
-        ).fetchone()[0]
-        if have >= d["nth"]:
+        if self._boundaries.get(d["kind"], 0) >= d["nth"]:
             return self._known()
+        self._boundaries[d["kind"]] = self._boundaries.get(d["kind"], 0) + 1
         data = {k: v for k, v in d.items() if k != "nth"}
         data["via"] = "import"
         return [(ev.BOUNDARY, data)]

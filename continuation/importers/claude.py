@@ -323,13 +323,31 @@ class ClaudeParser:
         return None
 
     def _check_rewind(self, r: dict) -> None:
-        """Two prompts under one parent: the earlier branch was abandoned by a rewind."""
+        """Two prompts under one parent: the earlier branch was abandoned by a rewind.
+
+        Fast path (every prompt): walk up from the new prompt's parent until the latest prompt;
+        in a linear conversation that is one turn's worth of records. Only when the latest
+        prompt is not an ancestor is the full ancestry walked, to find which earlier prompts
+        descend from the parent (the abandoned branch)."""
         parent = r.get("parentUuid")
-        if not isinstance(parent, str) or not self.prompt_uuids:
+        if not isinstance(parent, str) or not self.prompt_uuids or parent not in self.parent:
             return
-        abandoned = [input_id for uuid, input_id in self.prompt_uuids
-                     if uuid != r.get("uuid") and self._descends(uuid, parent)]
+        last_uuid = self.prompt_uuids[-1][0]
+        ancestors: set[str] = set()
+        node: str | None = parent
+        while node is not None and node not in ancestors:
+            if node == last_uuid:
+                return  # the conversation goes on from the latest prompt
+            ancestors.add(node)
+            node = self.parent.get(node)
+        abandoned = []
+        for uuid, input_id in reversed(self.prompt_uuids):
+            if uuid == r.get("uuid") or uuid in ancestors:
+                break  # prompts before the branch point are on the kept path
+            if self._descends(uuid, parent, ancestors):
+                abandoned.append(input_id)
         if abandoned:
+            abandoned.reverse()
             for t in self.tl.running():
                 if set(t.inputs) & set(abandoned):
                     self.tl.abort_turn(t.turn_id, "rewound")
@@ -337,14 +355,17 @@ class ClaudeParser:
             drop = set(abandoned)
             self.prompt_uuids = [(u, i) for u, i in self.prompt_uuids if i not in drop]
 
-    def _descends(self, uuid: str, ancestor: str) -> bool:
-        seen = 0
+    def _descends(self, uuid: str, ancestor: str, stop: set[str]) -> bool:
+        """``uuid`` lies below ``ancestor`` (its walk up meets it before any node of ``stop``)."""
+        seen: set[str] = set()
         node = self.parent.get(uuid)
-        while node is not None and seen < 100000:
+        while node is not None and node not in seen:
             if node == ancestor:
                 return True
+            if node in stop:
+                return False
+            seen.add(node)
             node = self.parent.get(node)
-            seen += 1
         return False
 
     def finish(self) -> None:

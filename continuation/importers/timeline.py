@@ -45,6 +45,7 @@ class Timeline:
         self.thread_key: str | None = None
         self.turns: dict[str, _Turn] = {}
         self.order: list[str] = []  # turn ids in the order they started
+        self._running: dict[str, None] = {}  # running turn ids, in start order (O(1) updates)
         self.calls: dict[str, dict] = {}  # call id -> {turn_id, tool, finished}
         self.inputs: dict[str, dict] = {}  # input id -> {text, turn_id, queued, ...}
         self.compaction_count = 0
@@ -61,7 +62,7 @@ class Timeline:
 
     # -- turns -----------------------------------------------------------------------------
     def running(self) -> list[_Turn]:
-        return [self.turns[t] for t in self.order if self.turns[t].status == "running"]
+        return [self.turns[t] for t in self._running]
 
     def turn(self, turn_id: str) -> _Turn:
         """The turn ``turn_id``, started now if new."""
@@ -69,7 +70,12 @@ class Timeline:
         if t is None:
             t = self.turns[turn_id] = _Turn(turn_id)
             self.order.append(turn_id)
+            self._running[turn_id] = None
         return t
+
+    def _end(self, t: _Turn, status: str) -> None:
+        t.status = status
+        self._running.pop(t.turn_id, None)
 
     def complete_turn(self, turn_id: str, claim: str | None = None, *, how: str = "runtime") -> None:
         t = self.turns.get(turn_id)
@@ -78,7 +84,7 @@ class Timeline:
         text = claim if claim else t.last_assistant
         if text:
             self._op("claim", text=text, turn_id=turn_id, via=f"import:{how}")
-        t.status = "completed"
+        self._end(t, "completed")
         self._op("turn_completed", turn_id=turn_id, how=how)
         self._close_calls(t)
 
@@ -86,7 +92,7 @@ class Timeline:
         t = self.turns.get(turn_id)
         if t is None or t.status != "running":
             return
-        t.status = "aborted"
+        self._end(t, "aborted")
         if interrupt:
             self.report.interrupts += 1
         self._op("turn_aborted", turn_id=turn_id, reason=reason)
@@ -98,7 +104,7 @@ class Timeline:
         t = self.turns.get(turn_id)
         if t is None or t.status != "running":
             return
-        t.status = "cut"
+        self._end(t, "cut")
         self.report.cut_turns.append({"turn_id": turn_id, "reason": reason,
                                       "open_calls": list(t.open_calls), "inputs": list(t.texts)})
         self._op("turn_aborted", turn_id=turn_id, reason=f"crashed: {reason}")
@@ -131,6 +137,10 @@ class Timeline:
         self.report.prompts.append({"kind": "input", "input_id": input_id, "text": text,
                                     "turn_id": turn_id, "queued": queued, "line": self.line})
         if t is not None:
+            if t.status != "running":
+                # new input under a finished turn's id restarts that turn (as the reducer does)
+                t.status, t.replied = "running", False
+                self._running[t.turn_id] = None
             t.inputs.append(input_id)
             t.texts.append(text)
             t.last_was_text = False
