@@ -273,3 +273,19 @@ def test_no_store_yet(home, claude_hooks, capsys):
     code, report = doctor(capsys)
     assert by_check(report, "store")[0]["status"] == "info"
     assert code == 0
+
+
+def test_interrupted_threads_are_mentioned_not_recorded(home, claude_hooks, capsys):
+    p = subprocess.Popen(["python3", "-c", "pass"])
+    p.wait()
+    marker = {"pid": p.pid, "proc_start": None, "host": __import__("continuation.recovery.liveness",
+                                                                 fromlist=["x"]).hostname()}
+    with Engine(home) as e:
+        t = e.thread("codex", "gone")
+        t.admit("x", input_id="i1", turn_id="t1", session=marker)
+    code, report = doctor(capsys)
+    assert code == 0  # information, not a fault of the installation
+    [f] = by_check(report, "sessions")
+    assert f["status"] == "info" and f["data"]["threads"] == ["codex-gone"]
+    with Engine(home) as e:
+        assert [ev["type"] for ev in e.get_thread("codex-gone").events()] == ["input_admitted"]

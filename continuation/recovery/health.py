@@ -238,6 +238,19 @@ def check_refs(engine, *, fix: bool = False) -> list[Finding]:
     return out or [Finding("refs", OK, f"no orphaned snapshot refs in {len(roots)} workspace(s)")]
 
 
+def check_interrupted(engine) -> list[Finding]:
+    """Threads whose owner is gone without a clean end (reported, never recorded here)."""
+    from .interrupted import detect
+
+    items = detect(engine)
+    if not items:
+        return [Finding("sessions", OK, "no interrupted threads")]
+    return [Finding("sessions", INFO, f"{len(items)} interrupted thread(s): "
+                    + ", ".join(i.thread_key for i in items[:5]),
+                    "run `continuation recover` to look at them",
+                    data={"threads": [i.thread_key for i in items]})]
+
+
 # -- hooks ------------------------------------------------------------------------------------
 def check_hooks(home: Path, project_dir: Path, user_home: Path | None = None) -> list[Finding]:
     try:
@@ -301,6 +314,7 @@ def run_checks(home: Path, *, project_dir: Path, fix: bool = False, hooks: bool 
                 findings += check_derived(engine, fix=fix)
                 findings += check_checkpoints(engine)
                 findings += check_refs(engine, fix=fix)
+                findings += check_interrupted(engine)
         except Exception as exc:
             findings.append(Finding("store", PROBLEM, f"cannot open the store: {exc}",
                                     damaged_store_advice(home / STORE_FILE)))
