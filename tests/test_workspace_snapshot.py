@@ -414,3 +414,16 @@ def test_user_index_lock_is_neither_needed_nor_touched(git_home, tmp_path):
     ref = snapshot_and_check(repo, git_home)
     assert blob(repo, ref.snapshot_commit, "a.txt") == b"changed\n"
     assert lock.read_bytes() == b"someone else's git add in progress"
+
+
+def test_state_home_inside_the_workspace_is_never_snapshotted(git_home, tmp_path):
+    repo = make_repo(tmp_path / "repo", {"a.txt": "a\n"})
+    inner_home = repo / ".continuation-state"
+    ref = take_snapshot(repo, "t1-abc", 1, state_home=inner_home)
+    assert (inner_home / "workspaces").is_dir()
+    assert set(tree_files(repo, ref.snapshot_commit)) == {"a.txt"}
+    write(repo, {"a.txt": "agent\n"})
+    plan = plan_restore(ref, state_home=inner_home)
+    assert plan.modified == ["a.txt"] and plan.kept == [] and plan.deleted == []
+    apply_restore(plan, state_home=inner_home)
+    assert (repo / "a.txt").read_text() == "a\n"

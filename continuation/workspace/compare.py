@@ -15,10 +15,9 @@ from posixpath import normpath
 from .errors import RestoreUnavailable
 from .gitrun import GitTarget
 from .model import WorkspaceRef
-from .policy import ExcludeMatcher
 from .porcelain import Status, StatusEntry
 from .treebuild import read_status
-from .workspace_target import Workspace, content_target
+from .workspace_target import Workspace, content_target, effective_matcher
 
 GITLINK = "160000"
 
@@ -78,9 +77,9 @@ def status_against_snapshot(target: GitTarget, ref: WorkspaceRef, tree: str) -> 
 class SkipRules:
     """Paths a checkpoint never stored, so restore and drift must leave them alone."""
 
-    def __init__(self, ref: WorkspaceRef) -> None:
+    def __init__(self, ref: WorkspaceRef, ws: Workspace) -> None:
         self.oversized = {o.path for o in ref.oversized}
-        self.matcher = ExcludeMatcher(ref.exclude_patterns)
+        self.matcher = effective_matcher(ws, ref.exclude_patterns)
         self.containers = [p.rstrip("/") + "/" for p in ref.nested_repos] + [s.path.rstrip("/") + "/" for s in ref.submodules]
 
     def reason(self, entry: StatusEntry) -> str | None:

@@ -37,7 +37,7 @@ def drift(
         else:
             target = open_snapshot_target(ws, ref)
             status = status_against_snapshot(target, ref, snapshot_tree(target, ref))
-            rules = SkipRules(ref)
+            rules = SkipRules(ref, ws)
             for entry in status.entries:
                 if entry.kind == "1" and entry.y == ".":
                     continue

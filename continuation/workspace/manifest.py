@@ -16,10 +16,10 @@ from pathlib import Path
 
 from .errors import WorkspaceError
 from .model import DIRTY_SAMPLE, DirtyPath, DirtySummary, DriftReport, OversizedFile, WorkspaceRef
-from .policy import ExcludeMatcher, WorkspacePolicy
+from .policy import WorkspacePolicy
 from .porcelain import Status
 from .treebuild import dirty_summary, read_status, seed_index
-from .workspace_target import Workspace, in_progress_operation, read_json, utc_now, write_json_atomic
+from .workspace_target import Workspace, effective_matcher, in_progress_operation, read_json, utc_now, write_json_atomic
 
 MANIFEST_VERSION = 1
 Entry = dict[str, object]
@@ -27,7 +27,7 @@ Entry = dict[str, object]
 
 def metadata_checkpoint(ws: Workspace, thread_key: str, generation: int, policy: WorkspacePolicy) -> WorkspaceRef:
     """Write a manifest for the workspace; the caller holds the workspace lock."""
-    matcher = policy.matcher()
+    matcher = effective_matcher(ws, policy.exclude)
     previous = _latest_manifest(ws, thread_key)
     ref = WorkspaceRef(
         root=str(ws.root),
@@ -77,7 +77,7 @@ def metadata_drift(ws: Workspace, ref: WorkspaceRef, report: DriftReport) -> Non
     stored = _load_entries(Path(ref.manifest_path)) if ref.manifest_path else None
     if stored is None:
         raise WorkspaceError(f"metadata checkpoint manifest {ref.manifest_path} is missing or unreadable")
-    matcher = ExcludeMatcher(ref.exclude_patterns)
+    matcher = effective_matcher(ws, ref.exclude_patterns)
     cap = ref.size_cap_bytes if ref.size_cap_bytes is not None else WorkspacePolicy().size_cap_bytes
     untracked_now: set[str] = set()
     if ws.git is not None:

@@ -53,7 +53,7 @@ def plan_restore(
         tree = snapshot_tree(target, ref)
         status = status_against_snapshot(target, ref, tree)
         plan = RestorePlan(checkpoint=ref)
-        rules = SkipRules(ref)
+        rules = SkipRules(ref, ws)
         new_paths: list[str] = []
         mode_candidates = []
         for entry in status.entries:

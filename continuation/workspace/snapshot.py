@@ -15,6 +15,7 @@ from .policy import WorkspacePolicy
 from .treebuild import _parse_raw_diff, _stage, build_tree, parallel, seed_index, tree_dirty_summary
 from .workspace_target import (
     Workspace,
+    effective_matcher,
     content_target,
     in_progress_operation,
     read_json,
@@ -80,21 +81,21 @@ def snapshot_locked(
     assert target is not None
     layout = ws.layout
     if target.kind == "shadow":
-        _write_shadow_excludes(target, policy)
+        _write_shadow_excludes(target, effective_matcher(ws, policy.exclude).patterns)
     scratch = layout.scratch_index(thread_key)
     previous = read_json(layout.thread_record(thread_key)) if target.kind == "shadow" else None
     previous_tree = previous.get("tree") if isinstance(previous, dict) else None
     try:
         seeded_from_user = seed_index(target, scratch, layout.thread_index(thread_key))
         try:
-            built = build_tree(target, scratch, policy.matcher(), policy.size_cap_bytes)
+            built = build_tree(target, scratch, effective_matcher(ws, policy.exclude), policy.size_cap_bytes)
         except GitFailure:
             if seeded_from_user:
                 raise  # the user's own index is unreadable: git's message says why
             # Our cached index is torn or stale (killed process, disk trouble): start empty.
             scratch.unlink(missing_ok=True)
             layout.thread_index(thread_key).unlink(missing_ok=True)
-            built = build_tree(target, scratch, policy.matcher(), policy.size_cap_bytes)
+            built = build_tree(target, scratch, effective_matcher(ws, policy.exclude), policy.size_cap_bytes)
         submodules = _submodules(target, scratch) if target.kind == "git" else []
         ref = _describe(ws, target.kind, thread_key, generation, policy)
         ref.snapshot_ref, ref.snapshot_tree = ref_name, built.tree
@@ -156,9 +157,9 @@ def _clear_stale_ref_lock(target: GitTarget, ref_name: str) -> None:
     (target.common_dir / (ref_name + ".lock")).unlink(missing_ok=True)
 
 
-def _write_shadow_excludes(target: GitTarget, policy: WorkspacePolicy) -> None:
+def _write_shadow_excludes(target: GitTarget, patterns) -> None:
     """Policy patterns become the shadow repository's info/exclude so git never even lists them."""
-    lines = ["# written by continuation: workspace policy exclude patterns", *policy.exclude]
+    lines = ["# written by continuation: workspace policy exclude patterns", *patterns]
     exclude_file = target.git_dir / "info" / "exclude"
     exclude_file.parent.mkdir(parents=True, exist_ok=True)
     text = "\n".join(lines) + "\n"

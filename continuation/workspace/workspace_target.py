@@ -9,9 +9,13 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .gitrun import GitTarget, find_git_entry, open_git_target, open_shadow_target
 from .layout import StateLayout, canonical_root
+
+if TYPE_CHECKING:
+    from .policy import ExcludeMatcher
 
 
 @dataclass(frozen=True)
@@ -94,3 +98,21 @@ def read_json(path: Path) -> object | None:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
+
+
+def state_home_pattern(ws: Workspace) -> str | None:
+    """An exclude pattern for our own state folder when someone put it inside the workspace:
+    a checkpoint must never store, restore or report its own scratch files."""
+    state_home = ws.layout.state_dir.parent.parent
+    try:
+        inside = state_home.relative_to(ws.root).as_posix()
+    except ValueError:
+        return None
+    return f"/{inside}/" if inside and inside != "." else None
+
+
+def effective_matcher(ws: Workspace, patterns) -> ExcludeMatcher:
+    from .policy import ExcludeMatcher
+
+    own = state_home_pattern(ws)
+    return ExcludeMatcher([*patterns, own] if own else list(patterns))
