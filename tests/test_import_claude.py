@@ -234,3 +234,51 @@ def test_custom_slash_command_answered_by_the_model_is_an_input(home, tmp_path):
         ("/review src/app.py", "handled"), ("/model", "command (local command)")]
     assert [c["command"] for c in r.commands] == ["/model"]
     assert states(home, "claude", "synth-cmd") == {"/review src/app.py": "handled"}
+
+
+def test_queued_command_attachment_is_steering(home, tmp_path):
+    """Newer Claude Code: text typed while the agent works is an ``attachment`` of type
+    ``queued_command`` followed by a ``remove`` (absorbed mid-turn), with no ``user`` row."""
+    import json
+
+    from statemachine.ids import derived_input_id
+
+    def rec(**kw):
+        return json.dumps({"sessionId": "synth-steer", **kw}) + "\n"
+
+    lines = [
+        rec(type="user", uuid="s1", parentUuid=None, promptId="ps",
+            message={"role": "user", "content": "refactor the parser"}),
+        rec(type="assistant", uuid="s2", parentUuid="s1",
+            message={"role": "assistant", "content": [
+                {"type": "tool_use", "id": "tu1", "name": "Read", "input": {"file_path": "p.py"}}],
+                "stop_reason": "tool_use"}),
+        rec(type="queue-operation", operation="enqueue", content="keep the public API"),
+        rec(type="user", uuid="s3", parentUuid="s2", promptId="ps",
+            message={"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": "tu1", "content": "..."}]}),
+        rec(type="attachment", uuid="s4", parentUuid="s3", attachment={
+            "type": "queued_command", "commandMode": "prompt", "origin": {"kind": "human"},
+            "prompt": "keep the public API"}),
+        rec(type="queue-operation", operation="remove", content="keep the public API",
+            reason="absorbed_mid_turn"),
+        rec(type="attachment", uuid="s5", parentUuid="s4", attachment={
+            "type": "queued_command", "commandMode": "task-notification",
+            "prompt": "<task-notification>done</task-notification>"}),
+        rec(type="assistant", uuid="s6", parentUuid="s5",
+            message={"role": "assistant", "content": [{"type": "text", "text": "Refactored."}],
+                     "stop_reason": "end_turn"}),
+        rec(type="system", subtype="turn_duration", uuid="s7", parentUuid="s6", durationMs=5),
+    ]
+    path = tmp_path / "steer.jsonl"
+    path.write_text("".join(lines), encoding="utf-8")
+    r = run_import(home, "claude", path, session_over=True)
+    assert states(home, "claude", "synth-steer") == {"refactor the parser": "handled",
+                                                     "keep the public API": "handled"}
+    assert r.queued == 1 and r.inputs_seen == 2
+    assert r.skipped_by_type["attachment:queued_command(not typed by the user)"] == 1
+    with Engine(home) as e:
+        t = thread_of(e, "claude", "synth-steer")
+        steer = [x for x in t.inputs() if x.text == "keep the public API"][0]
+        assert steer.queued and steer.turn_id == "ps"
+        assert steer.input_id == derived_input_id(t.key, "ps", 1, "keep the public API")

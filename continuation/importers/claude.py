@@ -24,9 +24,11 @@ reply and no open tool call means that turn ended (completed); with an open call
 completed when the session is over; otherwise it is cut.
 
 Queue: ``queue-operation`` ``enqueue`` while a turn runs is input typed while busy. When a later
-prompt has the same text it is admitted ``queued`` and delivered to its own turn; a ``remove``
-that carries the text without a matching prompt is steering delivered into the running turn;
-one never delivered by the end stays ``queued``. Enqueue while idle is the normal submission
+prompt has the same text it is admitted ``queued`` and delivered to its own turn; an
+``attachment`` of type ``queued_command`` (newer versions: no ``user`` row, the text is folded
+into the running turn) or a ``remove`` that carries the text is steering: admitted ``queued``
+and delivered into the running turn, with the hooks' hash id (turn = the running prompt id,
+ordinal = its position in the turn); one never delivered by the end stays ``queued``. Enqueue while idle is the normal submission
 path (``claude -p`` logs enqueue/dequeue for every prompt): nothing to record.
 
 Rewind: a prompt whose parent already leads to an earlier prompt (two branches under one
@@ -104,6 +106,7 @@ class ClaudeParser:
         self.queue: list[dict] = []  # typed while busy, not yet delivered
         self.boundaries: set[str] = set()  # compact_boundary uuids
         self.last_command: dict | None = None  # the latest command, until a prompt follows
+        self.absorbed: list[str] = []  # queued texts already given to a running turn
 
     # -- helpers ---------------------------------------------------------------------------
     def _busy(self) -> bool:
@@ -137,6 +140,9 @@ class ClaudeParser:
             self._system(record)
         elif rtype == "queue-operation":
             self._queue(record)
+        elif rtype == "attachment" and isinstance(record.get("attachment"), dict) and \
+                record["attachment"].get("type") == "queued_command":
+            self._queued_command(record)
         elif rtype is None:
             self._malformed("record without a type")
         else:
@@ -303,6 +309,8 @@ class ClaudeParser:
         self._skip(f"queue-operation:{op}")
         if op == "enqueue" and content is not None and self._busy():
             self.queue.append({"text": content, "line": self.tl.line, "turn": self.current})
+        elif op == "remove" and content is not None and content in self.absorbed:
+            self.absorbed.remove(content)  # the queued_command attachment already gave it
         elif op == "remove" and content is not None and self._busy() and \
                 not any(q["text"] == content for q in self.queue):
             # newer Claude Code: the queued text is given to the running turn (steering)
@@ -312,6 +320,35 @@ class ClaudeParser:
                 self.report.queued += 1
             else:
                 self.tl.admit(content, turn_id=self.current, queued=True, deliver=True)
+
+    def _queued_command(self, r: dict) -> None:
+        """Newer Claude Code writes input typed while the agent works as an ``attachment`` of
+        type ``queued_command`` (no ``user`` row), folded into the running turn."""
+        a = r["attachment"]
+        origin = a.get("origin") if isinstance(a.get("origin"), dict) else {}
+        if a.get("isMeta") or a.get("commandMode", "prompt") != "prompt" or \
+                origin.get("kind", "human") != "human":
+            return self._skip("attachment:queued_command(not typed by the user)")
+        prompt = a.get("prompt")
+        if isinstance(prompt, list):
+            blocks, _ = _content({"content": prompt})
+            text = _texts(blocks or [])
+        else:
+            text = prompt if isinstance(prompt, str) else ""
+        if not text.strip():
+            return self._skip("attachment:queued_command(empty)")
+        self._take_queued(text)
+        if text.strip().startswith(("/", "<command-name>")):
+            name = _COMMAND.search(text)
+            self.tl.command(name.group(1) if name else text.strip().split()[0],
+                            handled_as="local command", turn_id=self.current, queued=True)
+            self.report.queued += 1
+            return
+        if self._busy():
+            self.tl.admit(text, turn_id=self.current, queued=True, deliver=True)
+            self.absorbed.append(text)
+        else:
+            self._prompt(r, text, [], queued=True)
 
     def _take_queued(self, text: str) -> dict | None:
         for i, q in enumerate(self.queue):
