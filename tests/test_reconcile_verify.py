@@ -139,3 +139,34 @@ def test_parse_errors():
         parse("no header")
     with pytest.raises(PatchFormatError):
         parse("*** Begin Patch\n*** End Patch")
+
+
+def test_a_file_unchanged_since_the_checkpoint_before_the_call_was_not_written(engine, tmp_path):
+    """Write over an existing file: other content alone is ambiguous; the snapshot taken before
+    the call says the file was already like this, so the write did not happen."""
+    import os
+    import subprocess
+
+    from continuation import boundary
+    from continuation.recovery import reconcile
+
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@e"}
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True, env=env)
+    (repo / "conf.ini").write_text("old = 1\n", encoding="utf-8")
+    t = engine.thread("claude", "w1", workspace_root=str(repo))
+    t.admit("rewrite the config", input_id="p1", turn_id="p1")
+    boundary.commit_checkpoint(t, reason="auto")  # snapshot before the call
+    t.tool_started("w", "Write", {"file_path": "conf.ini", "content": "new = 2\n"}, turn_id="p1")
+    t.tool_started("v", "Write", {"file_path": "other.ini", "content": "x = 1\n"}, turn_id="p1")
+    (repo / "other.ini").write_text("x = 0\n", encoding="utf-8")  # appeared after the checkpoint
+    t.crash_detected("owner gone")
+    checks = {i.call_id: i.check for i in reconcile.pending(t)}
+    assert checks["w"].verdict == NOT_APPLIED
+    assert "unchanged since checkpoint cp-1-" in checks["w"].files[0].detail
+    assert checks["v"].verdict == DIVERGED  # not in the snapshot, now other content: ambiguous
+    (repo / "conf.ini").write_text("edited by hand\n", encoding="utf-8")
+    checks = {i.call_id: i.check for i in reconcile.pending(t)}
+    assert checks["w"].verdict == DIVERGED

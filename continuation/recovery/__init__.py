@@ -10,7 +10,12 @@ Modules (each imports only what it needs; nothing here loads GitPython at import
   call's name and arguments;
 - :mod:`.verify_edits` (+ :mod:`.patchtext`): compare the files a Write/Edit/MultiEdit/apply_patch
   call targeted with the result its input implies (applied, not applied, diverged);
+- :mod:`.before_call`: a "diverged" file that equals the snapshot taken before the call was not
+  written by it (not applied);
 - :mod:`.reconcile`: the calls waiting for a decision, and recording one (never a retry);
 - :mod:`.notices`: the reconciliation prompt and the recovery notice as capsule notices/text;
+- :mod:`.session_start`: what a SessionStart (startup / resume) adds: the crash of this thread's
+  dead owner, a reconciliation digest, a notice about other interrupted threads;
+- :mod:`.health`: the checks of ``continuation doctor``;
 - :mod:`.cleanup`: temp files left by killed writers.
 """

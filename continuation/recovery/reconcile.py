@@ -15,6 +15,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from .classify import FILE_EDIT, READ_ONLY, Classification, classify
+from .before_call import refine
 from .verify_edits import APPLIED, DIVERGED, NOT_APPLIED, EditCheck, verify
 
 DECISIONS = ("applied", "not_applied", "retry_safe")
@@ -120,6 +121,7 @@ def pending(thread, *, include_in_flight_after_crash: bool = True) -> list[Recon
         if cls.kind == FILE_EDIT:
             base = base if base is not None else base_dir(thread)
             item.check = verify(c.tool, c.args, base)
+            item.check = refine(item.check, thread, c.started_seq, base)
         item.suggestion, item.question = _question(item)
         out.append(item)
     return out
