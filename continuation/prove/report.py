@@ -66,6 +66,8 @@ class Result:
             m["checkpoint_cost_ms"] = round(statistics.median(pre), 1)
         ctx = [h["ms"] for s in self.sessions for h in s.hooks("SessionStart")
                if h.get("context_chars")]
+        if not ctx:  # delivered on a prompt instead (deferred delivery)
+            ctx = [h["ms"] for s in self.sessions for h in s.hooks() if h.get("context_chars")]
         if ctx and "recovery_latency_ms" not in m:
             m["recovery_latency_ms"] = round(statistics.median(ctx), 1)
         if self.sessions and "repeated_tool_calls" not in m:

@@ -288,13 +288,13 @@ class Runtime:
         trigger = st.get("trigger", "auto")
         turn = st.get("turn") or self.turn
         faults = st.get("faults") or {}
-        context = None
+        context = held_context = None
         for event in COMPACTION_ORDER[self.runtime]:
             if event == "PreCompact":
                 self.hook(self.shape.pre_compact(turn, trigger), fault=faults.get(event))
                 for p in st.get("prompts_during", []):  # typed while the compaction runs
                     self.held.append(p)
-                    self.op_prompt_held(p)
+                    held_context = self.op_prompt_held(p) or held_context
             elif event == "PostCompact":
                 self.hook(self.shape.post_compact(turn, trigger, "Summary: compacted."),
                           fault=faults.get(event))
@@ -302,21 +302,25 @@ class Runtime:
                 context = self.hook(self.shape.session_start("compact"), fault=faults.get(event))
         self.boundaries += 1
         self.transcript.append({"role": "boundary", "trigger": trigger})
+        # the new context: the compacted history, then the SessionStart answer, then the held
+        # messages with whatever their UserPromptSubmit answer attached
         self.memory = self.policy.after_boundary(transcript=self.transcript,
-                                                 context_text=context, catalog=self.catalog,
-                                                 memory=[])
+                                                 context_text=context or held_context,
+                                                 catalog=self.catalog, memory=[])
         for p in self.held:  # the runtime keeps queued messages after the replacement
             self.memory = merge(self.memory, [Item(text=self.catalog.text(p["key"]),
                                                    state="new", key=p["key"])])
         self.held = []
-        self.log(kind="boundary", n=self.boundaries, context=bool(context))
+        self.log(kind="boundary", n=self.boundaries, context=bool(context or held_context),
+                 memory={m.key or m.text[:40]: m.state for m in self.memory})
 
     def op_prompt_held(self, p):
         turn = p.get("turn") or self.turn
         text = self.catalog.text(p["key"])
-        self.hook(self.shape.user_prompt(turn, text))
+        context = self.hook(self.shape.user_prompt(turn, text))
         self.transcript.append({"role": "user", "text": text, "key": p["key"], "turn": turn})
         self.turn = turn
+        return context
 
     def op_end(self, st):
         self.hook(self.shape.session_end(st.get("reason", "other")), fault=st.get("fault"))

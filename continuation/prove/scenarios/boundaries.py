@@ -102,8 +102,11 @@ def queued_during_compaction(box, r):
     r.expect_states(s, {"A": "handled", "B": "pending"}, " after the compaction")
     ctx = _last_context(r, s, "codex")
     states = context_states(ctx, cat) or {}
-    r.check("the delivered context lists B as actionable", states.get("B") in ACTIONABLE,
-            f"B is {states.get('B')!r} in the context")
+    r.check("the delivered context does not offer A again", states.get("A") not in ACTIONABLE,
+            f"A is {states.get('A')!r} in the context")
+    memory = [x.get("memory") for x in s.log() if x.get("kind") == "boundary"][-1:] or [{}]
+    r.check("after the compaction the agent has B as an open request (context or its message)",
+            memory[0].get("B") in ("new", "pending", "queued"), f"agent memory {memory[0]}")
     s.run([{"op": "act", "turn": "t2"}, {"op": "stop", "turn": "t2", "message": "Guide updated."}])
     r.equal("B ran exactly once, A never again", (s.executions("B"), s.executions("A")), (1, 1))
     r.expect_states(s, {"A": "handled", "B": "handled"}, " at the end")
