@@ -222,3 +222,30 @@ def test_cli_subprocess_exit_codes(home, rollout, tmp_path):
                           str(tmp_path / "missing.jsonl")], capture_output=True, env=env, timeout=120)
     assert bad.returncode == 1 and bad.stdout == b""
     assert bad.stderr.decode().count("\n") == 1 and b"Traceback" not in bad.stderr
+
+
+def test_subagent_turn_does_not_cut_its_parent(home, tmp_path):
+    def started(turn, parent=None):
+        return {"type": "event_msg", "payload": {"type": "task_started", "turn_id": turn,
+                "turn_attribution": {"turn_id": turn, "parent_turn_id": parent}}}
+
+    def user(turn, text, provenance="user"):
+        return {"type": "response_item", "payload": {
+            "type": "message", "role": "user", "content": [{"type": "input_text", "text": text}],
+            "internal_chat_message_metadata_passthrough": {
+                "turn_id": turn, "content_item_metadata": [{"provenance": {"type": provenance}}]}}}
+
+    records = [
+        {"type": "session_meta", "payload": {"id": "synth-agents", "cwd": "/tmp/x"}},
+        started("parent"), user("parent", "survey the repo"),
+        started("child", parent="parent"), user("child", "list the modules", provenance="agent"),
+        {"type": "event_msg", "payload": {"type": "task_complete", "turn_id": "child"}},
+        {"type": "event_msg", "payload": {"type": "task_complete", "turn_id": "parent",
+                                          "last_agent_message": "surveyed"}},
+    ]
+    path = tmp_path / "rollout-agents.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    report = run_import(home, "codex", path, session_over=True)
+    # the sub-agent's instructions come from the model, not the user: not an input
+    assert states(home, "codex", "synth-agents") == {"survey the repo": "handled"}
+    assert report.cut_turns == []

@@ -149,16 +149,21 @@ class CodexParser:
         self.current: str | None = None  # the running turn
         self.lifecycle = False  # the rollout records turns (task_started / turn ids)
         self.synthetic = 0  # turns numbered by the importer (early rollouts name none)
+        self.nested: set[str] = set()  # sub-agent turns (a parent turn id is named)
 
-    def _start(self, turn_id: str | None) -> None:
+    def _start(self, turn_id: str | None, *, nested: bool = False) -> None:
         if not turn_id:
             return
         turn_id = str(turn_id)
         if turn_id == self.current and self.tl.turns.get(turn_id) and \
                 self.tl.turns[turn_id].status == "running":
             return
+        if nested:  # a sub-agent's turn runs inside its parent's: nothing was cut
+            self.nested.add(turn_id)
+            self.tl.turn(turn_id)
+            return
         for t in self.tl.running():
-            if t.turn_id != turn_id:
+            if t.turn_id != turn_id and t.turn_id not in self.nested:
                 # Codex runs one turn at a time: a new turn means the old one's process died
                 self.tl.cut_turn(t.turn_id, "a new turn started before it completed")
         self.tl.turn(turn_id)
@@ -225,7 +230,8 @@ class CodexParser:
                 self.synthetic += 1
                 turn = f"import-turn-{self.synthetic}"
             self.lifecycle = True
-            self._start(turn)
+            attribution = p.get("turn_attribution") if isinstance(p.get("turn_attribution"), dict) else {}
+            self._start(turn, nested=bool(attribution.get("parent_turn_id")))
         elif kind == "task_complete":
             self.lifecycle = True
             turn = str(p.get("turn_id") or self.current or "")
