@@ -21,7 +21,8 @@ def register(sub) -> None:
                            "is cut (default: decided from the hooks' live-session record)")
     live.add_argument("--live", dest="session_over", action="store_const", const=False,
                       help="the session is still running: leave its last turn open")
-    p.add_argument("--session-id", help="the session id to use when FILE does not name one")
+    p.add_argument("--session-id", help="the session (thread) to import into "
+                   "(default: the id FILE names, else its file name)")
     p.set_defaults(func=cmd_import, session_over=None)
 
 
