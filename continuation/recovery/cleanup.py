@@ -52,7 +52,8 @@ def _unlink(paths) -> list[Path]:
     return removed
 
 
-def remove_stale(home: Path, *, min_age: float = STALE_AFTER_S) -> list[Path]:
+def remove_stale(home: Path, *, min_age: float = STALE_AFTER_S,
+                 lock_timeout: float = 2.0) -> list[Path]:
     """Remove the stale temp files; returns what was removed. Files of a workspace's state
     folder are removed while holding that workspace's lock, so no live snapshot loses them."""
     home = Path(home)
@@ -72,7 +73,7 @@ def remove_stale(home: Path, *, min_age: float = STALE_AFTER_S) -> list[Path]:
             from ..workspace.layout import StateLayout
             from ..workspace.lock import workspace_lock
 
-            with workspace_lock(StateLayout(ws_dir), timeout=5):
+            with workspace_lock(StateLayout(ws_dir), timeout=lock_timeout):
                 removed.extend(_unlink(victims))
         except Exception:
             continue  # busy: a live snapshot owns the folder now; try again later
