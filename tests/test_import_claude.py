@@ -282,3 +282,21 @@ def test_queued_command_attachment_is_steering(home, tmp_path):
         steer = [x for x in t.inputs() if x.text == "keep the public API"][0]
         assert steer.queued and steer.turn_id == "ps"
         assert steer.input_id == derived_input_id(t.key, "ps", 1, "keep the public API")
+
+
+def test_imported_threads_replay_to_the_same_state(home, shared_fixtures):
+    """The events an import writes fold to exactly the derived tables (a full replay, e.g.
+    `continuation doctor`, finds nothing to repair)."""
+    paths = [shared_fixtures / "claude-real" / f"{REAL_SESSION}.jsonl",
+             *sorted((shared_fixtures / "claude").glob("*.jsonl"))]
+    for path in paths:
+        run_import(home, "claude", path, session_over=True)
+    [rollout] = (shared_fixtures / "codex").glob("rollout-*.jsonl")
+    run_import(home, "codex", rollout, session_over=True)
+    run_import(home, "codex", PROJECT_TRANSCRIPTS / "codex_steer_abort_rollback.jsonl",
+               session_over=True)
+    with Engine(home) as e:
+        threads = e.threads()
+        assert len(threads) >= 10
+        for t in threads:
+            assert e.store.replay(t.key).snapshot() == e.store.derived_state(t.key).snapshot(), t.key
