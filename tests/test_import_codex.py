@@ -249,3 +249,23 @@ def test_subagent_turn_does_not_cut_its_parent(home, tmp_path):
     # the sub-agent's instructions come from the model, not the user: not an input
     assert states(home, "codex", "synth-agents") == {"survey the repo": "handled"}
     assert report.cut_turns == []
+
+
+def test_concurrent_imports_write_each_fact_once(home, rollout):
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "CONTINUATION_HOME": str(home)}
+    cmd = [sys.executable, "-m", "continuation", "import", "codex", str(rollout), "--session-over"]
+    procs = [subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+             for _ in range(3)]
+    for p in procs:
+        _, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+    with Engine(home) as e:
+        t = thread_of(e, "codex", SESSION)
+        types = Counter(ev["type"] for ev in t.events())
+    assert types["input_admitted"] == 3 and types["tool_started"] == 48
+    assert types["tool_finished"] == 47 and types["boundary"] == 46
+    assert types["assistant_claim"] == 1 and types["turn_aborted"] == 2

@@ -73,13 +73,18 @@ class Applier:
         self.cursor = cursor
         self.view = SqlStateView(thread.store.conn, thread.key)
         self.conn = thread.store.conn
-        self._start_seq = int(thread.row["last_seq"])
-        # read once, kept up to date while writing (the claims table has no turn index)
-        self._claims = {(c["turn_id"], c["text"]) for c in thread.store.claims(thread.key)}
+
+    def _load(self) -> None:
+        """What is already recorded, read inside the import's transaction (a hook writing
+        meanwhile waits for it), and kept up to date while writing."""
+        self._start_seq = int(self.conn.execute(
+            "SELECT last_seq FROM threads WHERE thread_key=?", (self.thread.key,)).fetchone()[0])
+        # the claims table has no turn index: read it once
+        self._claims = {(c["turn_id"], c["text"]) for c in self.thread.store.claims(self.thread.key)}
         self._boundaries: dict[str, int] = {}
         for (kind, n) in self.conn.execute(
                 "SELECT json_extract(data, '$.kind'), COUNT(*) FROM events WHERE thread_key=?"
-                " AND type=? GROUP BY 1", (thread.key, ev.BOUNDARY)).fetchall():
+                " AND type=? GROUP BY 1", (self.thread.key, ev.BOUNDARY)).fetchall():
             self._boundaries[kind] = n
 
     def run(self) -> None:
@@ -93,6 +98,7 @@ class Applier:
 
     # -- the event stream (evaluated inside the transaction) -----------------------------------
     def _events(self):
+        self._load()  # the first item is pulled inside append_many's transaction
         written_any = False
         for op in self.timeline.ops:
             if op.kind != "end" and op.offset <= self.skip_upto:
