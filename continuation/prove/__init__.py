@@ -15,7 +15,7 @@ import sys
 import time
 import traceback
 
-from .report import NotAvailable, Result, table
+from .report import METRIC_DEFINITIONS, NotAvailable, Result, table
 from .sandbox import Sandbox
 from .scenarios import SCENARIOS
 
@@ -87,6 +87,7 @@ def report(results: list[Result], jobs: int = 1, wall: float | None = None) -> d
             "wall_seconds": round(wall, 2) if wall is not None else None,
             "summary": {"total": len(results), "passed": sum(r.passed for r in results)},
             "seconds": round(sum(r.seconds for r in results), 2),
+            "metric_definitions": METRIC_DEFINITIONS,
             "scenarios": [r.to_dict() for r in results]}
 
 

@@ -86,6 +86,19 @@ class Result:
                 "checks": [c.to_dict() for c in self.checks]}
 
 
+METRIC_DEFINITIONS = {
+    "checkpoint_cost_ms": "median wall time of the PreCompact hook command (process start, "
+                          "workspace snapshot, capsule build and commit)",
+    "recovery_latency_ms": "median wall time from the restart to the context in the agent's "
+                           "hands: the SessionStart hook that answered with context (after a "
+                           "crash: from `continuation recover` to the resumed runtime's context)",
+    "repeated_tool_calls": "executions of a planned tool call beyond its first (a handled "
+                           "request's work done again, or an unknown call retried blindly)",
+    "input_state_accuracy": "fraction of inputs whose engine state equals the script's "
+                            "expected state, over every state check of the scenario",
+    "checklist_completion": "fraction of the scenario's checks that passed",
+}
+
 METRIC_COLUMNS = (("checkpoint_cost_ms", "ckpt ms"), ("recovery_latency_ms", "recov ms"),
                   ("repeated_tool_calls", "repeats"), ("input_state_accuracy", "states"),
                   ("checklist_completion", "checks"))
