@@ -91,3 +91,26 @@ def test_stale_lock_files_from_a_killed_snapshot_are_cleared(git_home, tmp_path)
     before = UserGitState.capture(repo)
     _check_recovery(repo, git_home, before)
     assert not (repo / ".git" / "refs" / "continuation" / "t1-abc" / "1.lock").exists()
+
+
+KILL_DURING_GIT = """
+import os, signal, sys, threading, time
+from continuation.workspace import take_snapshot, treebuild
+root, home, stage = sys.argv[1], sys.argv[2], sys.argv[3]
+def arm(name):
+    if name == stage:  # the next git command starts now: die while it runs
+        threading.Thread(target=lambda: (time.sleep(0.004), os.kill(os.getpid(), signal.SIGKILL)), daemon=True).start()
+treebuild._stage_hook = arm
+take_snapshot(root, "t1-abc", 1, state_home=home)
+"""
+
+
+@pytest.mark.parametrize("stage", ["seeded", "status", "update-index", "write-tree", "commit-tree"])
+def test_killed_while_its_git_child_runs(git_home, tmp_path, stage):
+    """The hook process dies mid-command; its git child is orphaned and may still finish."""
+    repo = _dirty_repo(tmp_path, files=1500)
+    before = UserGitState.capture(repo)
+    proc = subprocess.run([sys.executable, "-c", KILL_DURING_GIT, str(repo), str(git_home), stage], timeout=120)
+    assert proc.returncode == -signal.SIGKILL
+    time.sleep(0.5)  # let an orphaned git child finish whatever it was doing
+    _check_recovery(repo, git_home, before)
