@@ -4,8 +4,8 @@ API (GitPython and filelock are imported only when a function runs, never at imp
 
     from continuation.workspace import (
         WorkspacePolicy, WorkspaceRef, take_snapshot, plan_restore, apply_restore, plan_undo,
-        drift, load_snapshot, list_snapshot_refs, delete_thread_refs, prune_thread_refs, gc_shadow,
-        WorkspaceError,
+        drift, load_snapshot, latest_snapshot, list_snapshot_refs, delete_thread_refs,
+        prune_thread_refs, gc_shadow, gc_workspaces, list_workspaces, WorkspaceError,
     )
 
     ref = take_snapshot(root, "t12-abcdef", generation, state_home=home,
@@ -33,8 +33,17 @@ the size cap, policy exclusions, submodules and nested repositories are recorded
 a restore leaves them alone. A file lock per workspace serialises snapshots, restores and drift
 checks of concurrent threads; each thread has its own refs.
 
+Visible traces, by design: the snapshot commits appear under ``git log --all`` / ``gitk --all``
+and are kept alive by their refs until ``delete_thread_refs`` / ``gc_workspaces``; a
+``git push --mirror`` (or a ``refs/*`` push refspec) would push them. Blobs live in the user's
+object store (no second copy of the repository); git's own gc collects them once the refs go.
+The git index the snapshot reads is the user's (so the snapshot holds exactly what ``git
+status`` shows, plus untracked files); entries marked assume-unchanged are trusted as git trusts
+them. Keep the state home outside the workspace (if it is inside, it is excluded).
+
 ``thread_key`` comes from the engine and must be ref- and file-safe (``[A-Za-z0-9._-]``, see
-``layout.validate_thread_key``). Errors are ``WorkspaceError`` subclasses with a clear message
+``layout.validate_thread_key``; keep it lowercase: refs are files, and macOS and Windows file
+systems ignore case). Errors are ``WorkspaceError`` subclasses with a clear message
 (``WorkspaceBusy``, ``RestoreUnavailable``, ``GitFailure``, ``InvalidThreadKey``,
 ``InvalidPolicy``, ``CorruptReference``). How a restore decides a file was "created by the
 session" is documented in ``continuation.workspace.restore``.
