@@ -96,6 +96,10 @@ class PayloadShape:
             p["compact_summary"] = summary
         return p
 
+    def interrupt(self, turn: str) -> dict:
+        """Codex 0.171.0 ``Interrupt`` (Ctrl-C): the turn is cut, no PostToolUse or Stop."""
+        return self._base("Interrupt", turn)
+
     def session_end(self, reason: str) -> dict:
         p = self._base("SessionEnd", None)
         p["reason"] = reason

@@ -322,6 +322,13 @@ class Runtime:
         self.turn = turn
         return context
 
+    def op_interrupt(self, st):
+        """The user cuts the running turn (Codex Ctrl-C; Claude Code Esc sends nothing)."""
+        turn = st.get("turn") or self.turn
+        if self.runtime == "codex":
+            self.hook(self.shape.interrupt(turn), fault=st.get("fault"))
+        self.transcript.append({"role": "interrupt", "turn": turn})
+
     def op_end(self, st):
         self.hook(self.shape.session_end(st.get("reason", "other")), fault=st.get("fault"))
 

@@ -114,24 +114,45 @@ def queued_during_compaction(box, r):
 
 @scenario(5, "interrupted turn stays actionable, marked interrupted")
 def interrupted_turn(box, r):
+    # Claude Code: Esc sends no hook; the user then leaves (SessionEnd) and resumes later
     ws = box.workspace("ws")
     cat = catalog(request("P", "migrate the three settings files to TOML", 3),
                   request("Q", "continue", 0))
     s = r.track(SimSession(box, "s5", runtime="claude", cwd=ws, catalog=cat))
-    # the user interrupts after the first tool call and leaves: no Stop, a SessionEnd
     s.run([{"op": "start"}, {"op": "prompt", "key": "P", "turn": "p-1"},
-           {"op": "act", "limit": 1}, {"op": "end", "reason": "prompt_input_exit"}])
-    r.expect_states(s, {"P": "interrupted"}, " after the interruption")
+           {"op": "act", "limit": 1}, {"op": "interrupt"},
+           {"op": "end", "reason": "prompt_input_exit"}])
+    r.expect_states(s, {"P": "interrupted"}, " (claude) after the interruption")
     s.run([{"op": "start", "source": "resume"}])
-    ctx = _last_context(r, s, "resume")
+    ctx = _last_context(r, s, "claude resume")
     states = context_states(ctx, cat) or {}
-    r.equal("the resume context marks P interrupted", states.get("P"), "interrupted")
+    r.equal("claude: the resume context marks P interrupted", states.get("P"), "interrupted")
     s.run([{"op": "prompt", "key": "Q", "turn": "p-2"}, {"op": "act"},
            {"op": "stop", "turn": "p-2", "message": "Migrated the remaining files."}])
     counts = s.exec_counts()
-    r.equal("P's finished tool call is not repeated; the other two run once",
+    r.equal("claude: P's finished tool call is not repeated; the other two run once",
             [counts.get(("P", i), 0) for i in range(3)], [1, 1, 1])
-    r.expect_states(s, {"P": "interrupted", "Q": "handled"}, " at the end")
+    r.expect_states(s, {"P": "interrupted", "Q": "handled"}, " (claude) at the end")
+
+    # Codex: Ctrl-C sends Interrupt; the user goes on in the same session, a compaction follows
+    ws = box.workspace("ws-codex")
+    cat = catalog(request("P", "convert the five fixtures to JSON", 3),
+                  request("Q", "go on with the fixtures", 0))
+    s = r.track(SimSession(box, "s5-codex", runtime="codex", cwd=ws, catalog=cat))
+    s.run([{"op": "start"}, {"op": "prompt", "key": "P", "turn": "t1"},
+           {"op": "act", "limit": 1}, {"op": "interrupt", "turn": "t1"}])
+    r.expect_states(s, {"P": "interrupted"}, " (codex) after Interrupt")
+    s.run([{"op": "prompt", "key": "Q", "turn": "t2"},
+           {"op": "compact", "trigger": "auto", "turn": "t2"}])
+    ctx = _last_context(r, s, "codex compact")
+    states = context_states(ctx, cat) or {}
+    r.equal("codex: the context after the compaction marks P interrupted", states.get("P"),
+            "interrupted")
+    s.run([{"op": "act", "turn": "t2"}, {"op": "stop", "turn": "t2", "message": "Converted."}])
+    counts = s.exec_counts()
+    r.equal("codex: P's finished tool call is not repeated; the other two run once",
+            [counts.get(("P", i), 0) for i in range(3)], [1, 1, 1])
+    r.expect_states(s, {"P": "interrupted", "Q": "handled"}, " (codex) at the end")
 
 
 @scenario(12, "manual and automatic boundaries (and one whose PreCompact never came)")
