@@ -8,6 +8,8 @@ def register(sub) -> None:
     p.add_argument("--scenario", type=int, action="append", metavar="N",
                    help="run scenario N only (repeat for several)")
     p.add_argument("--json", action="store_true", help="print a JSON report")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="list every check in the table, not only the failed ones")
     p.add_argument("--jobs", type=int, default=None,
                    help="scenarios run at the same time (default: min(2, CPUs))")
     p.set_defaults(func=cmd_prove)
@@ -17,4 +19,4 @@ def cmd_prove(args) -> int:
     from ..prove import run_prove
 
     scenario = args.scenario[0] if args.scenario and len(args.scenario) == 1 else args.scenario
-    return run_prove(scenario=scenario, as_json=args.json, jobs=args.jobs)
+    return run_prove(scenario=scenario, as_json=args.json, jobs=args.jobs, verbose=args.verbose)

@@ -91,7 +91,8 @@ def report(results: list[Result], jobs: int = 1, wall: float | None = None) -> d
             "scenarios": [r.to_dict() for r in results]}
 
 
-def run_prove(scenario=None, as_json: bool = False, jobs: int | None = None) -> int:
+def run_prove(scenario=None, as_json: bool = False, jobs: int | None = None,
+              verbose: bool = False) -> int:
     """Run the scenarios (all, one number, or a list of numbers); print the table or the JSON
     report; 0 only when every scenario run passed."""
     if scenario is None:
@@ -117,7 +118,7 @@ def run_prove(scenario=None, as_json: bool = False, jobs: int | None = None) -> 
     if as_json:
         sys.stdout.write(json.dumps(rep, indent=2, ensure_ascii=False) + "\n")
     else:
-        sys.stdout.write(table(results) + "\n")
+        sys.stdout.write(table(results, verbose) + "\n")
         s = rep["summary"]
         sys.stdout.write(f"\n{s['passed']}/{s['total']} scenarios passed in "
                          f"{rep['wall_seconds']:.1f}s ({jobs} at a time)\n")

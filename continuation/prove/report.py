@@ -112,7 +112,7 @@ def _fmt(value) -> str:
     return str(value)
 
 
-def table(results: list[Result]) -> str:
+def table(results: list[Result], verbose: bool = False) -> str:
     head = ["#", "scenario", "result"] + [h for _, h in METRIC_COLUMNS]
     rows = []
     for r in results:
@@ -124,10 +124,11 @@ def table(results: list[Result]) -> str:
     lines.append("  ".join("-" * w for w in widths))
     for r, row in zip(results, rows):
         lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
-        if not r.passed:
-            if r.error:
-                lines.append(f"      {r.error}")
-            for c in r.checks:
-                if not c.ok:
-                    lines.append(f"      failed: {c.name}" + (f" ({c.detail})" if c.detail else ""))
+        if r.error:
+            lines.append(f"      {r.error}")
+        for c in r.checks:
+            if not c.ok:
+                lines.append(f"      failed: {c.name}" + (f" ({c.detail})" if c.detail else ""))
+            elif verbose:
+                lines.append(f"      ok: {c.name}")
     return "\n".join(lines)
