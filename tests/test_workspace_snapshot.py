@@ -427,3 +427,24 @@ def test_state_home_inside_the_workspace_is_never_snapshotted(git_home, tmp_path
     assert plan.modified == ["a.txt"] and plan.kept == [] and plan.deleted == []
     apply_restore(plan, state_home=inner_home)
     assert (repo / "a.txt").read_text() == "a\n"
+
+
+def test_sparse_checkout_files_are_neither_lost_nor_materialised(git_home, tmp_path):
+    repo = make_repo(tmp_path / "repo", {"in/a.txt": "a\n", "out/b.txt": "b\n", "top.txt": "t\n"})
+    git(repo, "sparse-checkout", "set", "--no-cone", "/in/", "/top.txt")
+    assert not (repo / "out" / "b.txt").exists()
+    write(repo, {"in/a.txt": "changed\n"})
+    ref = snapshot_and_check(repo, git_home)
+    assert blob(repo, ref.snapshot_commit, "out/b.txt") == b"b\n"  # index version, not "deleted"
+    assert ref.dirty.deleted == 0
+    restore_roundtrip(repo, git_home, ref, lambda: write(repo, {"in/a.txt": "agent\n"}))
+    assert not (repo / "out").exists()
+
+
+def test_line_ending_filters_round_trip_exact_bytes(git_home, tmp_path):
+    repo = make_repo(tmp_path / "repo", {".gitattributes": "*.txt text eol=crlf\n*.bin binary\n", "a.txt": "one\ntwo\n"})
+    assert (repo / "a.txt").read_bytes() == b"one\ntwo\n"  # written before the attributes applied
+    write(repo, {"a.txt": b"one\r\ntwo\r\nthree\r\n", "b.bin": b"\x00\r\n\xff"})
+    ref = snapshot_and_check(repo, git_home)
+    assert blob(repo, ref.snapshot_commit, "a.txt") == b"one\ntwo\nthree\n"  # cleaned as git stores it
+    restore_roundtrip(repo, git_home, ref, lambda: write(repo, {"a.txt": b"agent\r\n", "b.bin": b"x"}))
