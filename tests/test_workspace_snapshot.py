@@ -448,3 +448,30 @@ def test_line_ending_filters_round_trip_exact_bytes(git_home, tmp_path):
     ref = snapshot_and_check(repo, git_home)
     assert blob(repo, ref.snapshot_commit, "a.txt") == b"one\ntwo\nthree\n"  # cleaned as git stores it
     restore_roundtrip(repo, git_home, ref, lambda: write(repo, {"a.txt": b"agent\r\n", "b.bin": b"x"}))
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="arbitrary bytes in file names: Linux file systems")
+def test_unusual_file_names(git_home, tmp_path):
+    repo = make_repo(tmp_path / "repo", {"plain.txt": "p\n"})
+    names = [b"sp ace.txt", b"new\nline.txt", b"caf\xc3\xa9.txt", b"raw\xff.bin", b"-dash", b"tab\there"]
+    for name in names:
+        (repo / os.fsdecode(name)).write_bytes(b"content of " + name)
+    (repo / os.fsdecode(b"big\xff.bin")).write_bytes(b"x" * 20_000)
+    ref = snapshot_and_check(repo, git_home, policy=WorkspacePolicy(size_cap_bytes=10_000))
+    assert [o.path for o in ref.oversized] == [os.fsdecode(b"big\xff.bin")]
+    import json
+
+    from continuation.workspace import load_snapshot
+
+    assert WorkspaceRef.from_dict(json.loads(json.dumps(ref.to_dict()))) == ref
+    assert load_snapshot(repo, "t1-abc/1", state_home=git_home).oversized == ref.oversized
+    listing = subprocess.run(["git", "ls-tree", "-r", "-z", "--name-only", ref.snapshot_commit], cwd=repo,
+                             capture_output=True, check=True).stdout
+    assert set(filter(None, listing.split(b"\0"))) == {b"plain.txt", *names}
+
+    def mutate():
+        for name in names:
+            (repo / os.fsdecode(name)).write_bytes(b"agent")
+        (repo / os.fsdecode(b"made\xfe.txt")).write_bytes(b"agent")
+
+    restore_roundtrip(repo, git_home, ref, mutate, session_created=[os.fsdecode(b"made\xfe.txt")])
