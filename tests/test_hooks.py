@@ -188,3 +188,16 @@ print(json.dumps(heavy))
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout) == []
     assert not (home / "logs" / "hooks.log").exists()
+
+
+def test_claude_prompt_typed_mid_turn_shares_prompt_id_but_is_its_own_input(home):
+    base = {"session_id": "s", "prompt_id": "p1", "cwd": "/tmp"}
+    first = {**base, "hook_event_name": "UserPromptSubmit", "prompt": "run the build"}
+    steer = {**base, "hook_event_name": "UserPromptSubmit", "prompt": "and then the tests"}
+    feed("claude", [first, steer, steer, first,
+                    {**base, "hook_event_name": "Stop", "last_assistant_message": "ok"}])
+    with Engine(home) as e:
+        rows = e.find_thread("claude", "s").inputs()
+        assert [(r.text, r.state) for r in rows] == [("run the build", "handled"),
+                                                     ("and then the tests", "handled")]
+        assert rows[0].input_id == "p1" and rows[1].input_id != "p1"

@@ -97,9 +97,25 @@ def on_user_prompt(ctx: HookContext) -> dict | None:
     if not isinstance(text, str):
         text = "" if text is None else str(text)
     turn = _turn_id(ctx.runtime, ctx.thread, p)
+    conn = ctx.thread.store.conn
     input_id = p.get("prompt_id") if ctx.runtime == "claude" else None
+    if input_id:
+        row = conn.execute("SELECT data FROM inputs WHERE thread_key=? AND input_id=?",
+                           (ctx.thread.key, input_id)).fetchone()
+        if row is not None and json.loads(row[0]).get("text") != text:
+            # Claude Code gives a prompt typed mid-turn the running turn's prompt_id: it is an
+            # input of its own, identified like a Codex steer (and like the importer does).
+            # The same text delivered again in that turn is the same input.
+            same = conn.execute(
+                "SELECT 1 FROM inputs WHERE thread_key=? AND turn_id=? AND"
+                " json_extract(data, '$.text')=? LIMIT 1", (ctx.thread.key, turn, text)).fetchone()
+            if same is not None:
+                return None
+            input_id = None
     if turn is None:  # an older Claude Code: no prompt_id, one input per prompt
-        turn = f"prompt-{len(ctx.thread.inputs()) + 1}"
+        count = conn.execute("SELECT count(*) FROM inputs WHERE thread_key=?",
+                             (ctx.thread.key,)).fetchone()[0]
+        turn = f"prompt-{count + 1}"
     ordinal = 0
     if not input_id:
         row = ctx.thread.store.conn.execute(
