@@ -72,7 +72,8 @@ class GitTarget:
             "GIT_INDEX_FILE": str(index if index is not None else self.user_index),
             "GIT_NAMESPACE": "",
             "GIT_TERMINAL_PROMPT": "0",
-            "GIT_OPTIONAL_LOCKS": "1" if optional_locks else "0",
+            # Commands pointed at the user's own index must never refresh (rewrite) it.
+            "GIT_OPTIONAL_LOCKS": "1" if optional_locks and index is not None else "0",
             **IDENTITY,
         }
         if self.common_dir is not None:
