@@ -76,6 +76,11 @@ class Result:
             total = sum(len(e) for e, _ in self._expected)
             right = sum(1 for e, a in self._expected for k, v in e.items() if a.get(k) == v)
             m["input_state_accuracy"] = round(right / total, 3) if total else None
+        if self.sessions:
+            # "command": the `continuation hook` command per call; "fork": a fork of the
+            # simulated runtime with the hook modules imported once, running the same code
+            m["hooks"] = sorted({"fork" if s.hook == "fork" else "command"
+                                 for s in self.sessions})
         total = len(self.checks)
         m["checklist_completion"] = round(sum(c.ok for c in self.checks) / total, 3) if total else 0.0
 
