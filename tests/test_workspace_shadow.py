@@ -108,6 +108,7 @@ def test_metadata_in_a_git_repository_covers_dirty_files(git_home, tmp_path):
     ref = take_snapshot(repo, "t1-abc", 1, state_home=git_home, policy=WorkspacePolicy(mode="metadata"))
     assert_untouched(state, repo)
     assert ref.head == git(repo, "rev-parse", "HEAD").strip() and ref.branch == "main"
+    assert (ref.dirty.base, ref.dirty.modified, ref.dirty.untracked) == ("HEAD", 1, 1)
     entries = json.loads(Path(ref.manifest_path).read_text(encoding="utf-8"))["entries"]
     assert set(entries) == {"a.txt", "u.txt"}
     write(repo, {"b.txt": "changed later\n", "a.txt": "a\n"})

@@ -17,8 +17,8 @@ from pathlib import Path
 from .errors import WorkspaceError
 from .model import DIRTY_SAMPLE, DirtyPath, DirtySummary, DriftReport, OversizedFile, WorkspaceRef
 from .policy import WorkspacePolicy
-from .porcelain import Status
-from .treebuild import dirty_summary, read_status, seed_index
+from .porcelain import Status, StatusEntry
+from .treebuild import _count, read_status, seed_index
 from .workspace_target import Workspace, effective_matcher, in_progress_operation, read_json, utc_now, write_json_atomic
 
 MANIFEST_VERSION = 1
@@ -44,7 +44,7 @@ def metadata_checkpoint(ws: Workspace, thread_key: str, generation: int, policy:
         ref.head, ref.branch = status.head, status.branch
         ref.detached, ref.unborn = status.branch is None, status.head is None
         ref.in_progress = in_progress_operation(ws.git.git_dir)
-        ref.dirty = dirty_summary(ws.git, status, seeded_from_user=True)
+        ref.dirty = status_dirty_summary(status)
     else:
         paths, nested = _walk(ws.root)
         deleted = []
@@ -230,3 +230,25 @@ def _manifest_dirty(previous: dict[str, Entry], current: dict[str, Entry]) -> Di
         else:
             summary.truncated = True
     return summary
+
+
+def status_dirty_summary(status: Status) -> DirtySummary:
+    """Counts from a ``git status`` run against a copy of the user's index, like ``git status``."""
+    summary = DirtySummary(base="HEAD")
+    for entry in status.entries:
+        letter = _classify(entry)
+        if letter is not None and not entry.is_directory:
+            _count(summary, letter, entry.path)
+    return summary
+
+
+def _classify(entry: StatusEntry) -> str | None:
+    if entry.kind in ("u", "?"):
+        return "U" if entry.kind == "u" else "?"
+    if "D" in (entry.x, entry.y):
+        return "D"
+    if entry.x == "A":
+        return "A"
+    if entry.x in ("M", "T") or entry.y in ("M", "T"):
+        return "M"
+    return None

@@ -23,7 +23,7 @@ from .headref import read_head
 from .workspace_target import in_progress_operation
 from .model import DIRTY_SAMPLE, DirtyPath, DirtySummary, OversizedFile
 from .policy import ExcludeMatcher
-from .porcelain import STATUS_ARGS, Status, StatusEntry, parse_status
+from .porcelain import STATUS_ARGS, Status, parse_status
 
 # Test seam: called with a stage name between steps (tests kill a snapshot there).
 _stage_hook = None
@@ -220,28 +220,3 @@ def _count(summary: DirtySummary, letter: str, path: str) -> None:
         summary.paths.append(DirtyPath(letter, path))
     else:
         summary.truncated = True
-
-
-def dirty_summary(target: GitTarget, status: Status, *, seeded_from_user: bool) -> DirtySummary:
-    """Counts from a ``git status`` run against a copy of the user's index (metadata checkpoints)."""
-    summary = DirtySummary(base="HEAD" if seeded_from_user else "previous-snapshot")
-    for entry in status.entries:
-        letter = _classify(entry, relative_to_head=seeded_from_user)
-        if letter is not None and not entry.is_directory:
-            _count(summary, letter, entry.path)
-    return summary
-
-
-def _classify(entry: StatusEntry, *, relative_to_head: bool) -> str | None:
-    if entry.kind == "u":
-        return "U"
-    if entry.kind == "?":
-        return "?" if relative_to_head else "A"
-    x = entry.x if relative_to_head else "."
-    if "D" in (x, entry.y):
-        return "D"
-    if x == "A":
-        return "A"
-    if x in ("M", "T") or entry.y in ("M", "T"):
-        return "M"
-    return None
