@@ -123,7 +123,7 @@ _BOOKKEEPING = {ev.CHECKPOINT_COMMITTED, ev.BOUNDARY, ev.SESSION_STARTED, ev.SET
 
 
 def assembled_context(thread: Thread, loaded: checkpoints.LoadedCapsule,
-                      instructions: str | None = None):
+                      instructions: str | None = None, exclude_input: str | None = None):
     """Instructions first (when given), then the capsule block, then the still-actionable
     inputs verbatim (full texts from the store, not the capsule's clipped copies), then queued
     input."""
@@ -133,7 +133,8 @@ def assembled_context(thread: Thread, loaded: checkpoints.LoadedCapsule,
 
     covered = loaded.checkpoint.seq
     actionable = [SimpleNamespace(id=r.input_id, state=r.state, text=r.text)
-                  for r in thread.actionable_inputs() if r.admitted_seq <= covered]
+                  for r in thread.actionable_inputs()
+                  if r.admitted_seq <= covered and r.input_id != exclude_input]
     return assemble_context(instructions, loaded.capsule, actionable_inputs=actionable)
 
 
@@ -152,44 +153,24 @@ def fit_for_runtime(thread: Thread, runtime: str, context, generation: int) -> s
     return inline.text
 
 
-def _clip_stored(thread: Thread, text: str, runtime: str, generation: int) -> str:
-    """The stored rendering is budgeted (16 KiB by default); past the inline limit it is
-    spilled whole to a file and the inline part keeps its head (the objective and the next
-    action come first in the block)."""
-    limit = INLINE_LIMITS.get(runtime, 9_500)
-    if len(text) <= limit:
-        return text
-    spill = thread.engine.home / "contexts" / thread.key / f"g{generation:06d}-block.md"
-    atomic_write(spill, text.encode("utf-8", "surrogatepass"))
-    note = (f"\n[continuation: the checkpoint block continues in the file {spill} "
-            f"({len(text)} characters); read it before acting on anything not shown here]\n")
-    return text[: limit - len(note)] + note
-
-
 def context_answer(thread: Thread, runtime: str, event_name: str, *, via: str,
                    reason: str = "boundary", exclude_input: str | None = None) -> dict:
     """The hook answer carrying the assembled context, and the record of its delivery.
 
-    On the UserPromptSubmit fallback (``via="user_prompt"``) the newest committed checkpoint's
-    stored rendering is used as is: no rebuild, so no tokenizer on a prompt hook; the prompt
-    itself arrives with the model request anyway."""
-    if via == "user_prompt":
-        loaded = checkpoints.load(thread)
-        if loaded is None:
-            return {}
-        text = loaded.checkpoint.rendered
-        for problem in loaded.problems:
-            text = f"[continuation: {problem}]\n" + text
-        inline = _clip_stored(thread, text, runtime, loaded.checkpoint.generation)
-    else:
-        cp = _fresh_checkpoint(thread, reason)
-        loaded = checkpoints.load(thread, cp.generation)
-        if loaded is None:
-            return {}
-        inline = fit_for_runtime(thread, runtime, assembled_context(thread, loaded),
-                                 loaded.checkpoint.generation)
-        for problem in loaded.problems:
-            inline = f"[continuation: {problem}]\n" + inline
+    The context is always current: when anything but bookkeeping happened since the newest
+    checkpoint (e.g. a turn completed after PreCompact while the compact SessionStart was lost),
+    a new checkpoint is committed first, so a handled input is never offered as pending. On the
+    UserPromptSubmit fallback this is boundary work on a prompt hook (the tokenizer loads), paid
+    only when a boundary's delivery was lost. ``exclude_input`` (the prompt being submitted) is
+    not repeated verbatim: the runtime sends it with this very request."""
+    cp = _fresh_checkpoint(thread, reason)
+    loaded = checkpoints.load(thread, cp.generation)
+    if loaded is None:
+        return {}
+    context = assembled_context(thread, loaded, exclude_input=exclude_input)
+    inline = fit_for_runtime(thread, runtime, context, loaded.checkpoint.generation)
+    for problem in loaded.problems:
+        inline = f"[continuation: {problem}]\n" + inline
     thread.record(ev.CONTEXT_DELIVERED, {"generation": loaded.checkpoint.generation, "via": via,
                                          "checkpoint_id": loaded.checkpoint.checkpoint_id,
                                          "chars": len(inline)}, source=f"hook:{runtime}")

@@ -196,3 +196,15 @@ def test_codex_interrupt_cuts_the_turn(home):
     hooks.run("codex", _payload("Interrupt", turn_id="t1"))
     with Engine(home) as e:
         assert [r.state for r in e.find_thread("codex", "s1").inputs()] == ["reconciling"]
+
+
+def test_fallback_delivery_reflects_what_happened_after_the_checkpoint(home):
+    """PreCompact commits with B pending; the compact SessionStart is lost; B's turn completes;
+    the next prompt's fallback context must show B handled, not pending."""
+    hooks.run("claude", _payload("UserPromptSubmit", prompt_id="pB", prompt="request B"))
+    hooks.run("claude", _payload("PreCompact", trigger="auto"))
+    hooks.run("claude", _payload("Stop", prompt_id="pB", last_assistant_message="did B"))
+    out, _ = hooks.run("claude", _payload("UserPromptSubmit", prompt_id="pC", prompt="request C"))
+    ctx = json.loads(out)["hookSpecificOutput"]["additionalContext"]
+    [line] = [l for l in ctx.splitlines() if l.startswith('- input="pB"')]
+    assert "state=handled" in line
