@@ -85,6 +85,7 @@ def test_dirty_tree_with_partially_staged_files(git_home, tmp_path):
 
     restore_roundtrip(repo, git_home, ref, mutate, session_created=["agent-new.txt"])
     assert (repo / "debug.log").read_text() == "ignored\n"
+    git(repo, "fsck", "--strict", "--no-dangling")  # every snapshot and safety commit is sound
 
 
 def test_incremental_snapshot_reuses_thread_and_sees_new_changes(git_home, tmp_path):
