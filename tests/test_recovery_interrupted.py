@@ -164,3 +164,16 @@ def test_session_start_notice_is_short_and_names_no_user_text(engine, tmp_path):
     # the other threads were only reported: their crash is recorded by `continuation recover`
     assert all(ev["type"] != "crash_detected" for k in keys(engine)
                for ev in engine.get_thread(k).events())
+
+
+def test_a_damaged_workspace_reference_does_not_break_recover(home, engine, capsys):
+    t = started(engine, "badref", dead())
+    boundary.commit_checkpoint(t, reason="auto", snapshot=False)
+    engine.store.conn.execute("UPDATE checkpoints SET workspace='{not json' WHERE thread_key=?", (t.key,))
+    capsys.readouterr()
+    assert cli(["recover", "--json"]) == 0
+    [item] = json.loads(capsys.readouterr().out)["interrupted"]
+    assert item["last_checkpoint"]["workspace"] is None and item["drift"] is None
+    from continuation.recovery import reconcile
+
+    assert [i.call_id for i in reconcile.pending(t)] == ["badref-c1"]

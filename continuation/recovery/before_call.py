@@ -24,8 +24,11 @@ def snapshot_before(thread, started_seq: int) -> tuple[str, dict] | None:
         (thread.key, started_seq)).fetchone()
     if not row:
         return None
-    ws = json.loads(row[1])
-    if ws.get("kind") not in ("git", "shadow") or not ws.get("snapshot_commit") or not ws.get("root"):
+    try:
+        ws = json.loads(row[1])
+    except ValueError:
+        return None
+    if not isinstance(ws, dict) or ws.get("kind") not in ("git", "shadow") or not ws.get("snapshot_commit") or not ws.get("root"):
         return None
     return row[0], ws
 

@@ -110,8 +110,12 @@ def _last_checkpoint(thread) -> dict | None:
         return None
     import json
 
+    try:
+        workspace = json.loads(row[4]) if row[4] else None
+    except ValueError:  # a damaged reference: the checkpoint is still worth naming
+        workspace = None
     return {"checkpoint_id": row[0], "generation": row[1], "created_at": row[2], "seq": row[3],
-            "workspace": json.loads(row[4]) if row[4] else None}
+            "workspace": workspace if isinstance(workspace, dict) else None}
 
 
 def _summary_inputs(thread) -> list[dict]:
