@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
+from capsule.textclip import render_literal
+
 from .classify import FILE_EDIT, READ_ONLY
 from .reconcile import ReconcileItem, args_text, pending
 
@@ -66,7 +68,7 @@ def recovery_text(items, *, current_thread: str | None = None) -> str:
         pending_inputs = sum(1 for i in it.inputs if i["state"] in ("pending", "interrupted",
                                                                      "reconciling", "queued"))
         lines.append(
-            f"- {it.runtime} session {it.session_id} (thread {it.thread_key}) in this workspace was "
+            f"- {it.runtime} session {render_literal(it.session_id)} (thread {it.thread_key}) in this workspace was "
             f"interrupted (last activity {_when(it.last_activity)}): {pending_inputs} unfinished "
             f"input(s), {len(it.unknown_calls)} tool call(s) with unknown outcome.")
     lines.append("Its work is not carried into this session. To look at it: `continuation recover`; "
@@ -82,7 +84,8 @@ PREFIX_LIMIT = 480
 
 def reconciliation_digest(items: list[ReconcileItem]) -> str:
     """One line naming the calls to settle, kept in front of the context so that no inline
-    shortening can drop it (the full prompt is in the checkpoint's notices)."""
+    shortening can drop it (the full prompt is in the checkpoint's notices). Runtime-given text
+    is quoted as one-line literals: it cannot start a line of its own."""
     if not items:
         return ""
     parts = []
@@ -90,7 +93,8 @@ def reconciliation_digest(items: list[ReconcileItem]) -> str:
         what = it.classification.command or it.tool or "?"
         what = what if len(what) <= 60 else what[:59] + "…"
         state = it.check.verdict.replace("_", " ") if it.check else "unverified"
-        parts.append(f"{it.call_id} {it.tool} `{what}` ({it.classification.kind.replace('_', '-')}, {state})")
+        parts.append(f"{render_literal(it.call_id)} {render_literal(it.tool)} {render_literal(what)} "
+                     f"({it.classification.kind.replace('_', '-')}, {state})")
     more = f" and {len(items) - 3} more" if len(items) > 3 else ""
     return (f"[continuation: {len(items)} tool call(s) have no recorded outcome: "
             f"{'; '.join(parts)}{more}. Settle each before running it again: see "
