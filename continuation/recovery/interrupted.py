@@ -167,11 +167,17 @@ def examine(thread, *, exclude: dict | None = None, host: str | None = None) -> 
 def detect(engine, *, workspace_root: str | None = None, exclude: dict | None = None,
            host: str | None = None) -> list[Interrupted]:
     """Every interrupted thread (of one workspace when ``workspace_root`` is given)."""
+    from ..engine import Thread
+
+    if workspace_root is None:
+        rows = engine.store.conn.execute("SELECT thread_key FROM threads ORDER BY created_at")
+    else:  # indexed: a SessionStart looks at its own workspace only
+        rows = engine.store.conn.execute(
+            "SELECT thread_key FROM threads WHERE workspace_root=? ORDER BY created_at",
+            (workspace_root,))
     out = []
-    for thread in engine.threads():
-        if workspace_root is not None and thread.row["workspace_root"] != workspace_root:
-            continue
-        item = examine(thread, exclude=exclude, host=host)
+    for (key,) in rows.fetchall():
+        item = examine(Thread(engine, key), exclude=exclude, host=host)
         if item is not None:
             out.append(item)
     return out
