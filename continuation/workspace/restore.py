@@ -157,9 +157,9 @@ def apply_restore(
         for path in dict.fromkeys(planned_writes):
             if path in not_backed_up:
                 result.skipped.append(SkippedPath(path, "too large for the safety snapshot; left as is"))
-            elif changes.get(path) in ("M", "T", "A"):
+            elif changes.get(path, ("",))[0] in ("M", "T", "A"):
                 writes.append(path)
-        deletions = [p for p in plan.deleted if changes.get(p) == "D" and p not in not_backed_up]
+        deletions = [p for p in plan.deleted if changes.get(p, ("",))[0] == "D" and p not in not_backed_up]
         for path in plan.deleted:
             if path not in deletions:
                 result.skipped.append(SkippedPath(path, "changed after the plan was made; left as is"))
@@ -168,7 +168,7 @@ def apply_restore(
             result.skipped.append(SkippedPath(path, "changed after the plan was made; left as is"))
         _delete_created(target, tree, deletions, result)
         writes = _unblocked(target, safety.snapshot_tree or "", writes, result)
-        _write_from_tree(target, tree, writes, result)
+        _write_from_tree(target, changes, writes, result)
         for path in writes:
             (result.recreated if path in plan.recreated else result.restored).append(path)
         return result
@@ -215,23 +215,31 @@ def _unblocked(target: GitTarget, safety_tree: str, paths: list[str], result: Re
     return ok
 
 
-def _tree_changes(target: GitTarget, old_tree: str, new_tree: str) -> dict[str, str]:
-    """path -> A/D/M/T going from old_tree to new_tree (gitlinks included as they are)."""
+def _tree_changes(target: GitTarget, old_tree: str, new_tree: str) -> dict[str, tuple[str, str, str]]:
+    """path -> (A/D/M/T, mode, blob id in new_tree) going from old_tree to new_tree."""
     raw = target.run(["diff-tree", "-r", "-z", "--no-renames", old_tree, new_tree])[1]
     fields = raw.decode("utf-8", "surrogateescape").split("\0")
-    changes: dict[str, str] = {}
+    changes: dict[str, tuple[str, str, str]] = {}
     for meta, path in zip(fields[0::2], fields[1::2]):
         if meta.startswith(":"):
-            changes[path] = meta.split(" ")[-1][:1]
+            _, new_mode, _, new_id, letter = meta[1:].split(" ")
+            changes[path] = (letter[:1], new_mode, new_id)
     return changes
 
 
-def _write_from_tree(target: GitTarget, tree: str, paths: list[str], result: RestoreResult) -> None:
+def _write_from_tree(
+    target: GitTarget, changes: dict[str, tuple[str, str, str]], paths: list[str], result: RestoreResult
+) -> None:
+    """Write ``paths`` as the checkpoint has them, through ``git checkout-index`` (filters, modes,
+    symlinks as git does) from a scratch index holding just those entries."""
     if not paths:
         return
     scratch = target.layout.scratch_index("restore")
     try:
-        target.run(["read-tree", tree], index=scratch)
+        entries = b"".join(
+            f"{changes[p][1]} {changes[p][2]}\t".encode() + p.encode("utf-8", "surrogateescape") + b"\0" for p in paths
+        )
+        target.run(["update-index", "-z", "--index-info"], index=scratch, stdin=entries)
         payload = b"".join(p.encode("utf-8", "surrogateescape") + b"\0" for p in paths)
         code, _, err = target.run(
             ["checkout-index", "-f", "-q", "-z", "--stdin"], index=scratch, stdin=payload, check=False
