@@ -40,11 +40,12 @@ def _threads(engine, selector):
 
 def _record_crashes(engine) -> list[str]:
     """Calls of a dead session only show as unknown once its crash is recorded."""
+    from ..engine import Thread
     from ..recovery import interrupted
 
     done = []
     for item in interrupted.detect(engine):
-        if interrupted.record_crash(engine.get_thread(item.thread_key), item,
+        if interrupted.record_crash(Thread(engine, item.thread_key), item,
                                     source="cli:reconcile"):
             done.append(item.thread_key)
     return done

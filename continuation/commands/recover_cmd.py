@@ -32,18 +32,19 @@ def _when(ts) -> str:
 
 
 def _detect_and_record(engine, *, drift: bool):
+    from ..engine import Thread
     from ..recovery import interrupted
 
     items = interrupted.detect(engine)
     recorded = []
     for item in items:
-        thread = engine.get_thread(item.thread_key)
+        thread = Thread(engine, item.thread_key)
         if interrupted.record_crash(thread, item, source="cli:recover"):
             recorded.append(item.thread_key)
     # re-read: recording moved inputs to interrupted / reconciling and calls to unknown
-    items = [interrupted.examine(engine.get_thread(i.thread_key)) or i for i in items]
+    items = [interrupted.examine(Thread(engine, i.thread_key)) or i for i in items]
     if drift:
-        items = [interrupted.with_drift(engine.get_thread(i.thread_key), i) for i in items]
+        items = [interrupted.with_drift(Thread(engine, i.thread_key), i) for i in items]
     return items, recorded
 
 

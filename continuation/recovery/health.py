@@ -208,8 +208,9 @@ def check_refs(engine, *, fix: bool = False) -> list[Finding]:
     from ..workspace import list_snapshot_refs
     from ..workspace import delete_thread_refs
 
-    known = {t.key for t in engine.threads()}
-    roots = sorted({t.row["workspace_root"] for t in engine.threads() if t.row["workspace_root"]})
+    rows = engine.store.threads()
+    known = {r["thread_key"] for r in rows}
+    roots = sorted({r["workspace_root"] for r in rows if r["workspace_root"]})
     out = []
     for root in roots:
         if not Path(root).is_dir():

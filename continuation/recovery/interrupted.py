@@ -56,6 +56,12 @@ def resume_command(runtime: str, session_id: str) -> str:
     return f"(resume session {session_id} in {runtime})"
 
 
+def thread_row(thread) -> dict:
+    """The thread's row by key (``Thread.row`` resolves selectors over every thread: O(n))."""
+    cur = thread.store.conn.execute("SELECT * FROM threads WHERE thread_key=?", (thread.key,))
+    return dict(zip([d[0] for d in cur.description], cur.fetchone()))
+
+
 def _max_seq(thread, etype: str) -> int:
     row = thread.store.conn.execute(
         "SELECT MAX(seq) FROM events WHERE thread_key=? AND type=?", (thread.key, etype)).fetchone()
@@ -156,7 +162,7 @@ def examine(thread, *, exclude: dict | None = None, host: str | None = None) -> 
     if status == CRASHED and not (calls or any(i["state"] in ("interrupted", "reconciling")
                                                for i in inputs)):
         return None  # everything was settled since the crash
-    row = thread.row
+    row = thread_row(thread)
     return Interrupted(
         thread_key=thread.key, runtime=row["runtime"], session_id=row["session_id"],
         workspace_root=row["workspace_root"], status=status, reason=reason,

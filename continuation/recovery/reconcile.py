@@ -64,7 +64,9 @@ def args_text(args: dict, limit: int = 300) -> str:
 def base_dir(thread) -> Path | None:
     """Where relative paths of the thread's tools resolve: the session's cwd, else its root."""
     cwd = (thread.meta().get("session_started") or {}).get("cwd")
-    root = cwd or thread.row["workspace_root"]
+    from .interrupted import thread_row
+
+    root = cwd or thread_row(thread)["workspace_root"]
     return Path(root) if root else None
 
 

@@ -24,7 +24,7 @@ def at_session_start(thread, *, marker: dict | None = None) -> str:
         interrupted.record_crash(thread, own, source="recovery:session_start",
                                  at_session_start=True)
     digest = reconciliation_digest(pending(thread))
-    root = thread.row["workspace_root"]
+    root = interrupted.thread_row(thread)["workspace_root"]
     others = [i for i in interrupted.detect(thread.engine, workspace_root=root, exclude=me)
               if i.thread_key != thread.key] if root else []
     text = "\n".join(t for t in (digest, recovery_text(others, current_thread=thread.key)) if t)
