@@ -27,15 +27,18 @@ from capsule.source import (
 )
 
 from .engine import Thread
-from .rewind.summary import recovery_notices
+from .rewind.summary import ANCHOR_TYPES, recovery_notices
 from .rewind.timeline import live_events
 
 #: runtime facts worth carrying into the next context (the rest stay in the log)
-FACT_TYPES = {
+FACT_TYPES = (
     "turn_completed", "turn_aborted", "crash_detected", "boundary", "reconciled", "rolled_back",
     "tool_finished", "context_delivered", "session_started", "session_ended",
-}
+)
 MAX_FACTS = 40
+#: finished tool calls carried (the newest); unsettled ones are always all carried
+MAX_FINISHED_CALLS = 100
+CURSOR_TYPES = ("tool_finished", "turn_completed", "turn_aborted")
 
 
 def pointer(thread_key: str, seq: int | None) -> str:
@@ -87,17 +90,34 @@ def gather(thread: Thread, *, generation: int, reason: str, upto_seq: int | None
     notices = list(notices)
     row = thread.row
     key = thread.key
+    store = thread.store
     inputs = thread.inputs()
     calls = [c for c in thread.tool_calls() if c.status != "rolled_back"]
-    events = thread.events()
-    if upto_seq is not None:
-        events = [e for e in events if e["seq"] <= upto_seq]
-    # rewind (issue 7): only the current branch feeds facts, claims and cursor, and the recovery
-    # summary of a recent rewind is rebuilt from the log until a turn completes after it
-    rewind_notices = [n for n in recovery_notices(events, thread_key=key)
-                      if n.title not in {m.title for m in notices}]
-    logged, events = events, live_events(events)
-    live_seqs = {e["seq"] for e in events}
+    # every unsettled call, and only the newest finished ones (the budget drops those early)
+    finished = [c for c in calls if c.status not in ("in_flight", "unknown")]
+    keep = {c.call_id for c in finished[-MAX_FINISHED_CALLS:]}
+    calls = [c for c in calls if c.status in ("in_flight", "unknown") or c.call_id in keep]
+    last_seq = upto_seq if upto_seq is not None else int(row["last_seq"])
+    if store.events_of_types(key, ANCHOR_TYPES, upto=upto_seq, newest=1):
+        # rewind (issue 7): only the current branch feeds facts, claims and cursor, and the
+        # recovery summary of a recent rewind is rebuilt from the log until a turn completes
+        # after it; this needs the whole log
+        events = thread.events(upto=upto_seq)
+        rewind_notices = [n for n in recovery_notices(events, thread_key=key)
+                          if n.title not in {m.title for m in notices}]
+        events = live_events(events)
+        live_seqs = {e["seq"] for e in events}
+        facts_src = [e for e in events if e["type"] in FACT_TYPES][-MAX_FACTS:]
+        cursor_src = [e for e in events if e["type"] in CURSOR_TYPES][-1:]
+        background_src = [e for e in events if e["type"] == "background_task"]
+        claims_src = [c for c in thread.claims() if c["seq"] in live_seqs]
+    else:
+        # no rewind: targeted reads (indexed by type), never a scan of the whole log
+        rewind_notices = []
+        facts_src = store.events_of_types(key, FACT_TYPES, upto=upto_seq, newest=MAX_FACTS)
+        cursor_src = store.events_of_types(key, CURSOR_TYPES, upto=upto_seq, newest=1)
+        background_src = store.events_of_types(key, ["background_task"], upto=upto_seq)
+        claims_src = [c for c in thread.claims() if upto_seq is None or c["seq"] <= upto_seq]
     meta = thread.meta()
 
     src_inputs = [
@@ -117,10 +137,10 @@ def gather(thread: Thread, *, generation: int, reason: str, upto_seq: int | None
     ]
     facts = [SourceFact(seq=e["seq"], kind=e["type"], text=_fact_text(e),
                         pointer=pointer(key, e["seq"]))
-             for e in events if e["type"] in FACT_TYPES][-MAX_FACTS:]
+             for e in facts_src]
     claims = [SourceClaim(turn_id=c["turn_id"], text=c["text"], seq=c["seq"],
                           pointer=pointer(key, c["seq"]))
-              for c in thread.claims() if c["seq"] in live_seqs][-20:]
+              for c in claims_src][-20:]
     attachments = [SourceAttachment(ref=str(a.get("ref", a)) if isinstance(a, dict) else str(a),
                                     kind=a.get("kind") if isinstance(a, dict) else None,
                                     input_id=r.input_id, pointer=pointer(key, r.admitted_seq))
@@ -136,7 +156,7 @@ def gather(thread: Thread, *, generation: int, reason: str, upto_seq: int | None
         tool_calls=src_calls,
         facts=facts,
         claims=claims,
-        cursor=_cursor(key, events),
+        cursor=_cursor(key, cursor_src, {c.call_id: c for c in calls}),
         workspace=workspace or ({"root": row["workspace_root"]} if row["workspace_root"] else None),
         permissions=SourcePermissions(permission_mode=settings.get("permission_mode"),
                                       sandbox=settings.get("sandbox"),
@@ -148,9 +168,9 @@ def gather(thread: Thread, *, generation: int, reason: str, upto_seq: int | None
         background=[SourceBackgroundWork(description=f"{b.get('tool')} {b.get('args')}",
                                          handle=b["handle"], handle_kind="shell", seq=b.get("seq"),
                                          pointer=pointer(key, b.get("seq")))
-                    for b in _background(events)],
-        pointers=SourcePointers(event_seq_first=logged[0]["seq"] if logged else None,
-                                event_seq_last=logged[-1]["seq"] if logged else None,
+                    for b in _background(background_src)],
+        pointers=SourcePointers(event_seq_first=1 if last_seq else None,
+                                event_seq_last=last_seq or None,
                                 **(transcript or {})),
         notices=[*notices, *rewind_notices],
     )
@@ -161,28 +181,25 @@ def _rollback_points(events: list[dict]) -> list[int]:
     return [int(e["data"]["to_seq"]) for e in events if e["type"] == "rolled_back"]
 
 
-def _cursor(key: str, events: list[dict]) -> SourceCursor:
-    step = outcome = None
-    seq = None
-    started: dict[str, dict] = {}
-    for e in events:
-        d = e["data"]
-        if e["type"] == "tool_started":
-            started[d.get("call_id")] = d
-        elif e["type"] == "tool_finished":
-            call = started.get(d.get("call_id"), {})
-            args = call.get("args") or {}
-            what = args.get("command") or args.get("file_path") or args.get("path") or ""
-            step = f"{call.get('tool') or d.get('tool') or 'tool'} {what}".strip()
-            code = f", exit {d['exit_code']}" if d.get("exit_code") is not None else ""
-            outcome = f"{d.get('status', 'ok')}{code}"
-            seq = e["seq"]
-        elif e["type"] in ("turn_completed", "turn_aborted"):
-            step = f"turn {d.get('turn_id')} {e['type'].split('_')[1]}"
-            outcome = e["type"]
-            seq = e["seq"]
+def _cursor(key: str, last: list[dict], calls: dict) -> SourceCursor:
+    """The last completed step (a finished tool call or an ended turn) and its outcome."""
+    if not last:
+        return SourceCursor()
+    e = last[-1]
+    d = e["data"]
+    if e["type"] == "tool_finished":
+        call = calls.get(d.get("call_id"))
+        args = (call.args if call is not None else None) or {}
+        what = args.get("command") or args.get("file_path") or args.get("path") or ""
+        tool = (call.tool if call is not None else "") or d.get("tool") or "tool"
+        step = f"{tool} {what}".strip()
+        code = f", exit {d['exit_code']}" if d.get("exit_code") is not None else ""
+        outcome = f"{d.get('status', 'ok')}{code}"
+    else:
+        step = f"turn {d.get('turn_id')} {e['type'].split('_')[1]}"
+        outcome = e["type"]
     return SourceCursor(last_completed_step=step, last_runtime_outcome=outcome,
-                        pointer=pointer(key, seq))
+                        pointer=pointer(key, e["seq"]))
 
 
 def _plan(key: str, plan: dict) -> SourcePlan:
