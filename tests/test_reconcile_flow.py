@@ -257,3 +257,28 @@ def test_digest_quotes_runtime_text_on_one_line(engine):
     t.crash_detected("gone")
     digest = notices.reconciliation_digest(reconcile.pending(t))
     assert "\n" not in digest and "\\n## user inputs" in digest
+
+
+def test_accept_suggested_settles_what_the_evidence_shows_only(home, capsys, tmp_path):
+    (tmp_path / "a.py").write_text("x = 2\n", encoding="utf-8")
+    with Engine(home) as e:
+        t = e.thread("claude", "acc", workspace_root=str(tmp_path))
+        t.admit("go", input_id="p1", turn_id="p1")
+        t.tool_started("read", "Read", {"file_path": "a.py"}, turn_id="p1")
+        t.tool_started("edit", "Edit", {"file_path": "a.py", "old_string": "x = 1",
+                                        "new_string": "x = 2"}, turn_id="p1")
+        t.tool_started("push", "Bash", {"command": "git push"}, turn_id="p1")
+        t.turn_completed("p1")
+    assert cli(["reconcile", "read", "--accept-suggested"]) == 1
+    out = _json(capsys, "reconcile", "--accept-suggested", "--json")
+    assert {(r["call_id"], r["decision"]) for r in out["recorded"]} == {
+        ("read", "retry_safe"), ("edit", "applied")}
+    assert [c["call_id"] for c in out["left"]] == ["push"]  # an external effect: never assumed
+    with Engine(home) as e:
+        t = e.get_thread("claude-acc")
+        notes = {ev["data"]["call_id"]: ev["data"]["note"] for ev in t.events() if ev["type"] == "reconciled"}
+        assert "only reads" in notes["read"] and "a.py: applied" in notes["edit"]
+        assert [r.state for r in t.inputs()] == ["reconciling"]  # still held by `git push`
+        t.reconcile("push", "applied")
+        # the read is to be run again (retry-safe): the input is pending, not handled
+        assert [r.state for r in t.inputs()] == ["pending"]

@@ -3,6 +3,9 @@
     continuation reconcile [--thread T] [--json]                  list them (with checks)
     continuation reconcile CALL [--thread T]                      show one
     continuation reconcile CALL --applied|--not-applied|--retry-safe [--note TEXT]
+    continuation reconcile --accept-suggested [--thread T]        record what the evidence shows
+                                                                  (read-only: retry-safe; verified
+                                                                  edits: applied / not applied)
 
 Listing first records ``crash_detected`` for threads whose owner is gone without a clean end
 (as ``continuation recover`` does): only then are their in-flight calls known to be unknown.
@@ -28,6 +31,10 @@ def register(sub) -> None:
                        const="not_applied", help="the call did not take effect")
     group.add_argument("--retry-safe", dest="decision", action="store_const",
                        const="retry_safe", help="running it again is safe")
+    group.add_argument("--accept-suggested", action="store_true",
+                       help="record the suggested decision of every call that has one (read-only "
+                       "calls: retry-safe; edits verified against the files: applied / not "
+                       "applied); calls with external effects are left for you")
     p.add_argument("--note", default="", help="a note stored with the decision")
     p.set_defaults(func=cmd_reconcile, decision=None)
 
@@ -58,6 +65,10 @@ def cmd_reconcile(args) -> int:
         if args.decision and not args.call:
             raise CommandError("name the tool call to decide about (see `continuation reconcile`)")
         crashed = _record_crashes(engine)
+        if args.accept_suggested:
+            if args.call:
+                raise CommandError("--accept-suggested takes no CALL (use --thread to narrow it)")
+            return _accept(engine, args)
         if args.call:
             try:
                 thread, call = reconcile.find_call(engine, args.call, args.thread)
@@ -113,4 +124,33 @@ def _decide(thread, call, args) -> int:
     print(f"recorded: {call.call_id} {args.decision.replace('_', '-')}")
     for r in held:
         print(f"  input {r.input_id}: {r.state}")
+    return 0
+
+
+def _accept(engine, args) -> int:
+    from ..recovery import reconcile
+
+    recorded, left = [], []
+    for thread in _threads(engine, args.thread):
+        for it in reconcile.pending(thread):
+            if it.suggestion is None:
+                left.append(it)
+                continue
+            why = it.check.summary() if it.check else it.classification.reason
+            reconcile.decide(thread, it.call_id, it.suggestion,
+                             (args.note + "; " if args.note else "") + f"suggested: {why}")
+            recorded.append((it, it.suggestion))
+    if args.json:
+        emit_json({"recorded": [{"thread": it.thread_key, "call_id": it.call_id, "decision": d}
+                                for it, d in recorded],
+                   "left": [it.to_dict() for it in left]})
+        return 0
+    for it, decision in recorded:
+        print(f"recorded: {it.call_id} {decision.replace('_', '-')}  ({it.tool}, thread {it.thread_key})")
+    if left:
+        print(f"{len(left)} call(s) need your decision:")
+        for it in left:
+            _print_item(it)
+    elif not recorded:
+        print("no tool calls wait for reconciliation")
     return 0
