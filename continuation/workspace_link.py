@@ -11,6 +11,8 @@ from pathlib import Path
 
 from .engine import Thread
 
+SNAPSHOT_LOCK_TIMEOUT_S = 20
+
 #: tool argument names that name a file the tool writes
 _PATH_ARGS = ("file_path", "path", "notebook_path")
 _WRITING_TOOLS = {"Write", "Edit", "MultiEdit", "NotebookEdit", "apply_patch", "write_file",
@@ -36,8 +38,10 @@ def snapshot_for_checkpoint(thread: Thread, generation: int) -> dict | None:
     root = thread.row["workspace_root"]
     if not root:
         return None
+    # a hook has a deadline (Codex gives PreCompact its own timeout): wait for another
+    # thread's snapshot of this workspace a short while, not the library's default 120 s
     ref = take_snapshot(Path(root), thread.key, generation, state_home=thread.engine.home,
-                        policy=policy())
+                        policy=policy(), lock_timeout=SNAPSHOT_LOCK_TIMEOUT_S)
     return ref.to_dict()
 
 
