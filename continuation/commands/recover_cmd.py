@@ -80,7 +80,7 @@ def _print_item(it, recorded: bool) -> None:
     print(f"  repository:      {it.workspace_root or '-'}")
     print(f"  interrupted:     {it.reason}" + ("  [crash recorded now]" if recorded else ""))
     print(f"  last activity:   {_when(it.last_activity)}")
-    print(f"  last checkpoint: " + (f"{cp['checkpoint_id']} at {_when(cp['created_at'])}" if cp
+    print("  last checkpoint: " + (f"{cp['checkpoint_id']} at {_when(cp['created_at'])}" if cp
                                     else "none"))
     print(f"  unfinished inputs: {len(it.inputs)}")
     for i in it.inputs:
