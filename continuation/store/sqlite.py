@@ -209,6 +209,11 @@ class SqliteStore:
 
     def thread(self, selector: str) -> dict:
         """A thread by key, by session id, or by a unique prefix of either."""
+        for column in ("thread_key", "session_id"):  # indexed exact matches first: no scan
+            cur = self.conn.execute(f"SELECT * FROM threads WHERE {column}=?", (selector,))
+            found = cur.fetchall()
+            if len(found) == 1:
+                return dict(zip([d[0] for d in cur.description], found[0]))
         rows = self.threads()
         for field in ("thread_key", "session_id"):
             exact = [r for r in rows if r[field] == selector]
