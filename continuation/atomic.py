@@ -24,7 +24,15 @@ def fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-def atomic_write(path: Path, data: bytes, mode: int = 0o600) -> None:
+def atomic_write(path: Path, data: bytes, mode: int | None = 0o600,
+                 fault_points: str | None = "capsule") -> None:
+    """Replace ``path`` with ``data`` atomically and durably. ``mode`` None keeps the temp
+    file's private default; ``fault_points`` names the kill points this write passes
+    (``<name>.mid_write``, ``.before_rename``, ``.before_dir_fsync``), None for none."""
+    def fault(step: str) -> None:
+        if fault_points:
+            faults.point(f"{fault_points}.{step}")
+
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -33,15 +41,16 @@ def atomic_write(path: Path, data: bytes, mode: int = 0o600) -> None:
             half = len(data) // 2
             fh.write(data[:half])
             fh.flush()
-            faults.point("capsule.mid_write")
+            fault("mid_write")
             fh.write(data[half:])
             fh.flush()
             os.fsync(fh.fileno())
-        try:
-            os.chmod(tmp, mode)
-        except OSError:
-            pass
-        faults.point("capsule.before_rename")
+        if mode is not None:
+            try:
+                os.chmod(tmp, mode)
+            except OSError:
+                pass  # best effort (Windows)
+        fault("before_rename")
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -49,7 +58,7 @@ def atomic_write(path: Path, data: bytes, mode: int = 0o600) -> None:
         except OSError:
             pass
         raise
-    faults.point("capsule.before_dir_fsync")
+    fault("before_dir_fsync")
     fsync_dir(path.parent)
 
 

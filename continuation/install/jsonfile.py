@@ -10,13 +10,13 @@ restoration is not this module's job: the backup keeps the original bytes.
 from __future__ import annotations
 
 import json
-import os
 import re
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..atomic import atomic_write as _atomic_write
+from ..atomic import fsync_dir  # noqa: F401  (re-exported for the installer core)
 from .errors import InstallError
 
 _BOM = b"\xef\xbb\xbf"
@@ -107,48 +107,16 @@ def render(data: dict[str, Any], style: JsonStyle) -> bytes:
 
 
 def atomic_write(path: Path, data: bytes, *, mode_from: Path | None = None) -> None:
-    """Write ``data`` to ``path`` through a temp file, fsync and rename.
+    """Write ``data`` to ``path`` through a temp file, fsync and rename
+    (:func:`continuation.atomic.atomic_write`).
 
     The file keeps the permission bits of ``mode_from`` (the file it replaces)
     where the OS supports it.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
     mode = None
     if mode_from is not None:
         try:
             mode = mode_from.stat().st_mode & 0o7777
         except OSError:
             mode = None
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    tmp = Path(tmp_name)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        if mode is not None:
-            try:
-                os.chmod(tmp, mode)
-            except OSError:
-                pass  # best effort (Windows)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    fsync_dir(path.parent)
-
-
-def fsync_dir(folder: Path) -> None:
-    """fsync a folder so a rename is durable; skipped where the OS has no folder fsync."""
-    if os.name == "nt":
-        return
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+    _atomic_write(path, data, mode=mode, fault_points=None)
