@@ -9,8 +9,8 @@ import pytest
 
 from continuation.install import install, status, uninstall
 
-EVENTS = {"SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PreCompact", "PostCompact", "Stop",
-          "SessionEnd"}
+EVENTS = {"SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PostToolUseFailure",
+          "PreCompact", "PostCompact", "Stop", "StopFailure", "SessionEnd"}
 
 
 @pytest.fixture
@@ -42,7 +42,7 @@ def test_matcher_rules(dirs) -> None:
     hooks = json.loads(report.path.read_text(encoding="utf-8"))["hooks"]
     assert set(hooks) == EVENTS
     for event, (group,) in hooks.items():
-        if event in ("PreToolUse", "PostToolUse"):
+        if event in ("PreToolUse", "PostToolUse", "PostToolUseFailure"):
             assert group["matcher"] == "*", "tool events: every tool"
         else:
             # No matcher = every occurrence (SessionStart: startup/resume/clear/compact;

@@ -25,9 +25,13 @@ CLAUDE_EVENTS = (
     "UserPromptSubmit",
     "PreToolUse",
     "PostToolUse",
+    # a failed tool call fires this instead of PostToolUse: without it the call would have no
+    # outcome and its input would wait for reconciliation
+    "PostToolUseFailure",
     "PreCompact",
     "PostCompact",
     "Stop",
+    "StopFailure",  # the turn ended on an API error: recorded as aborted, not completed
     "SessionEnd",
 )
 
@@ -51,7 +55,7 @@ class ClaudeTarget(HookTarget):
 CLAUDE = ClaudeTarget(
     runtime="claude",
     events=CLAUDE_EVENTS,
-    tool_events=frozenset({"PreToolUse", "PostToolUse"}),
+    tool_events=frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure"}),
     # The hot path answers in milliseconds; boundaries may snapshot a worktree.
     timeouts={"PreCompact": 60, "SessionStart": 60},
     default_timeout=30,

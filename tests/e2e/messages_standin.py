@@ -53,6 +53,7 @@ DEFAULT_SCRIPT: dict[str, Reply] = {
     "slow task": Reply(bash="sh build.sh"),
     "quick build": Reply(bash="sh build.sh 3"),
     "append a second line": Reply(bash="echo line >> notes.txt"),
+    "run the failing check": Reply(bash="sh -c 'echo check failed >&2; exit 3'"),
     "append a third line": Reply(text="Appended the third line (claim)."),
     "append a line to notes.txt": Reply(text="I will append a line to notes.txt (claim)."),
 }

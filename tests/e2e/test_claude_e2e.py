@@ -441,6 +441,27 @@ def test_claude_prompt_typed_mid_turn_is_its_own_input(continuation_cmd: list[st
 
 
 @e2e
+def test_claude_failed_tool_call_has_an_outcome(continuation_cmd: list[str], claude_bin: Path,
+                                                tmp_path: Path) -> None:
+    """A Bash call that exits non-zero fires PostToolUseFailure (not PostToolUse) in Claude Code
+    2.1.332: installed, it records the failure, so the turn's input is handled, not left waiting
+    for reconciliation with an unknown outcome."""
+    with installed_sandbox(continuation_cmd, claude_bin, tmp_path) as env:
+        result = env.box.run("run the failing check", timeout=RUN_TIMEOUT_S)
+        assert result.returncode == 0, result.stderr[-2000:]
+        session_id = env.box.hook_payloads()[0]["session_id"]
+        inputs = env.inputs(session_id)
+        events = _json_list(env.cli("events", "--thread", session_id, "--json").stdout, "events")
+    env.assert_no_hook_errors()
+    # the user's recorder hook (not ours) listens to PostToolUse only: it never saw the outcome
+    fired = [p["hook_event_name"] for p in env.box.hook_payloads()]
+    assert "PreToolUse" in fired and "PostToolUse" not in fired, fired
+    finished = [e["data"] for e in events if e["type"] == "tool_finished"]
+    assert [f["status"] for f in finished] == ["error"], finished
+    assert [(i["text"], i["state"]) for i in inputs] == [("run the failing check", "handled")]
+
+
+@e2e
 def test_claude_auto_compaction_mid_turn_keeps_the_prompt(continuation_cmd: list[str], claude_bin: Path,
                                                           tmp_path: Path) -> None:
     """Claude Code auto-compacts inside a turn (after a tool result) when the model reports a nearly
