@@ -6,7 +6,6 @@ harness in tests/ runs a scripted session once per point). Unset, a point costs 
 from __future__ import annotations
 
 import os
-import signal
 
 POINTS = (
     "event.before_commit",
@@ -21,5 +20,7 @@ POINTS = (
 
 def point(name: str) -> None:
     if os.environ.get("CONTINUATION_FAULT") == name:
+        import signal  # only when a fault is armed: the import is a share of a hook run
+
         kill = getattr(signal, "SIGKILL", signal.SIGTERM)  # Windows has no SIGKILL
         os.kill(os.getpid(), kill)
