@@ -201,8 +201,7 @@ def on_session_start(thread: Thread, runtime: str, source: str, *, source_tag: s
                               reason="compact")
     notice = _recovery_notice(thread) if source in ("startup", "resume", "fork") else ""
     if source in ("resume", "fork"):
-        carry = row["needs_context"] or any(
-            r.state in ("interrupted", "reconciling") for r in thread.inputs())
+        carry = row["needs_context"] or bool(thread.inputs(("interrupted", "reconciling")))
         if carry:
             return with_notice(context_answer(thread, runtime, "SessionStart",
                                               via="session_start", reason=source), notice)

@@ -27,6 +27,7 @@ from capsule.source import (
 )
 
 from .engine import Thread
+from .store.view import SqlStateView
 from .rewind.summary import ANCHOR_TYPES, recovery_notices
 from .rewind.timeline import live_events
 
@@ -92,11 +93,12 @@ def gather(thread: Thread, *, generation: int, reason: str, upto_seq: int | None
     key = thread.key
     store = thread.store
     inputs = thread.inputs()
-    calls = [c for c in thread.tool_calls() if c.status != "rolled_back"]
-    # every unsettled call, and only the newest finished ones (the budget drops those early)
-    finished = [c for c in calls if c.status not in ("in_flight", "unknown")]
-    keep = {c.call_id for c in finished[-MAX_FINISHED_CALLS:]}
-    calls = [c for c in calls if c.status in ("in_flight", "unknown") or c.call_id in keep]
+    # every unsettled call, and only the newest finished ones (the budget drops those early);
+    # indexed reads, not the whole history of a long thread
+    view = SqlStateView(store.conn, key)
+    calls = sorted(view.calls_in_statuses(("in_flight", "unknown"))
+                   + view.newest_calls(MAX_FINISHED_CALLS, ("ok", "error", "reconciled")),
+                   key=lambda c: c.started_seq)
     last_seq = upto_seq if upto_seq is not None else int(row["last_seq"])
     if store.events_of_types(key, ANCHOR_TYPES, upto=upto_seq, newest=1):
         # rewind (issue 7): only the current branch feeds facts, claims and cursor, and the

@@ -139,14 +139,14 @@ class Thread:
                                            "note": note}, **kw)
 
     # -- reading -----------------------------------------------------------------------------
-    def inputs(self):
-        return self.store.inputs(self.key)
+    def inputs(self, states=None):
+        return self.store.inputs(self.key, states)
 
     def actionable_inputs(self):
-        return [r for r in self.inputs() if r.state in ACTIONABLE]
+        return self.store.inputs(self.key, sorted(ACTIONABLE))
 
-    def tool_calls(self):
-        return self.store.tool_calls(self.key)
+    def tool_calls(self, statuses=None):
+        return self.store.tool_calls(self.key, statuses)
 
     def claims(self):
         return self.store.claims(self.key)

@@ -45,6 +45,7 @@ if TYPE_CHECKING:
         def put_call(self, rec: ToolCallRecord) -> None: ...
         def running_turns(self) -> Iterable[TurnRecord]: ...
         def all_inputs(self) -> Iterable[InputRecord]: ...
+        def inputs_in_states(self, states) -> Iterable[InputRecord]: ...
         def all_calls(self) -> Iterable[ToolCallRecord]: ...
         def reset(self) -> None: ...
 
@@ -83,6 +84,9 @@ class ThreadState:
 
     def all_inputs(self):
         return list(self.inputs.values())
+
+    def inputs_in_states(self, states):
+        return [r for r in self.inputs.values() if r.state in states]
 
     def all_calls(self):
         return list(self.calls.values())
@@ -290,8 +294,8 @@ def _crash_detected(view, seq, data) -> str:
     for turn in list(view.running_turns()):
         _end_turn(view, seq, turn, "crashed", "crash_detected", "crash_detected_with_open_tool")
     # pending inputs that never reached a turn (no turn id from the runtime)
-    for rec in list(view.all_inputs()):
-        if rec.state == PENDING and not rec.turn_id:
+    for rec in list(view.inputs_in_states((PENDING,))):
+        if not rec.turn_id:
             _move(view, rec, "crash_detected", seq)
     return "applied"
 

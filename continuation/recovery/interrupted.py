@@ -126,13 +126,13 @@ def _last_checkpoint(thread) -> dict | None:
 
 def _summary_inputs(thread) -> list[dict]:
     return [{"input_id": r.input_id, "state": r.state, "text": r.text, "turn_id": r.turn_id}
-            for r in thread.inputs() if r.state in ("pending", "queued", "interrupted", "reconciling")]
+            for r in thread.inputs(("pending", "queued", "interrupted", "reconciling"))]
 
 
 def _summary_calls(thread, crash_seq: int) -> list[dict]:
     return [{"call_id": c.call_id, "tool": c.tool, "args": c.args, "started_at": c.started_at,
              "status": c.status, "turn_id": c.turn_id}
-            for c in thread.tool_calls()
+            for c in thread.tool_calls(("unknown", "in_flight"))
             if c.status == "unknown" or (c.status == "in_flight" and (crash_seq == 0 or
                                                                       c.started_seq < crash_seq))]
 

@@ -96,7 +96,7 @@ def _question(item: ReconcileItem) -> tuple[str | None, str]:
 
 def pending(thread, *, include_in_flight_after_crash: bool = True) -> list[ReconcileItem]:
     """The thread's calls whose outcome is unknown, classified and (for edits) verified."""
-    calls = thread.tool_calls()
+    calls = thread.tool_calls(("unknown", "in_flight"))  # indexed: not the whole history
     crash_seq = 0
     if include_in_flight_after_crash:
         row = thread.store.conn.execute(
@@ -104,7 +104,7 @@ def pending(thread, *, include_in_flight_after_crash: bool = True) -> list[Recon
             (thread.key,)).fetchone()
         crash_seq = int(row[0] or 0)
     inputs_by_call: dict[str, list[dict]] = {}
-    for rec in thread.inputs():
+    for rec in thread.inputs(("reconciling",)):  # only reconciling inputs wait on calls
         for call_id in rec.unknown_calls or []:
             inputs_by_call.setdefault(call_id, []).append(
                 {"input_id": rec.input_id, "state": rec.state, "text": rec.text})
@@ -132,6 +132,12 @@ def pending(thread, *, include_in_flight_after_crash: bool = True) -> list[Recon
 def find_call(engine, call_selector: str, thread_selector: str | None = None):
     """(thread, call record) for a call id or unique prefix, in one thread or across all."""
     threads = [engine.get_thread(thread_selector)] if thread_selector else engine.threads()
+    from ..store.view import SqlStateView
+
+    for t in threads:  # an exact id is one indexed read per thread
+        exact = SqlStateView(t.store.conn, t.key).get_call(call_selector)
+        if exact is not None:
+            return t, exact
     matches = []
     for t in threads:
         for c in t.tool_calls():

@@ -65,6 +65,7 @@ MIGRATIONS: list[str] = [
         data TEXT NOT NULL,
         PRIMARY KEY (thread_key, call_id)
     ) WITHOUT ROWID;
+    CREATE INDEX tool_calls_by_status ON tool_calls (thread_key, status);
     CREATE TABLE claims (
         thread_key TEXT NOT NULL,
         seq INTEGER NOT NULL,

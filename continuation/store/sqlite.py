@@ -382,11 +382,14 @@ class SqliteStore:
         return [dict(zip(names, r)) for r in cur.fetchall()]
 
     # -- derived reads -----------------------------------------------------------------------
-    def inputs(self, thread_key: str) -> list[InputRecord]:
-        return SqlStateView(self.conn, thread_key).all_inputs()
+    def inputs(self, thread_key: str, states=None) -> list[InputRecord]:
+        """The thread's inputs in admission order (only those in ``states`` when given)."""
+        view = SqlStateView(self.conn, thread_key)
+        return view.all_inputs() if states is None else view.inputs_in_states(states)
 
-    def tool_calls(self, thread_key: str) -> list[ToolCallRecord]:
-        return SqlStateView(self.conn, thread_key).all_calls()
+    def tool_calls(self, thread_key: str, statuses=None) -> list[ToolCallRecord]:
+        view = SqlStateView(self.conn, thread_key)
+        return view.all_calls() if statuses is None else view.calls_in_statuses(statuses)
 
     def turns(self, thread_key: str) -> list[TurnRecord]:
         rows = self.conn.execute("SELECT data FROM turns WHERE thread_key=?", (thread_key,))

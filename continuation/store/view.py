@@ -40,6 +40,14 @@ class SqlStateView:
         ).fetchall()
         return [InputRecord.from_row(json.loads(r[0])) for r in rows]
 
+    def inputs_in_states(self, states):
+        """Inputs in the given states (indexed by state: no scan of a long history)."""
+        states = list(states)
+        rows = self.conn.execute(
+            f"SELECT data FROM inputs WHERE thread_key=? AND state IN ({','.join('?' * len(states))})"
+            " ORDER BY admitted_seq", (self.key, *states)).fetchall()
+        return [InputRecord.from_row(json.loads(r[0])) for r in rows]
+
     # turns
     def get_turn(self, turn_id):
         row = self.conn.execute(
@@ -77,6 +85,23 @@ class SqlStateView:
         rows = self.conn.execute(
             "SELECT data FROM tool_calls WHERE thread_key=? ORDER BY started_seq", (self.key,)
         ).fetchall()
+        return [ToolCallRecord.from_row(json.loads(r[0])) for r in rows]
+
+    def newest_calls(self, limit: int, statuses):
+        """The ``limit`` most recently started calls in ``statuses``, oldest first."""
+        statuses = list(statuses)
+        rows = self.conn.execute(
+            f"SELECT data FROM tool_calls WHERE thread_key=? AND status IN"
+            f" ({','.join('?' * len(statuses))}) ORDER BY started_seq DESC LIMIT ?",
+            (self.key, *statuses, limit)).fetchall()
+        return [ToolCallRecord.from_row(json.loads(r[0])) for r in reversed(rows)]
+
+    def calls_in_statuses(self, statuses):
+        statuses = list(statuses)
+        rows = self.conn.execute(
+            f"SELECT data FROM tool_calls WHERE thread_key=? AND status IN"
+            f" ({','.join('?' * len(statuses))}) ORDER BY started_seq",
+            (self.key, *statuses)).fetchall()
         return [ToolCallRecord.from_row(json.loads(r[0])) for r in rows]
 
     def reset(self):
