@@ -171,11 +171,11 @@ class Thread:
 
 def session_marker(pid: int | None = None) -> dict:
     """Who is writing: the live-session marker refreshed at every hook (pid, start, host)."""
-    if not pid:  # the runtime behind the hook, past `sh -c` wrappers (crash detection needs it)
-        from .recovery.liveness import runtime_pid
+    from .recovery.liveness import proc_start, runtime_pid
 
+    if not pid:  # the runtime behind the hook, past `sh -c` wrappers (crash detection needs it)
         pid = runtime_pid()
-    return {"pid": pid, "proc_start": _proc_start(pid), "host": hostname()}
+    return {"pid": pid, "proc_start": proc_start(pid), "host": hostname()}
 
 
 def hostname() -> str:
@@ -184,12 +184,3 @@ def hostname() -> str:
     if uname is not None:
         return uname().nodename
     return os.environ.get("COMPUTERNAME") or "localhost"
-
-
-def _proc_start(pid: int) -> str | None:
-    """The process start time, so a reused pid is not mistaken for the live owner."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            return fh.read().rsplit(b")", 1)[1].split()[19].decode()
-    except (OSError, IndexError):
-        return None
