@@ -15,10 +15,10 @@ import stat
 from pathlib import Path
 
 from .errors import WorkspaceError
-from .model import DIRTY_SAMPLE, DirtyPath, DirtySummary, DriftReport, OversizedFile, WorkspaceRef
+from .model import DIRTY_SAMPLE, DirtySummary, DriftReport, OversizedFile, WorkspaceRef
 from .policy import WorkspacePolicy
 from .porcelain import Status, StatusEntry
-from .treebuild import _count, read_status, seed_index
+from .treebuild import read_status, seed_index
 from .workspace_target import Workspace, effective_matcher, in_progress_operation, read_json, utc_now, write_json_atomic
 
 MANIFEST_VERSION = 1
@@ -219,16 +219,7 @@ def _manifest_dirty(previous: dict[str, Entry], current: dict[str, Entry]) -> Di
         if _same(before, now):
             continue
         letter = "D" if now.get("deleted") else "A" if before.get("deleted") else "M"
-        if letter == "D":
-            summary.deleted += 1
-        elif letter == "A":
-            summary.added += 1
-        else:
-            summary.modified += 1
-        if len(summary.paths) < DIRTY_SAMPLE:
-            summary.paths.append(DirtyPath(letter, path))
-        else:
-            summary.truncated = True
+        summary.count(letter, path)
     return summary
 
 
@@ -238,7 +229,7 @@ def status_dirty_summary(status: Status) -> DirtySummary:
     for entry in status.entries:
         letter = _classify(entry)
         if letter is not None and not entry.is_directory:
-            _count(summary, letter, entry.path)
+            summary.count(letter, entry.path)
     return summary
 
 

@@ -51,6 +51,18 @@ class DirtySummary:
     def total(self) -> int:
         return self.modified + self.added + self.deleted + self.untracked + self.unmerged
 
+    _FIELD_BY_LETTER = {"M": "modified", "A": "added", "D": "deleted", "U": "unmerged"}
+
+    def count(self, letter: str, path: str) -> None:
+        """Count one changed path (M, A, D, U; anything else is untracked) and keep it in the
+        sample while there is room."""
+        name = self._FIELD_BY_LETTER.get(letter, "untracked")
+        setattr(self, name, getattr(self, name) + 1)
+        if len(self.paths) < DIRTY_SAMPLE:
+            self.paths.append(DirtyPath(letter, path))
+        else:
+            self.truncated = True
+
     @classmethod
     def from_dict(cls, data: Any) -> "DirtySummary":
         if not isinstance(data, dict):

@@ -21,7 +21,7 @@ from pathlib import Path
 from .gitrun import GitTarget
 from .headref import read_head
 from .workspace_target import in_progress_operation
-from .model import DIRTY_SAMPLE, DirtyPath, DirtySummary, OversizedFile
+from .model import DirtySummary, OversizedFile
 from .policy import ExcludeMatcher
 from .porcelain import STATUS_ARGS, Status, parse_status
 
@@ -201,22 +201,7 @@ def tree_dirty_summary(
         if letter == "U":
             letters[path] = "U"
     for path in sorted(letters):
-        _count(summary, letters[path], path)
+        summary.count(letters[path], path)
     return summary
 
 
-def _count(summary: DirtySummary, letter: str, path: str) -> None:
-    if letter == "M":
-        summary.modified += 1
-    elif letter == "A":
-        summary.added += 1
-    elif letter == "D":
-        summary.deleted += 1
-    elif letter == "U":
-        summary.unmerged += 1
-    else:
-        summary.untracked += 1
-    if len(summary.paths) < DIRTY_SAMPLE:
-        summary.paths.append(DirtyPath(letter, path))
-    else:
-        summary.truncated = True
