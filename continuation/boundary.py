@@ -107,7 +107,7 @@ def before_compaction(thread: Thread, *, trigger: str, source_tag: str,
     return cp
 
 
-def _fresh_checkpoint(thread: Thread, reason: str) -> checkpoints.Checkpoint:
+def fresh_checkpoint(thread: Thread, reason: str) -> checkpoints.Checkpoint:
     """The newest checkpoint when nothing but bookkeeping happened since; else a new one."""
     cps = checkpoints.list_checkpoints(thread)
     if cps:
@@ -163,7 +163,7 @@ def context_answer(thread: Thread, runtime: str, event_name: str, *, via: str,
     UserPromptSubmit fallback this is boundary work on a prompt hook (the tokenizer loads), paid
     only when a boundary's delivery was lost. ``exclude_input`` (the prompt being submitted) is
     not repeated verbatim: the runtime sends it with this very request."""
-    cp = _fresh_checkpoint(thread, reason)
+    cp = fresh_checkpoint(thread, reason)
     loaded = checkpoints.load(thread, cp.generation)
     if loaded is None:
         return {}

@@ -162,6 +162,9 @@ def test_checkpoint_capsule_context_source_commands(home):
     assert b"CONTINUATION-CHECKPOINT" in r.stdout
     r = run_cli(home, "context")
     assert r.returncode == 0 and b"rename the module" in r.stdout
+    r = run_cli(home, "context", "--json")
+    kinds = [m["kind"] for m in json.loads(r.stdout)["messages"]]
+    assert kinds == ["capsule", "actionable_input"]
     pointer = capsule["objective"]["pointer"]
     r = run_cli(home, "source", pointer)
     assert r.stdout.decode().strip() == "rename the module"

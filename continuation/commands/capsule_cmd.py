@@ -83,9 +83,7 @@ def cmd_capsule_show(args) -> int:
 
 
 def cmd_context(args) -> int:
-    from capsule.assemble import assemble_context
-
-    from ..boundary import _fresh_checkpoint
+    from ..boundary import assembled_context, fresh_checkpoint
     from ..checkpoints import load
 
     instructions = None
@@ -97,12 +95,14 @@ def cmd_context(args) -> int:
             raise CommandError(f"cannot read instructions: {exc}") from None
     with open_engine() as engine:
         thread = engine.select(args.thread)
-        cp = _fresh_checkpoint(thread, "context")
+        cp = fresh_checkpoint(thread, "context")
         loaded = load(thread, cp.generation)
-        context = assemble_context(instructions, loaded.capsule)
+        context = assembled_context(thread, loaded, instructions)
         if args.json:
-            emit_json(context.model_dump(mode="json") if hasattr(context, "model_dump")
-                      else {"text": context.as_text()})
+            emit_json({"thread": thread.key, "checkpoint_id": cp.checkpoint_id,
+                       "messages": [{"role": m.role, "kind": m.kind, "input_id": m.input_id,
+                                     "state": m.state, "text": m.text}
+                                    for m in context.messages]})
         else:
             sys.stdout.write(context.as_text().rstrip("\n") + "\n")
     return 0
@@ -126,7 +126,7 @@ def cmd_source(args) -> int:
         text = data.get("text")
         if text is None:
             text = json.dumps(data, indent=2, ensure_ascii=False)
-        out = text.encode("utf-8", "surrogateescape" if False else "surrogatepass")
+        out = text.encode("utf-8", "surrogatepass")  # the user's exact text, lone surrogates too
         sys.stdout.buffer.write(out)
         if not out.endswith(b"\n"):
             sys.stdout.buffer.write(b"\n")
