@@ -175,3 +175,28 @@ def test_corrupt_workspace_reference_and_capsule_are_reported_not_raised(home, r
     # the conversation rewind builds a fresh capsule from the log: a torn old one does not matter
     r = cli("rewind", second[0], "--conversation", home=home)
     assert r.returncode == 0, r.stderr.decode()
+
+
+def test_restore_keeps_files_the_user_made_or_committed_between_checkpoints(home, repo):
+    """A later snapshot of the thread records the user's own new files too: it is no evidence
+    that the agent created them (found in review: such files were deleted by a restore)."""
+    s = HookSession(home, repo)
+    s.start()
+    p1 = s.prompt("one")
+    s.stop(p1)
+    s.compact()  # the checkpoint restored below: neither file exists yet
+    (repo / "my-own-notes.txt").write_text("written by hand\n")
+    (repo / "feature.py").write_text("x = 1\n")
+    git(repo, "add", "feature.py")
+    git(repo, "commit", "-qm", "the user's commit")
+    p2 = s.prompt("two")
+    s.write_file(p2, "agent-made.py", "made by the agent\n")
+    s.stop(p2)
+    s.compact()  # a later snapshot holding all three files
+    first = min(cli_json("checkpoints", home=home)["checkpoints"], key=lambda c: c["generation"])
+    r = cli("restore", first["checkpoint_id"], home=home)
+    assert r.returncode == 0, r.stderr.decode()
+    assert (repo / "my-own-notes.txt").read_text() == "written by hand\n"
+    assert (repo / "feature.py").read_text() == "x = 1\n"
+    assert not (repo / "agent-made.py").exists(), "the agent's Write is named by its tool call"
+    assert "feature.py" not in git(repo, "status", "--porcelain")

@@ -54,7 +54,7 @@ def test_restore_deletes_only_files_the_session_created(repo, git_home):
     at_checkpoint = UserGitState.capture(repo)
     write(repo, {
         "named-by-engine.py": "tool wrote me\n",      # in session_created
-        "seen-in-later-snapshot.py": "later\n",       # captured by generation 2 of this thread
+        "seen-in-later-snapshot.py": "later\n",       # in generation 2 of this thread: no evidence
         "notes.txt": "untracked, edited\n",           # existed at checkpoint: restored, not deleted
         "fresh.log": "ignored, created later\n",      # ignored: never touched even if named
         "build/out.o": "ignored folder\n",
@@ -69,14 +69,16 @@ def test_restore_deletes_only_files_the_session_created(repo, git_home):
         ref, state_home=git_home,
         session_created=[repo / "named-by-engine.py", "fresh.log", "build/out.o", "newdir/deep/agent.txt"],
     )
-    assert plan.deleted == ["named-by-engine.py", "newdir/deep/agent.txt", "seen-in-later-snapshot.py"]
-    assert plan.kept == ["other-thread-only.txt", "user-made.txt"]
+    assert plan.deleted == ["named-by-engine.py", "newdir/deep/agent.txt"]
+    # a later snapshot records the user's own new files too: it is no evidence of the agent
+    assert plan.kept == ["other-thread-only.txt", "seen-in-later-snapshot.py", "user-made.txt"]
     assert plan.modified == ["notes.txt"]
 
     result = apply_restore(plan, state_home=git_home)
 
     assert result.ok and sorted(result.deleted) == plan.deleted
-    assert not (repo / "named-by-engine.py").exists() and not (repo / "seen-in-later-snapshot.py").exists()
+    assert not (repo / "named-by-engine.py").exists()
+    assert (repo / "seen-in-later-snapshot.py").read_text() == "later\n"
     assert not (repo / "newdir").exists()  # emptied folder that did not exist at the checkpoint
     assert (repo / "user-made.txt").read_text() == "user's own\n"
     assert (repo / "other-thread-only.txt").exists()
@@ -86,6 +88,7 @@ def test_restore_deletes_only_files_the_session_created(repo, git_home):
     assert (repo / "build" / "out.o").exists()
     (repo / "user-made.txt").unlink()
     (repo / "other-thread-only.txt").unlink()
+    (repo / "seen-in-later-snapshot.py").unlink()
     assert_untouched(at_checkpoint, repo)
 
 

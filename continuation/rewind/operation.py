@@ -283,7 +283,8 @@ def plan_undo_restore(engine: Engine, thread: Thread, *, reason: str = "") -> Un
     event, files = found
     try:
         ref = WorkspaceRef.from_dict(files["safety"])
-        plan = plan_restore(ref, state_home=engine.home, session_created=files.get("recreated") or [])
+        plan = plan_restore(ref, state_home=engine.home, session_created=files.get("recreated") or [],
+                            keep_committed=False)  # exactly the files the restore re-created
     except (CorruptReference, WorkspaceError) as exc:
         raise RewindError(f"cannot undo the restore of event {event['seq']}: {exc}") from None
     return UndoPlan(thread.key, int(event["seq"]), reason, plan)

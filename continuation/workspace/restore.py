@@ -3,12 +3,12 @@
 How "created by the session" is known (the only files a restore deletes): a path qualifies when
 it is absent from the checkpoint's tree, is not hidden by the user's ignore rules (git never
 lists ignored files here), was not recorded at the checkpoint as oversized, excluded or inside a
-nested repository, AND at least one of:
-- the engine names it in ``session_created`` (from its tool-call records: files written by the
-  agent's Write/Edit/apply_patch calls), or
-- it is present in a later snapshot of the same thread (``refs/continuation/<thread>/<g>`` with
-  ``g`` greater than the checkpoint's generation), i.e. it appeared while that thread was running.
-Any other new file is listed as ``kept`` and left alone. Untracked files that existed at the
+nested repository, is not in HEAD's tree (the user committed it), AND the engine names it in
+``session_created`` (from its tool-call records: files written by the agent's Write/Edit/
+apply_patch calls). A later snapshot of the thread is no evidence: it records the user's own new
+files too. Any other new file (one a shell command of the agent may have made included) is
+listed as ``kept`` and left alone: a restore never deletes a file the agent is not known to have
+created. Untracked files that existed at the
 checkpoint are in its tree, so they are restored, never deleted.
 
 ``apply_restore`` never moves HEAD, never changes the branch and never writes the user's index:
@@ -31,7 +31,7 @@ from .compare import (
     status_against_snapshot,
 )
 from .gitrun import GitTarget
-from .layout import REF_NAMESPACE, safety_ref_name
+from .layout import safety_ref_name
 from .lock import DEFAULT_LOCK_TIMEOUT, workspace_lock
 from .model import ModeChange, RestorePlan, RestoreResult, SkippedPath, WorkspaceRef
 from .policy import WorkspacePolicy
@@ -45,8 +45,12 @@ def plan_restore(
     state_home: Path | str,
     session_created: Iterable[str | Path] = (),
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+    keep_committed: bool = True,
 ) -> RestorePlan:
-    """What restoring ``ref`` would change; changes nothing (this is ``--dry-run``)."""
+    """What restoring ``ref`` would change; changes nothing (this is ``--dry-run``).
+
+    ``keep_committed``: never delete a path in HEAD's tree (off only for undoing a restore,
+    whose re-created files are exactly what the undo removes)."""
     ws = resolve_workspace(ref.root, state_home)
     target = open_snapshot_target(ws, ref)
     with workspace_lock(ws.layout, lock_timeout):
@@ -74,7 +78,8 @@ def plan_restore(
             plan.mode_changes.append(ModeChange(entry.path, entry.mode_worktree, entry.mode_index))
             if not same_content:
                 plan.modified.append(entry.path)
-        created = _created_by_session(target, ref, new_paths, relative_paths(ws.root, session_created))
+        created = _created_by_session(target, new_paths, relative_paths(ws.root, session_created),
+                                      keep_committed)
         for path in new_paths:
             (plan.deleted if path in created else plan.kept).append(path)
         for bucket in (plan.modified, plan.recreated, plan.deleted, plan.kept):
@@ -84,7 +89,8 @@ def plan_restore(
 
 def plan_undo(result: RestoreResult, *, state_home: Path | str) -> RestorePlan:
     """Preview undoing a restore: back to its safety snapshot; files it re-created are removed."""
-    return plan_restore(result.safety, state_home=state_home, session_created=result.recreated)
+    return plan_restore(result.safety, state_home=state_home, session_created=result.recreated,
+                        keep_committed=False)
 
 
 def _same_content(target: GitTarget, entries) -> list[bool]:
@@ -97,33 +103,23 @@ def _same_content(target: GitTarget, entries) -> list[bool]:
     return [h == e.hash_index for h, e in zip(hashes, entries)]
 
 
-def _created_by_session(target: GitTarget, ref: WorkspaceRef, candidates: list[str], named: set[str]) -> set[str]:
-    created = {p for p in candidates if p in named}
-    rest = [p for p in candidates if p not in created and "\n" not in p]
-    later = _later_snapshot_commits(target, ref)
-    if not rest or not later:
-        return created
-    queries = [(commit, path) for commit in later for path in rest]
-    payload = "".join(f"{commit}:{path}\n" for commit, path in queries).encode("utf-8", "surrogateescape")
-    lines = target.out(["cat-file", "--batch-check"], stdin=payload).split("\n")
-    for (_, path), line in zip(queries, lines):
-        if not line.endswith(" missing"):
-            created.add(path)
-    return created
+def _created_by_session(target: GitTarget, candidates: list[str], named: set[str],
+                        keep_committed: bool) -> set[str]:
+    """The candidates the engine's tool-call records name as written by the agent, minus any
+    path in HEAD's tree (a file the user committed is never deleted, whoever first wrote it).
 
-
-def _later_snapshot_commits(target: GitTarget, ref: WorkspaceRef) -> list[str]:
-    if not ref.thread_key or ref.generation is None:
-        return []
-    prefix = f"{REF_NAMESPACE}/{ref.thread_key}/"
-    listing = target.out(["for-each-ref", "--format=%(objectname) %(refname)", prefix])
-    commits = []
-    for line in listing.splitlines():
-        commit, name = line.split(" ", 1)
-        generation = name[len(prefix) :]
-        if generation.isdigit() and int(generation) > ref.generation:
-            commits.append(commit)
-    return commits
+    A later snapshot of the thread is NOT evidence: it records everything in the work tree, the
+    user's own new files included (a file the user wrote between two checkpoints was deleted by
+    that rule)."""
+    created = [p for p in candidates if p in named and "\n" not in p]
+    if not created or not keep_committed:
+        return set(created)
+    payload = "".join(f"HEAD:{path}\n" for path in created).encode("utf-8", "surrogateescape")
+    try:
+        lines = target.out(["cat-file", "--batch-check"], stdin=payload).split("\n")
+    except Exception:  # unborn HEAD or no git: nothing is committed yet
+        return set(created)
+    return {path for path, line in zip(created, lines) if line.endswith(" missing")}
 
 
 def apply_restore(
