@@ -19,8 +19,10 @@ Decisions (details in each module's docstring):
   ``crashed:``, targeted at that turn (so a turn recorded live by the hooks is untouched);
   its inputs become interrupted, or reconciling when a tool call of the turn has no outcome.
   Mid-file this happens when the next turn / prompt starts; at the end of the file only when
-  the session is over (``session_over``; by default: no live runtime process recorded for the
-  thread).
+  the session is over (``session_over``; by default: the runtime processes the hooks recorded
+  for the thread ended or died; with none recorded the turn is left open). An end-of-file cut
+  is reason ``crashed: end_of_transcript``: when the file grows and a later import brings the
+  turn's real completion, the turn's inputs are re-delivered to it and it completes.
 - Rewinds (Claude branches, Codex ``thread_rolled_back``): ``rolled_back`` to just before the
   abandoned inputs, or ``input_superseded`` when later inputs were already recorded.
 - Aborts and "[Request interrupted by user]" give ``turn_aborted`` (reason ``user_interrupt``
@@ -41,7 +43,7 @@ import os
 from pathlib import Path
 
 from ..store.sqlite import thread_key_for
-from .apply import Applier, live_session, read_cursor
+from .apply import Applier, read_cursor, session_over_default
 from .reader import TranscriptReader
 from .report import ImportReport
 from .timeline import Timeline
@@ -83,8 +85,12 @@ def _prescan(module, path: Path) -> tuple[str | None, str | None]:
     scratch = ImportReport("prescan", str(path))
     sid = cwd = None
     for n, line in enumerate(TranscriptReader(path, scratch)):
-        s, c, _ = module.session_hint(line.record)
-        sid, cwd = sid or s, cwd or c
+        try:
+            s, c, _ = module.session_hint(line.record)
+        except (TypeError, AttributeError, ValueError, KeyError):
+            continue  # a damaged record: the import proper reports it
+        sid = sid or (s if isinstance(s, str) and s else None)
+        cwd = cwd or (c if isinstance(c, str) and c else None)
         if (sid and cwd) or n >= PRESCAN_RECORDS:
             break
     return sid, cwd
@@ -96,7 +102,8 @@ def import_transcript(runtime: str, path, *, engine=None, session_over: bool | N
 
     ``session_over``: whether the runtime session that wrote the file has ended (a turn left
     running at the end of the file is then cut, crash-style). ``None`` decides it from the
-    store: over unless a hook-recorded runtime process of this thread is still alive.
+    store: over only when the hook-recorded runtime processes of this thread ended or died;
+    with none recorded the last turn is left open (the report says so).
     """
     module = _parser(runtime)
     path = Path(path)
@@ -121,7 +128,15 @@ def import_transcript(runtime: str, path, *, engine=None, session_over: bool | N
         parser = (module.CodexParser if runtime == "codex" else module.ClaudeParser)(timeline)
         for line in reader:
             timeline.at(line.number, line.end)
-            parser.feed(line.record)
+            try:
+                parser.feed(line.record)
+            except (TypeError, AttributeError, ValueError, KeyError) as exc:
+                # valid JSON with fields of unexpected types: this record is reported, the
+                # import goes on (what the record had added to the timeline before failing
+                # stays: each timeline step is complete in itself)
+                report.malformed.append({"line": line.number, "offset": line.end,
+                                         "reason": f"unreadable record ({type(exc).__name__}: "
+                                                   f"{str(exc)[:120]})"})
         timeline.at(report.lines, reader.cursor)
         parser.finish()
         skip_upto = -1
@@ -130,12 +145,16 @@ def import_transcript(runtime: str, path, *, engine=None, session_over: bool | N
             report.resumed = True
             report.cursor_from = skip_upto
         report.cursor_to = reader.cursor
-        over = session_over if session_over is not None else not live_session(thread)
+        owner_unknown = False
+        if session_over is not None:
+            over = session_over
+        else:
+            over, owner_unknown = session_over_default(thread)
         new_cursor = {"path": resolved, "offset": reader.cursor,
                       "prefix_sha256": reader.cursor_digest, "records": report.records_read,
                       "size": _size(path), "runtime": runtime}
         Applier(thread, timeline, report, source=f"import:{runtime}", skip_upto=skip_upto,
-                session_over=over, cursor=new_cursor).run()
+                session_over=over, cursor=new_cursor, owner_unknown=owner_unknown).run()
         states = {r.input_id: r.state for r in thread.inputs()}
         for p in report.prompts:
             if p.get("kind") == "input":

@@ -45,13 +45,32 @@ def read_cursor(thread, path: str) -> dict | None:
     return json.loads(row[0]) if row else None
 
 
-def live_session(thread) -> bool:
-    """A runtime process the hooks recorded for this thread still runs (the recovery
-    module's owner check: pid alive with the same start time, on this host)."""
+def owner_verdict(thread) -> str:
+    """The recovery module's owner check of the runtime processes the hooks recorded for this
+    thread: ``alive``, ``unknown`` (none recorded, or on another host), ``ended``, ``dead``."""
     from ..recovery.interrupted import owners
 
     verdict, _ = owners(thread)
-    return verdict == "alive"
+    return verdict
+
+
+def live_session(thread) -> bool:
+    """A runtime process the hooks recorded for this thread still runs (pid alive with the
+    same start time, on this host)."""
+    return owner_verdict(thread) == "alive"
+
+
+def session_over_default(thread) -> tuple[bool, bool]:
+    """(session over?, owner unknown?) when the caller did not say. Only a recorded owner
+    that ended or died proves the session over: with no marker (hooks not installed) the
+    session may still be writing the file, and cutting its running turn would be wrong."""
+    verdict = owner_verdict(thread)
+    return verdict in ("ended", "dead"), verdict == "unknown"
+
+
+#: The reason of a turn cut because the file ended inside it: a later import of the grown file
+#: may still bring the turn's real end, which then replaces the cut (see ``_reopen_cut``).
+END_OF_TRANSCRIPT_CUT = "crashed: end_of_transcript"
 
 
 def _excerpt(text):
@@ -63,13 +82,14 @@ def _excerpt(text):
 
 class Applier:
     def __init__(self, thread, timeline: Timeline, report: ImportReport, *, source: str,
-                 skip_upto: int, session_over: bool, cursor: dict):
+                 skip_upto: int, session_over: bool, cursor: dict, owner_unknown: bool = False):
         self.thread = thread
         self.timeline = timeline
         self.report = report
         self.source = source
         self.skip_upto = skip_upto
         self.session_over = session_over
+        self.owner_unknown = owner_unknown  # session_over was a default: no owner recorded
         self.cursor = cursor
         self.view = SqlStateView(thread.store.conn, thread.key)
         self.conn = thread.store.conn
@@ -176,9 +196,47 @@ class Applier:
     def _op_turn_completed(self, d):
         if self.view.get_turn(d["turn_id"]) is None:
             return []  # a turn with no input and no call (e.g. only a compaction)
+        out = []
         if not self._running(d["turn_id"]):
-            return self._known()
-        return [(ev.TURN_COMPLETED, {"turn_id": d["turn_id"], "via": f"import:{d['how']}"})]
+            out = self._reopen_cut(d["turn_id"])
+            if not out:
+                return self._known()
+        return out + [(ev.TURN_COMPLETED, {"turn_id": d["turn_id"], "via": f"import:{d['how']}"})]
+
+    def _last_end(self, turn_id) -> dict | None:
+        """The latest recorded end (completed / aborted) of ``turn_id``, with its source."""
+        row = self.conn.execute(
+            "SELECT type, data, source FROM events WHERE thread_key=? AND type IN (?, ?)"
+            " AND json_extract(data, '$.turn_id')=? ORDER BY seq DESC LIMIT 1",
+            (self.thread.key, ev.TURN_COMPLETED, ev.TURN_ABORTED, turn_id)).fetchone()
+        if not row:
+            return None
+        try:
+            data = json.loads(row[1])
+        except ValueError:
+            return None
+        return {"type": row[0], "data": data if isinstance(data, dict) else {}, "source": row[2]}
+
+    def _reopen_cut(self, turn_id) -> list:
+        """The turn's real end arrived after an earlier import cut it because the file ended
+        inside it (the file was still being written): re-deliver its interrupted inputs to the
+        same turn (which restarts it in the reducer) so the completion that follows applies.
+        Nothing is admitted again; a cut made for any other reason stands."""
+        last = self._last_end(turn_id)
+        if last is None or last["type"] != ev.TURN_ABORTED or \
+                not str(last["data"].get("reason", "")).startswith(END_OF_TRANSCRIPT_CUT) or \
+                not str(last["source"] or "").startswith("import:"):
+            return []
+        turn = self.view.get_turn(turn_id)
+        out = []
+        for input_id in (turn.input_ids if turn else []):
+            rec = self.view.get_input(input_id)
+            if rec is not None and rec.turn_id == turn_id and rec.state == "interrupted":
+                out.append((ev.INPUT_DELIVERED, {"input_id": input_id, "turn_id": turn_id,
+                                                 "via": "import:reopened_end_of_transcript_cut"}))
+        if out:
+            self.report.reopened_turns.append(turn_id)
+        return out
 
     def _op_turn_aborted(self, d):
         if self.view.get_turn(d["turn_id"]) is None:
@@ -211,8 +269,10 @@ class Applier:
             return self._known()
         first = min(r.admitted_seq for r in live)
         abandoned = set(d["input_ids"])
+        # inputs an earlier rollback already removed are no later work to protect
         later = [r for r in self.view.all_inputs()
-                 if r.admitted_seq > first and r.input_id not in abandoned]
+                 if r.admitted_seq > first and r.input_id not in abandoned
+                 and r.state not in ("rolled_back", "superseded")]
         if not later:
             return [(ev.ROLLED_BACK, {"to_seq": first - 1, "reason": d["reason"],
                                       "input_ids": [r.input_id for r in live]})]
@@ -223,10 +283,16 @@ class Applier:
         out = []
         self.report.session_over = self.session_over
         if not self.session_over:
+            if d["running"] and self.owner_unknown:
+                self.report.notes.append(
+                    f"{len(d['running'])} turn(s) still running at the end of the file left open"
+                    " (no runtime process recorded for this session, so it may still be"
+                    " running); pass --session-over to cut")
             return out
         for turn_id in d["running"]:
             t = self.timeline.turns.get(turn_id)
-            reason = "the transcript ends inside this turn and its session is over"
+            reason = f"{END_OF_TRANSCRIPT_CUT} (the transcript ends inside this turn and its" \
+                     " session is over)"
             if turn_id not in d["complete_if_over"]:
                 self.report.cut_turns.append({"turn_id": turn_id, "reason": reason,
                                               "open_calls": list(t.open_calls) if t else [],
@@ -240,5 +306,5 @@ class Applier:
                                            "via": "import:inferred_end"})
                 out.append((ev.TURN_COMPLETED, {"turn_id": turn_id, "via": "import:inferred_end"}))
                 continue
-            out.append((ev.TURN_ABORTED, {"turn_id": turn_id, "reason": f"crashed: {reason}"}))
+            out.append((ev.TURN_ABORTED, {"turn_id": turn_id, "reason": reason}))
         return out

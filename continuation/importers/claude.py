@@ -20,8 +20,13 @@ Turns end on: an assistant ``stop_reason`` other than ``tool_use`` / ``pause_tur
 (aborted: the inputs are interrupted, or reconciling with a tool call left without result).
 Older transcripts do not persist ``stop_reason``: a new prompt while the previous turn has a
 reply and no open tool call means that turn ended (completed); with an open call it was cut
-(crash-style: reconciling), with no reply at all it was never answered (cut: interrupted). At the end of the file a turn whose last output is a text reply counts as
-completed when the session is over; otherwise it is cut.
+(crash-style: reconciling), with no reply at all it was never answered (cut: interrupted). At
+the end of the file a turn whose last output is a text reply counts as completed when the
+session is over; otherwise it is cut. These inferences hold for old transcripts only: Claude
+Code writes each content block as its own record, and the text before a ``tool_use`` carries
+``stop_reason: null``, so a process killed between the two leaves a "text reply" that never
+ended. Once the file has shown any non-null ``stop_reason``, a ``stop_hook_summary`` or a
+``turn_duration``, a turn without an explicit end is cut (interrupted), never completed.
 
 Queue: ``queue-operation`` ``enqueue`` while a turn runs is input typed while busy. When a later
 prompt has the same text it is admitted ``queued`` and delivered to its own turn; an
@@ -107,6 +112,9 @@ class ClaudeParser:
         self.boundaries: set[str] = set()  # compact_boundary uuids
         self.last_command: dict | None = None  # the latest command, until a prompt follows
         self.absorbed: list[str] = []  # queued texts already given to a running turn
+        # the file shows explicit turn ends (a non-null stop_reason, stop_hook_summary,
+        # turn_duration): a turn without one was cut mid-reply, never silently completed
+        self.explicit_ends = False
 
     # -- helpers ---------------------------------------------------------------------------
     def _busy(self) -> bool:
@@ -123,6 +131,9 @@ class ClaudeParser:
     # -- records ---------------------------------------------------------------------------
     def feed(self, record: dict) -> None:
         rtype = record.get("type")
+        if rtype is not None and not isinstance(rtype, str):
+            self._malformed(f"record type is a {type(rtype).__name__}, not a string")
+            return
         if isinstance(record.get("version"), str):
             self.report.versions.add(record["version"])
         uuid = record.get("uuid")
@@ -229,7 +240,10 @@ class ClaudeParser:
                 self.tl.cut_turn(t.turn_id, "a new prompt arrived while a tool call had no result")
             elif not t.replied:
                 self.tl.cut_turn(t.turn_id, "a new prompt arrived before any reply")
-            else:
+            elif self.explicit_ends:
+                # this file records turn ends: none for this turn means it died mid-reply
+                self.tl.cut_turn(t.turn_id, "a new prompt arrived before the reply ended")
+            else:  # an old transcript: turn ends were never persisted
                 self.tl.complete_turn(t.turn_id, how="inferred_next_prompt")
         queued = self._take_queued(text) is not None or queued
         self.current = turn_id
@@ -283,6 +297,11 @@ class ClaudeParser:
                                  plan_items=plan if isinstance(plan, list) else
                                  ([args] if tool in PLAN_TOOLS[1:] else None))
         stop = message.get("stop_reason") if isinstance(message, dict) else None
+        if stop is not None:
+            self.explicit_ends = True
+            self.tl.infer_completion_at_end = False
+        if not isinstance(stop, (str, type(None))):
+            stop = str(stop)
         if stop not in TURN_END_STOPS and turn and self._busy():
             t = self.tl.turns[turn]
             if not t.open_calls:
@@ -297,6 +316,8 @@ class ClaudeParser:
             self.tl.boundary("compact", str(meta.get("trigger") or "unknown"),
                              pre_tokens=meta.get("preTokens"))
         elif sub in ("stop_hook_summary", "turn_duration"):
+            self.explicit_ends = True
+            self.tl.infer_completion_at_end = False
             if self._busy():
                 self.tl.complete_turn(self.current, how=str(sub))
             self._skip(f"system:{sub}")

@@ -63,6 +63,14 @@ def _old_meta(record: dict) -> bool:
         isinstance(record.get("id"), str) and "timestamp" in record
 
 
+def _id(value) -> str | None:
+    """A turn / call id: a non-empty string or number; anything else (a list, an object) is
+    not an id."""
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        return None
+    return str(value) or None
+
+
 def _is_context(text: str) -> bool:
     return text.lstrip().startswith(CONTEXT_PREFIXES)
 
@@ -75,14 +83,15 @@ def user_text(payload: dict) -> tuple[str, list]:
         return ("" if _is_context(content) else content), []
     if not isinstance(content, list):
         return "", []
-    meta = (payload.get("internal_chat_message_metadata_passthrough") or {})
+    meta = payload.get("internal_chat_message_metadata_passthrough")
     provenance = meta.get("content_item_metadata") if isinstance(meta, dict) else None
     texts, attachments = [], []
     for i, item in enumerate(content):
         if not isinstance(item, dict):
             continue
         if isinstance(provenance, list) and i < len(provenance) and isinstance(provenance[i], dict):
-            origin = (provenance[i].get("provenance") or {}).get("type")
+            source = provenance[i].get("provenance")
+            origin = source.get("type") if isinstance(source, dict) else source
             if origin is not None and origin != "user":
                 continue
         kind = item.get("type")
@@ -171,9 +180,9 @@ class CodexParser:
 
     def _turn_of(self, payload: dict) -> str | None:
         meta = payload.get("internal_chat_message_metadata_passthrough")
-        if isinstance(meta, dict) and meta.get("turn_id"):
-            return str(meta["turn_id"])
-        return payload.get("turn_id") or self.current
+        if isinstance(meta, dict) and _id(meta.get("turn_id")):
+            return _id(meta["turn_id"])
+        return _id(payload.get("turn_id")) or self.current
 
     def _synthetic_turn(self) -> str:
         """Early rollouts name no turns: a user message after a reply starts the next one (the
@@ -205,10 +214,11 @@ class CodexParser:
         elif rtype == "event_msg":
             self._event(payload)
         elif rtype == "turn_context":
-            if payload.get("turn_id"):
+            turn = _id(payload.get("turn_id"))
+            if turn:
                 self.lifecycle = True
-            if payload.get("turn_id") and payload.get("turn_id") != self.current:
-                self._start(payload.get("turn_id"))
+            if turn and turn != self.current:
+                self._start(turn)
             self.report.skipped_by_type["turn_context"] += 1
         elif rtype == "response_item":
             self._item(payload)
@@ -225,12 +235,12 @@ class CodexParser:
     def _event(self, p: dict) -> None:
         kind = p.get("type")
         if kind == "task_started":
-            turn = p.get("turn_id") or (p.get("turn_attribution") or {}).get("turn_id")
+            attribution = p.get("turn_attribution") if isinstance(p.get("turn_attribution"), dict) else {}
+            turn = _id(p.get("turn_id")) or _id(attribution.get("turn_id"))
             if not turn:
                 self.synthetic += 1
                 turn = f"import-turn-{self.synthetic}"
             self.lifecycle = True
-            attribution = p.get("turn_attribution") if isinstance(p.get("turn_attribution"), dict) else {}
             self._start(turn, nested=bool(attribution.get("parent_turn_id")))
         elif kind == "task_complete":
             self.lifecycle = True
@@ -252,10 +262,13 @@ class CodexParser:
         their inputs leave the thread (rolled back). Turns without inputs are not counted."""
         n = p.get("num_turns")
         n = int(n) if isinstance(n, int) and n > 0 else 1
-        with_inputs = [t for t in self.tl.order if self.tl.turns[t].inputs]
+        # turns an earlier rollback dropped are gone from the history: not counted again
+        with_inputs = [t for t in self.tl.order
+                       if self.tl.turns[t].inputs and not self.tl.turns[t].rolled_back]
         dropped = with_inputs[-n:]
         ids = [i for t in dropped for i in self.tl.turns[t].inputs]
         for t in dropped:
+            self.tl.turns[t].rolled_back = True
             if self.tl.turns[t].status == "running":
                 self.tl.abort_turn(t, "rolled back")
         self.tl.rollback(ids, f"codex thread_rolled_back ({n} turn(s))")
@@ -276,8 +289,11 @@ class CodexParser:
                     self._start(turn)
                 self.tl.admit(text, turn_id=turn, attachments=attachments)
             elif role == "assistant":
-                parts = [c.get("text") for c in p.get("content") or []
-                         if isinstance(c, dict) and isinstance(c.get("text"), str)]
+                content = p.get("content")
+                if isinstance(content, str):
+                    content = [{"text": content}]
+                parts = [c.get("text") for c in content if isinstance(c, dict)
+                         and isinstance(c.get("text"), str)] if isinstance(content, list) else []
                 self.tl.assistant_text(self._turn_of(p), "\n".join(parts))
             else:
                 self.report.skipped_by_type[f"message:{role}"] += 1

@@ -49,6 +49,8 @@ class ImportReport:
     cursor_to: int = 0
     resumed: bool = False
     session_over: bool | None = None
+    notes: list[str] = field(default_factory=list)  # decisions the reader should know about
+    reopened_turns: list[str] = field(default_factory=list)  # end-of-file cuts undone
 
     @property
     def repeated_tool_calls_total(self) -> int:
@@ -80,6 +82,7 @@ class ImportReport:
             "events_written": dict(sorted(self.events_written.items())),
             "cursor_from": self.cursor_from, "cursor_to": self.cursor_to,
             "resumed": self.resumed, "session_over": self.session_over,
+            "notes": self.notes, "reopened_turns": self.reopened_turns,
         }
 
     def render(self) -> str:
@@ -124,6 +127,11 @@ class ImportReport:
             out.append(f"  invalid UTF-8 repaired on {len(self.invalid_utf8_lines)} line(s)")
         if self.stopped_at is not None:
             out.append(f"  stopped at byte {self.stopped_at}: {self.stop_reason}")
+        if self.reopened_turns:
+            out.append(f"  turns completed after an earlier import cut them at the end of the file: "
+                       f"{len(self.reopened_turns)}")
+        for note in self.notes:
+            out.append(f"  note: {note}")
         return "\n".join(out)
 
 

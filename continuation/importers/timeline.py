@@ -35,6 +35,7 @@ class _Turn:
     last_was_text: bool = False  # the turn's latest model output was text, not a tool call
     replied: bool = False  # the model produced output in this turn
     executions: dict = field(default_factory=dict)  # (tool, canonical args) -> count
+    rolled_back: bool = False  # dropped from the history by a rollback (never counted again)
 
 
 class Timeline:
