@@ -113,8 +113,9 @@ def test_codex_fixture_payloads(home, shared_fixtures):
         [thread] = e.threads()
         states = {r.text: r.state for r in thread.inputs()}
         assert states["append a line to notes.txt"] == "handled"
-        # the turn of the second request never completed (the run was killed)
-        assert states["append a second line"] == "pending"
+        # the turn of the second request never completed (the run was killed): the next
+        # prompt's new turn cut it, so it is interrupted, not pending on a dead turn
+        assert states["append a second line"] == "interrupted"
         assert states["slow task: wait for the build"] == "pending"
         open_calls = [c for c in thread.tool_calls() if c.status == "in_flight"]
         assert [c.args.get("command") for c in open_calls] == ["sleep 30"]
@@ -201,3 +202,67 @@ def test_claude_prompt_typed_mid_turn_shares_prompt_id_but_is_its_own_input(home
         assert [(r.text, r.state) for r in rows] == [("run the build", "handled"),
                                                      ("and then the tests", "handled")]
         assert rows[0].input_id == "p1" and rows[1].input_id != "p1"
+
+
+def _claude(event, **extra):
+    return {"session_id": "s", "cwd": "/tmp", "hook_event_name": event, **extra}
+
+
+def test_esc_then_a_new_prompt_cuts_the_old_turn_and_the_next_clean_turn_decides_it(home):
+    """Claude Code sends no Stop on Esc: the next prompt's turn cuts the old one; an input left
+    interrupted was in the context of the next turn that completes cleanly (found in review:
+    it stayed actionable forever and became the objective of every later context)."""
+    feed("claude", [
+        _claude("UserPromptSubmit", prompt_id="p1", prompt="rebuild everything"),
+        _claude("PreToolUse", prompt_id="p1", tool_name="Bash", tool_input={"command": "make"},
+                tool_use_id="tu1"),
+        # Esc: no PostToolUse, no Stop
+        _claude("UserPromptSubmit", prompt_id="p2", prompt="never mind, fix the typo"),
+    ])
+    with Engine(home) as e:
+        t = e.find_thread("claude", "s")
+        assert {r.text: r.state for r in t.inputs()} == {
+            "rebuild everything": "reconciling", "never mind, fix the typo": "pending"}
+        assert [c.status for c in t.tool_calls()] == ["unknown"]
+    feed("claude", [_claude("Stop", prompt_id="p2", last_assistant_message="fixed")])
+    with Engine(home) as e:
+        t = e.find_thread("claude", "s")
+        # the reconciling one waits for its decision; it is not swept into p2's completion
+        assert {r.text: r.state for r in t.inputs()} == {
+            "rebuild everything": "reconciling", "never mind, fix the typo": "handled"}
+        t.reconcile("tu1", "not_applied")
+        assert {r.text: r.state for r in t.inputs()}["rebuild everything"] == "pending"
+    feed("claude", [_claude("UserPromptSubmit", prompt_id="p3", prompt="now rebuild"),
+                    _claude("Stop", prompt_id="p3", last_assistant_message="rebuilt")])
+    with Engine(home) as e:
+        states = {r.text: r.state for r in e.find_thread("claude", "s").inputs()}
+        assert states == {"rebuild everything": "handled", "never mind, fix the typo": "handled",
+                          "now rebuild": "handled"}
+
+
+def test_interrupted_input_is_decided_by_the_next_clean_turn_not_a_dirty_one(home):
+    feed("codex", [
+        {"session_id": "c", "turn_id": "t1", "hook_event_name": "UserPromptSubmit",
+         "prompt": "task A"},
+        {"session_id": "c", "turn_id": "t1", "hook_event_name": "Interrupt"},
+        {"session_id": "c", "turn_id": "t2", "hook_event_name": "UserPromptSubmit",
+         "prompt": "continue"},
+        {"session_id": "c", "turn_id": "t2", "hook_event_name": "PreToolUse",
+         "tool_name": "Bash", "tool_input": {"command": "deploy"}, "tool_use_id": "c2"},
+        {"session_id": "c", "turn_id": "t2", "hook_event_name": "Stop"},
+    ])
+    with Engine(home) as e:
+        states = {r.text: r.state for r in e.find_thread("codex", "c").inputs()}
+    # t2 ended with `deploy` unknown: "continue" reconciles, "task A" keeps its own state
+    assert states == {"task A": "interrupted", "continue": "reconciling"}
+
+
+def test_mid_turn_prompt_with_a_lone_surrogate_is_admitted(home):
+    feed("claude", [
+        _claude("UserPromptSubmit", prompt_id="p1", prompt="fix the build"),
+        _claude("UserPromptSubmit", prompt_id="p1", prompt="also this emoji \ud83d broken"),
+    ])
+    assert errors_logged(home) == ""
+    with Engine(home) as e:
+        texts = [r.text for r in e.find_thread("claude", "s").inputs()]
+    assert texts == ["fix the build", "also this emoji \ud83d broken"]

@@ -91,6 +91,68 @@ class HookContext:
         return self.thread.record(etype, data, source=self.source, session=self.session)
 
 
+def _same_text_in_turn(conn, thread_key: str, turn: str, text: str) -> bool:
+    """Whether an input of ``turn`` already has exactly this text (compared in Python: the
+    runtime's text may hold lone surrogates, which SQLite cannot bind)."""
+    rows = conn.execute("SELECT data FROM inputs WHERE thread_key=? AND turn_id=?",
+                        (thread_key, turn)).fetchall()
+    return any(json.loads(r[0]).get("text") == text for r in rows)
+
+
+def _admitted_in_turn(conn, thread_key: str, turn: str) -> int:
+    """How many inputs were first admitted in ``turn`` (the ordinal of the next one, as the
+    importer numbers them): inputs delivered into it from earlier turns were admitted before
+    the turn started."""
+    row = conn.execute("SELECT data FROM turns WHERE thread_key=? AND turn_id=?",
+                       (thread_key, turn)).fetchone()
+    if row is None:
+        return 0
+    record = json.loads(row[0])
+    ids = record.get("input_ids") or []
+    if not ids:
+        return 0
+    started = int(record.get("started_seq") or 0)
+    rows = conn.execute(
+        f"SELECT admitted_seq FROM inputs WHERE thread_key=? AND input_id IN"
+        f" ({','.join('?' * len(ids))})", (thread_key, *ids)).fetchall()
+    return sum(1 for (seq,) in rows if seq >= started)
+
+
+def _start_turn(ctx: HookContext, turn: str) -> None:
+    """A prompt that opens a new turn: both runtimes run one turn at a time per session (a
+    steer keeps its turn id), so any other turn still running was cut without a Stop (Claude
+    Code's Esc sends none). It is aborted: its inputs become interrupted (reconciling with a
+    call in flight) instead of staying pending on a turn that will never end."""
+    conn = ctx.thread.store.conn
+    running = [r[0] for r in conn.execute(
+        "SELECT turn_id FROM turns WHERE thread_key=? AND status='running'",
+        (ctx.thread.key,)).fetchall()]
+    if turn in running:
+        return  # a steer into the running turn
+    for other in running:
+        ctx.thread.turn_aborted(other, reason="cut: the next prompt started a new turn",
+                                source=ctx.source, session=ctx.session)
+
+
+def _carry_into(ctx: HookContext, turn: str) -> None:
+    """Before a turn completes cleanly: inputs still pending or interrupted on turns that are
+    over were in the context this turn worked from (the conversation, or the checkpoint we
+    delivered), so they are delivered into it and its completion decides them. Not when the turn
+    leaves a call without an outcome: then they keep their own state rather than waiting on a
+    call that is not theirs. Reconciling inputs wait for their decision either way."""
+    row = ctx.thread.store.conn.execute(
+        "SELECT data FROM turns WHERE thread_key=? AND turn_id=?", (ctx.thread.key, turn)
+    ).fetchone()
+    if row is None:
+        return
+    record = json.loads(row[0])
+    if record.get("status") != "running" or record.get("open_calls"):
+        return
+    for rec in ctx.thread.inputs(("pending", "interrupted")):
+        if rec.turn_id != turn:
+            ctx.thread.deliver(rec.input_id, turn, source=ctx.source, session=ctx.session)
+
+
 def on_user_prompt(ctx: HookContext) -> dict | None:
     p = ctx.payload
     text = p.get("prompt")
@@ -106,23 +168,17 @@ def on_user_prompt(ctx: HookContext) -> dict | None:
             # Claude Code gives a prompt typed mid-turn the running turn's prompt_id: it is an
             # input of its own, identified like a Codex steer (and like the importer does).
             # The same text delivered again in that turn is the same input.
-            same = conn.execute(
-                "SELECT 1 FROM inputs WHERE thread_key=? AND turn_id=? AND"
-                " json_extract(data, '$.text')=? LIMIT 1", (ctx.thread.key, turn, text)).fetchone()
-            if same is not None:
+            if _same_text_in_turn(conn, ctx.thread.key, turn, text):
                 return None
             input_id = None
     if turn is None:  # an older Claude Code: no prompt_id, one input per prompt
         count = conn.execute("SELECT count(*) FROM inputs WHERE thread_key=?",
                              (ctx.thread.key,)).fetchone()[0]
         turn = f"prompt-{count + 1}"
+    _start_turn(ctx, turn)
     ordinal = 0
     if not input_id:
-        row = ctx.thread.store.conn.execute(
-            "SELECT data FROM turns WHERE thread_key=? AND turn_id=?", (ctx.thread.key, turn)
-        ).fetchone()
-        if row:
-            ordinal = len(json.loads(row[0]).get("input_ids") or [])
+        ordinal = _admitted_in_turn(conn, ctx.thread.key, turn)
     result = ctx.thread.admit(text, input_id=input_id, turn_id=turn, ordinal=ordinal,
                               source=ctx.source, session=ctx.session)
     if ctx.thread.row["needs_context"]:
@@ -179,6 +235,7 @@ def on_stop(ctx: HookContext) -> None:
             ctx.thread.turn_aborted(turn, reason=str(p.get("error") or "stop_failure"),
                                     source=ctx.source, session=ctx.session)
         else:
+            _carry_into(ctx, turn)
             ctx.thread.turn_completed(turn, source=ctx.source, session=ctx.session)
     return None
 
