@@ -266,3 +266,44 @@ def test_mid_turn_prompt_with_a_lone_surrogate_is_admitted(home):
     with Engine(home) as e:
         texts = [r.text for r in e.find_thread("claude", "s").inputs()]
     assert texts == ["fix the build", "also this emoji \ud83d broken"]
+
+
+def test_stop_settles_an_open_call_from_the_transcript(home, tmp_path):
+    """A call refused by a permission rule gets no PostToolUse (real Claude Code 2.1.332): the
+    transcript's tool_result settles it at Stop instead of leaving the input reconciling."""
+    transcript = tmp_path / "session.jsonl"
+    refused = {"type": "user", "message": {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "tu1", "is_error": True,
+         "content": "Permission to use Bash has been denied."}]}}
+    transcript.write_text(json.dumps({"type": "user", "message": {"content": "fetch"}}) + "\n"
+                          + json.dumps(refused) + "\n" + '{"type": "assist', encoding="utf-8")
+    base = {"session_id": "s", "prompt_id": "p1", "transcript_path": str(transcript)}
+    feed("claude", [
+        {**base, "hook_event_name": "UserPromptSubmit", "prompt": "fetch the page"},
+        {**base, "hook_event_name": "PreToolUse", "tool_name": "Bash",
+         "tool_input": {"command": "curl x"}, "tool_use_id": "tu1"},
+        {**base, "hook_event_name": "PreToolUse", "tool_name": "Bash",
+         "tool_input": {"command": "sleep 9"}, "tool_use_id": "tu2"},
+        {**base, "hook_event_name": "Stop", "last_assistant_message": "could not fetch"},
+    ])
+    with Engine(home) as e:
+        t = e.find_thread("claude", "s")
+        calls = {c.call_id: c.status for c in t.tool_calls()}
+        # tu1's refusal is in the transcript; tu2 has no result anywhere: still unknown
+        assert calls == {"tu1": "error", "tu2": "unknown"}
+        assert [r.state for r in t.inputs()] == ["reconciling"]
+
+
+def test_codex_function_call_output_gives_the_exit_code(tmp_path):
+    from continuation.hooks.outcomes import find_outcomes
+
+    rollout = tmp_path / "rollout.jsonl"
+    rows = [{"type": "response_item", "payload": {"type": "function_call_output", "call_id": c,
+             "output": f"Chunk ID: x\nProcess exited with code {code}\nOutput:\n"}}
+            for c, code in (("call_1", 0), ("call_2", 3))]
+    rollout.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
+    found = find_outcomes(str(rollout), ["call_1", "call_2", "call_9"])
+    assert {k: (v["status"], v["exit_code"]) for k, v in found.items()} == {
+        "call_1": ("ok", 0), "call_2": ("error", 3)}
+    assert find_outcomes(str(tmp_path / "missing.jsonl"), ["call_1"]) == {}
+    assert find_outcomes(None, ["call_1"]) == {}

@@ -10,6 +10,7 @@ import pytest
 from continuation.install import install, status, uninstall
 
 EVENTS = {"SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PostToolUseFailure",
+          "PermissionDenied",
           "PreCompact", "PostCompact", "Stop", "StopFailure", "SessionEnd"}
 
 
@@ -42,7 +43,7 @@ def test_matcher_rules(dirs) -> None:
     hooks = json.loads(report.path.read_text(encoding="utf-8"))["hooks"]
     assert set(hooks) == EVENTS
     for event, (group,) in hooks.items():
-        if event in ("PreToolUse", "PostToolUse", "PostToolUseFailure"):
+        if event in ("PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionDenied"):
             assert group["matcher"] == "*", "tool events: every tool"
         else:
             # No matcher = every occurrence (SessionStart: startup/resume/clear/compact;

@@ -63,7 +63,7 @@ def _excerpt(value) -> str:
 
 
 def _tool_status(event_name: str, response) -> tuple[str, int | None]:
-    if event_name == "PostToolUseFailure":
+    if event_name in ("PostToolUseFailure", "PermissionDenied"):
         return "error", None
     if isinstance(response, dict):
         code = response.get("exit_code", response.get("exitCode"))
@@ -132,6 +132,23 @@ def _start_turn(ctx: HookContext, turn: str) -> None:
     for other in running:
         ctx.thread.turn_aborted(other, reason="cut: the next prompt started a new turn",
                                 source=ctx.source, session=ctx.session)
+
+
+def _settle_from_transcript(ctx: HookContext, turn: str) -> None:
+    """Calls of the ending turn with no outcome: the transcript may hold their result (a call
+    refused by a permission rule gets no PostToolUse). See :mod:`.outcomes`."""
+    row = ctx.thread.store.conn.execute(
+        "SELECT data FROM turns WHERE thread_key=? AND turn_id=?", (ctx.thread.key, turn)
+    ).fetchone()
+    open_calls = (json.loads(row[0]).get("open_calls") or []) if row else []
+    if not open_calls:
+        return
+    from .outcomes import find_outcomes
+
+    for call_id, outcome in find_outcomes(ctx.payload.get("transcript_path"), open_calls).items():
+        ctx.thread.tool_finished(call_id, outcome["status"], exit_code=outcome["exit_code"],
+                                 output=_excerpt(outcome["output"]), turn_id=turn,
+                                 source=f"{ctx.source}:transcript", session=ctx.session)
 
 
 def _carry_into(ctx: HookContext, turn: str) -> None:
@@ -212,6 +229,9 @@ def on_post_tool(ctx: HookContext) -> None:
     if not call_id:
         return None
     response = p.get("tool_response", p.get("error"))
+    if ctx.event == "PermissionDenied":
+        # the call never ran: its outcome is known (refused), so nothing waits to reconcile
+        response = {"permission_denied": True, "reason": p.get("reason") or p.get("message")}
     status, code = _tool_status(ctx.event, response)
     ctx.thread.tool_finished(str(call_id), status, exit_code=code, output=_excerpt(response),
                              turn_id=_turn_id(ctx.runtime, ctx.thread, p),
@@ -235,6 +255,7 @@ def on_stop(ctx: HookContext) -> None:
             ctx.thread.turn_aborted(turn, reason=str(p.get("error") or "stop_failure"),
                                     source=ctx.source, session=ctx.session)
         else:
+            _settle_from_transcript(ctx, turn)
             _carry_into(ctx, turn)
             ctx.thread.turn_completed(turn, source=ctx.source, session=ctx.session)
     return None
@@ -297,6 +318,7 @@ HANDLERS = {
     "PreToolUse": on_pre_tool,
     "PostToolUse": on_post_tool,
     "PostToolUseFailure": on_post_tool,
+    "PermissionDenied": on_post_tool,
     "Stop": on_stop,
     "StopFailure": on_stop,
     "SessionStart": on_session_start,

@@ -28,6 +28,8 @@ CLAUDE_EVENTS = (
     # a failed tool call fires this instead of PostToolUse: without it the call would have no
     # outcome and its input would wait for reconciliation
     "PostToolUseFailure",
+    # PreToolUse fires before the permission check: a refused call gets no PostToolUse
+    "PermissionDenied",
     "PreCompact",
     "PostCompact",
     "Stop",
@@ -55,7 +57,7 @@ class ClaudeTarget(HookTarget):
 CLAUDE = ClaudeTarget(
     runtime="claude",
     events=CLAUDE_EVENTS,
-    tool_events=frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure"}),
+    tool_events=frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionDenied"}),
     # The hot path answers in milliseconds; boundaries may snapshot a worktree.
     timeouts={"PreCompact": 60, "SessionStart": 60},
     default_timeout=30,

@@ -54,6 +54,7 @@ DEFAULT_SCRIPT: dict[str, Reply] = {
     "quick build": Reply(bash="sh build.sh 3"),
     "append a second line": Reply(bash="echo line >> notes.txt"),
     "run the failing check": Reply(bash="sh -c 'echo check failed >&2; exit 3'"),
+    "fetch the page": Reply(bash="curl -s http://127.0.0.1:9/"),
     "append a third line": Reply(text="Appended the third line (claim)."),
     "append a line to notes.txt": Reply(text="I will append a line to notes.txt (claim)."),
 }

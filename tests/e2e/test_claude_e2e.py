@@ -462,6 +462,28 @@ def test_claude_failed_tool_call_has_an_outcome(continuation_cmd: list[str], cla
 
 
 @e2e
+def test_claude_denied_tool_call_has_an_outcome(continuation_cmd: list[str], claude_bin: Path,
+                                                tmp_path: Path) -> None:
+    """A call refused by a deny rule: PreToolUse may fire, no PostToolUse follows; the installed
+    PermissionDenied hook (or no PreToolUse at all) must leave nothing waiting to reconcile."""
+    with installed_sandbox(continuation_cmd, claude_bin, tmp_path) as env:
+        settings = json.loads(env.box.settings_path.read_text(encoding="utf-8"))
+        settings["permissions"]["deny"] = ["Bash(curl:*)"]
+        env.box.settings_path.write_text(json.dumps(settings, indent=2) + "\n", encoding="utf-8")
+        result = env.box.run("fetch the page", timeout=RUN_TIMEOUT_S)
+        assert result.returncode == 0, result.stderr[-2000:]
+        session_id = env.box.hook_payloads()[0]["session_id"]
+        inputs = env.inputs(session_id)
+        events = _json_list(env.cli("events", "--thread", session_id, "--json").stdout, "events")
+    env.assert_no_hook_errors()
+    started = [e["data"] for e in events if e["type"] == "tool_started"]
+    finished = [e["data"] for e in events if e["type"] == "tool_finished"]
+    print("denied call: tool_started", len(started), "tool_finished", finished)
+    assert len(finished) == len(started), "a refused call was left without an outcome"
+    assert [(i["text"], i["state"]) for i in inputs] == [("fetch the page", "handled")]
+
+
+@e2e
 def test_claude_auto_compaction_mid_turn_keeps_the_prompt(continuation_cmd: list[str], claude_bin: Path,
                                                           tmp_path: Path) -> None:
     """Claude Code auto-compacts inside a turn (after a tool result) when the model reports a nearly
