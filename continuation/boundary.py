@@ -167,6 +167,13 @@ def context_answer(thread: Thread, runtime: str, event_name: str, *, via: str,
     loaded = checkpoints.load(thread, cp.generation)
     if loaded is None:
         return {}
+    if loaded.checkpoint.generation != cp.generation:
+        # the newest capsule did not verify: the log is the authority, so deliver a capsule
+        # rebuilt from it rather than the older one's stale states (problems are still said)
+        problems = loaded.problems
+        rebuilt = commit_checkpoint(thread, reason=reason, snapshot=False)
+        loaded = checkpoints.load(thread, rebuilt.generation)
+        loaded.problems = problems + loaded.problems
     context = assembled_context(thread, loaded, exclude_input=exclude_input)
     inline = fit_for_runtime(thread, runtime, context, loaded.checkpoint.generation)
     for problem in loaded.problems:

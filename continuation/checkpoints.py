@@ -129,7 +129,9 @@ def commit(thread: Thread, *, reason: str, workspace: dict | None = None,
     digest = hashlib.sha256(data).hexdigest()
     rendered = render_capsule(capsule)
     cp_id = checkpoint_id_for(thread.key, generation)
-    path = capsule_dir(thread.engine.home, thread.key) / f"g{generation:06d}.json"
+    # the hash in the name: two processes racing for one generation never overwrite each
+    # other's copy (the loser's row is refused, its file is an orphan for gc)
+    path = capsule_dir(thread.engine.home, thread.key) / f"g{generation:06d}-{digest[:12]}.json"
     atomic_write(path, data)
     now = time.time()
     with store.transaction() as c:

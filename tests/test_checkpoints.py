@@ -211,3 +211,43 @@ def test_fallback_delivery_reflects_what_happened_after_the_checkpoint(home):
     ctx = json.loads(out)["hookSpecificOutput"]["additionalContext"]
     [line] = [l for l in ctx.splitlines() if l.startswith('- input="pB"')]
     assert "state=handled" in line
+
+
+def test_context_command_changes_nothing(home):
+    hooks.run("codex", _payload("UserPromptSubmit", turn_id="t1", prompt="write the docs"))
+    with Engine(home) as e:
+        before = len(e.find_thread("codex", "s1").events())
+    r = run_cli(home, "context")
+    assert r.returncode == 0 and b"write the docs" in r.stdout
+    with Engine(home) as e:
+        t = e.find_thread("codex", "s1")
+        assert len(t.events()) == before and checkpoints.list_checkpoints(t) == []
+
+
+def test_corrupt_newest_capsule_is_rebuilt_from_the_log_not_replaced_by_a_stale_one(home):
+    """Found in review: the fallback to generation N-1 offered a handled input as pending."""
+    hooks.run("claude", _payload("UserPromptSubmit", prompt_id="p1", prompt="deploy to prod"))
+    hooks.run("claude", _payload("PreCompact", trigger="auto"))  # gen 1: p1 pending
+    hooks.run("claude", _payload("SessionStart", source="compact"))
+    hooks.run("claude", _payload("Stop", prompt_id="p1", last_assistant_message="deployed"))
+    hooks.run("claude", _payload("PreCompact", trigger="auto"))  # gen 2: p1 handled
+    with Engine(home) as e:
+        t = e.find_thread("claude", "s1")
+        newest = checkpoints.list_checkpoints(t)[-1]
+        e.store.conn.execute("UPDATE checkpoints SET capsule=X'00' WHERE checkpoint_id=?",
+                             (newest.checkpoint_id,))
+    out, _ = hooks.run("claude", _payload("SessionStart", source="compact"))
+    ctx = json.loads(out)["hookSpecificOutput"]["additionalContext"]
+    assert "corrupt" in ctx
+    [line] = [l for l in ctx.splitlines() if l.startswith('- input="p1"')]
+    assert "state=handled" in line
+
+
+def test_cli_lists_inputs_holding_lone_surrogates(home):
+    hooks.run("codex", _payload("UserPromptSubmit", turn_id="t1", prompt="fix emoji \ud83d here"))
+    for args in (("status",), ("inputs",), ("status", "--json"), ("inputs", "--json"),
+                 ("events", "--json")):
+        r = run_cli(home, *args)
+        assert r.returncode == 0, (args, r.stderr)
+    rows = json.loads(run_cli(home, "inputs", "--json").stdout)["inputs"]
+    assert rows[0]["text"] == "fix emoji \ud83d here"

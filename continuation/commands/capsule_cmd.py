@@ -83,8 +83,12 @@ def cmd_capsule_show(args) -> int:
 
 
 def cmd_context(args) -> int:
-    from ..boundary import assembled_context, fresh_checkpoint
-    from ..checkpoints import load
+    """The fresh context as of now, built in memory: printing it commits nothing, takes no
+    snapshot and records no delivery."""
+    from types import SimpleNamespace
+
+    from ..boundary import assembled_context
+    from ..checkpoints import build
 
     instructions = None
     if args.instructions:
@@ -95,11 +99,13 @@ def cmd_context(args) -> int:
             raise CommandError(f"cannot read instructions: {exc}") from None
     with open_engine() as engine:
         thread = engine.select(args.thread)
-        cp = fresh_checkpoint(thread, "context")
-        loaded = load(thread, cp.generation)
-        context = assembled_context(thread, loaded, instructions)
+        row = thread.row
+        capsule = build(thread, generation=int(row["generation"]) + 1, reason="context")
+        current = SimpleNamespace(checkpoint=SimpleNamespace(seq=int(row["last_seq"])),
+                                  capsule=capsule)
+        context = assembled_context(thread, current, instructions)
         if args.json:
-            emit_json({"thread": thread.key, "checkpoint_id": cp.checkpoint_id,
+            emit_json({"thread": thread.key, "as_of_event": int(row["last_seq"]),
                        "messages": [{"role": m.role, "kind": m.kind, "input_id": m.input_id,
                                      "state": m.state, "text": m.text}
                                     for m in context.messages]})

@@ -6,11 +6,13 @@ import sys
 
 
 def emit_json(data) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
+    # ASCII escapes: a lone surrogate the runtime sent stays exact and the output stays valid
+    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=True, default=str) + "\n")
 
 
 def clip(text, width: int) -> str:
     text = "" if text is None else str(text)
+    text = text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
     text = text.replace("\r", " ").replace("\n", " ")
     return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
 
