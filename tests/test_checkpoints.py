@@ -251,3 +251,21 @@ def test_cli_lists_inputs_holding_lone_surrogates(home):
         assert r.returncode == 0, (args, r.stderr)
     rows = json.loads(run_cli(home, "inputs", "--json").stdout)["inputs"]
     assert rows[0]["text"] == "fix emoji \ud83d here"
+
+
+def test_large_folder_outside_git_is_not_snapshotted_at_a_boundary(home, tmp_path, monkeypatch):
+    folder = tmp_path / "not-a-repo"
+    folder.mkdir()
+    for n in range(12):
+        (folder / f"f{n}.txt").write_text("x")
+    monkeypatch.setenv("CONTINUATION_WORKSPACE_MAX_FILES", "10")
+    with Engine(home) as e:
+        t = e.thread("claude", "big", workspace_root=str(folder))
+        t.admit("work", turn_id="p1")
+        cp = boundary.commit_checkpoint(t, reason="auto")
+    assert cp.workspace["kind"] == "none" and "more than 10 files" in cp.workspace["skipped"]
+    assert not (home / "workspaces").exists() or not any((home / "workspaces").rglob("shadow.git"))
+    monkeypatch.setenv("CONTINUATION_WORKSPACE_MAX_FILES", "100")
+    with Engine(home) as e:
+        cp = boundary.commit_checkpoint(e.find_thread("claude", "big"), reason="auto")
+    assert cp.workspace["kind"] == "shadow"
