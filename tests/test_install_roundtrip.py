@@ -413,3 +413,14 @@ def test_our_entries_without_a_record_are_not_restored_by_uninstall(runtime: str
     assert do_uninstall(runtime, "user", dirs).outcome == "restored"
     assert our_commands(json.loads(path.read_bytes()), runtime) == {}
     assert json.loads(path.read_bytes()) == json.loads(user_file(runtime))
+
+
+def test_installing_in_both_scopes_warns(tmp_path):
+    from continuation.install import install
+
+    dirs = dict(project_dir=tmp_path / "proj", home=tmp_path / "home", state_home=tmp_path / "st")
+    dirs["project_dir"].mkdir()
+    first = install("claude", "user", command=["/x/continuation"], env={}, **dirs)
+    assert not first.warnings
+    second = install("claude", "project", command=["/x/continuation"], env={}, **dirs)
+    assert any("also installed" in w and "user scope" in w for w in second.warnings)

@@ -133,11 +133,29 @@ def install(
         else:
             record = record.model_copy(update={"installed_sha256": sha256_hex(new_bytes)})
         store.save(record)
+        warnings += _other_scope_warning(target, scope, project_dir=project_dir, home=home, env=env)
         return InstallReport(
             runtime=runtime, scope=scope, action="install", path=path,
             outcome="updated" if had_ours else "installed", changed=True, events=list(target.events),
             hook_command=hook_command, record_path=store.path, message=message, warnings=warnings,
         )
+
+
+def _other_scope_warning(target, scope: str, *, project_dir: Path, home: Path,
+                         env: Mapping[str, str]) -> list[str]:
+    """Hooks of ours in both scopes run twice per event (a second context block on resume)."""
+    other = "project" if scope == "user" else "user"
+    other_path = target.config_path(other, project_dir=project_dir, home=home, env=env)
+    try:
+        doc = read_json_object(other_path)
+        ours = hooks_section.events_with_ours(doc.data, target.is_ours, str(other_path))
+    except InstallError:
+        return []
+    if not ours:
+        return []
+    return [f"continuation hooks are also installed in {other_path} ({other} scope): every event "
+            f"would be handled twice; run `continuation uninstall --runtime {target.runtime} "
+            f"--scope {other}` or skip this one"]
 
 
 def _load_record(store: BackupStore) -> tuple[BackupRecord | None, list[str]]:
