@@ -61,7 +61,7 @@ def test_kill_point_recovers(tmp_path, point, step):
         assert cps == [] and capsules == []
     if point in ("capsule.before_dir_fsync", "checkpoint.before_commit"):
         # the file was renamed in place but the SQLite row (the commit point) never committed
-        assert cps == [] and [c.name for c in capsules] == ["g000001.json"]
+        assert cps == [] and len(capsules) == 1 and capsules[0].name.startswith("g000001-")
     if point == "snapshot.mid":
         assert any("workspaces" in t for t in rep.temps_before), "the kill left a scratch index"
         assert cps == []

@@ -18,7 +18,9 @@ def register(sub) -> None:
     live = p.add_mutually_exclusive_group()
     live.add_argument("--session-over", dest="session_over", action="store_const", const=True,
                       help="the session that wrote FILE has ended: a turn left open at the end "
-                           "is cut (default: decided from the hooks' live-session record)")
+                           "is cut (default: cut only when the hooks recorded the session as "
+                           "ended or its owner as dead; with no recorded session the last turn "
+                           "is left open)")
     live.add_argument("--live", dest="session_over", action="store_const", const=False,
                       help="the session is still running: leave its last turn open")
     p.add_argument("--session-id", help="the session (thread) to import into "
