@@ -243,3 +243,35 @@ def test_gc_deletes_refs_of_vanished_threads_and_prunes_old_ones(home, repo):
     assert r.returncode == 0 and b"nothing to collect" in r.stdout
     r = cli("gc", "--keep", "0", home=home)
     assert r.returncode == 1 and b"--keep" in r.stderr
+
+
+def test_gc_and_doctor_never_delete_refs_another_state_home_owns(tmp_path, git_home):
+    """Two state homes on one repository (found in review: each saw the other's refs as
+    orphaned and deleted them)."""
+    import os
+    import subprocess
+    import sys
+
+    from continuation import boundary
+    from continuation.workspace import list_snapshot_refs
+
+    repo = make_repo(tmp_path / "repo", {"a.txt": "a\n"})
+    home_a, home_b = tmp_path / "home-a", tmp_path / "home-b"
+    with Engine(home_a) as e:
+        t = e.thread("claude", "session-a", workspace_root=str(repo))
+        t.admit("work", turn_id="p1")
+        boundary.commit_checkpoint(t, reason="manual")
+    with Engine(home_b) as e:
+        t = e.thread("claude", "session-b", workspace_root=str(repo))
+        t.admit("other work", turn_id="p1")
+        boundary.commit_checkpoint(t, reason="manual")
+    refs_before = {r.ref for r in list_snapshot_refs(repo, state_home=home_a)}
+    assert len(refs_before) == 2
+    env = dict(os.environ)
+    for home in (home_a, home_b):
+        env["CONTINUATION_HOME"] = str(home)
+        for args in (("gc",), ("doctor", "--fix")):
+            r = subprocess.run([sys.executable, "-m", "continuation", *args], env=env,
+                               capture_output=True, timeout=120)
+            assert b"Traceback" not in r.stderr
+    assert {r.ref for r in list_snapshot_refs(repo, state_home=home_a)} == refs_before

@@ -220,6 +220,8 @@ def check_refs(engine, *, fix: bool = False) -> list[Finding]:
         except Exception as exc:
             out.append(Finding("refs", WARN, f"cannot list snapshot refs in {root}: {exc}"))
             continue
+        # refs another state home wrote in this repository are not orphans of this one
+        refs = [r for r in refs if r.owned_by(engine.home)]
         orphans = sorted({r.thread_key for r in refs if r.thread_key not in known})
         for key in orphans:
             names = [r.ref for r in refs if r.thread_key == key]

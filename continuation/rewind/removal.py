@@ -132,7 +132,9 @@ def collect_garbage(engine: Engine, *, roots=(), keep: int | None = 20,
         if not Path(root).is_dir():
             continue
         try:
-            refs = list_snapshot_refs(root, state_home=engine.home)
+            # refs another state home wrote in this repository are never ours to delete
+            refs = [r for r in list_snapshot_refs(root, state_home=engine.home)
+                    if r.owned_by(engine.home)]
             orphans = sorted({r.thread_key for r in refs} - known)
             gone = [r.ref for r in refs if r.thread_key in orphans]
             pruned = [r.ref for key in sorted({r.thread_key for r in refs} & known)

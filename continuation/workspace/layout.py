@@ -72,6 +72,16 @@ def workspace_id(root: Path) -> str:
     return hashlib.sha256(os.path.normcase(str(root)).encode("utf-8")).hexdigest()[:24]
 
 
+def home_id_for(state_home: Path | str) -> str:
+    """Names one state home in the snapshot commits it writes, so that retention in one state
+    home never deletes the snapshot refs another one keeps in the same repository."""
+    resolved = str(Path(state_home).expanduser().resolve())
+    return hashlib.sha256(resolved.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+
+
+HOME_TRAILER = "Continuation-Home"
+
+
 @dataclass(frozen=True)
 class StateLayout:
     state_dir: Path
@@ -79,6 +89,10 @@ class StateLayout:
     @classmethod
     def for_root(cls, state_home: Path | str, root: Path) -> "StateLayout":
         return cls(Path(state_home).expanduser().resolve() / "workspaces" / workspace_id(root))
+
+    @property
+    def home_id(self) -> str:
+        return home_id_for(self.state_dir.parent.parent)
 
     @property
     def lock_path(self) -> Path:

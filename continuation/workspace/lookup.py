@@ -44,8 +44,10 @@ def load_snapshot(root: Path | str, checkpoint: str, *, state_home: Path | str) 
     subject, _, body = message.partition("\n\n")
     if not subject.startswith(SUBJECT):
         raise RestoreUnavailable(f"{checkpoint!r} ({commit[:12]}) is not a continuation snapshot")
+    # the reference is the body's first paragraph; trailers (Continuation-Home) follow it
+    reference = body.split("\n\n", 1)[0]
     try:
-        data = json.loads(body) if body.strip() else {}
+        data = json.loads(reference) if reference.strip() else {}
     except ValueError:
         data = {}
     if not isinstance(data, dict):

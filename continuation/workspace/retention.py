@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .gitrun import GitTarget
-from .layout import REF_NAMESPACE, thread_ref_prefix, validate_thread_key
+from .layout import HOME_TRAILER, REF_NAMESPACE, home_id_for, thread_ref_prefix, validate_thread_key
 from .lock import DEFAULT_LOCK_TIMEOUT, workspace_lock
 from .workspace_target import Workspace, content_target, read_json, resolve_workspace
 
@@ -19,6 +19,12 @@ class SnapshotRefInfo:
     commit: str
     thread_key: str
     generation: int | None  # None for safety snapshots (taken before a restore)
+    home_id: str | None = None  # the state home that wrote it (None: written before the trailer)
+
+    def owned_by(self, state_home: Path | str) -> bool:
+        """Whether retention in ``state_home`` may delete it: written by that home, or by a
+        version that did not name its home yet."""
+        return self.home_id is None or self.home_id == home_id_for(state_home)
 
 
 def list_snapshot_refs(
@@ -34,13 +40,15 @@ def list_snapshot_refs(
 
 def _list(target: GitTarget, thread_key: str | None) -> list[SnapshotRefInfo]:
     prefix = thread_ref_prefix(thread_key) if thread_key else f"{REF_NAMESPACE}/"
-    listing = target.out(["for-each-ref", "--format=%(objectname) %(refname)", prefix])
+    fmt = f"%(objectname) %(refname) %(trailers:key={HOME_TRAILER},valueonly,separator=)"
+    listing = target.out(["for-each-ref", f"--format={fmt}", prefix])
     refs = []
     for line in listing.splitlines():
-        commit, name = line.split(" ", 1)
+        commit, name, *home = line.split(" ", 2)
         rest = name[len(REF_NAMESPACE) + 1 :].split("/")
         generation = int(rest[1]) if len(rest) == 2 and rest[1].isdigit() else None
-        refs.append(SnapshotRefInfo(name, commit, rest[0], generation))
+        home_id = home[0].strip() if home and home[0].strip() else None
+        refs.append(SnapshotRefInfo(name, commit, rest[0], generation, home_id))
     refs.sort(key=lambda r: (r.thread_key, r.generation is None, r.generation or 0, r.ref))
     return refs
 

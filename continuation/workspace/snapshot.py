@@ -8,7 +8,7 @@ from pathlib import Path
 
 from .errors import GitFailure
 from .gitrun import GitTarget
-from .layout import snapshot_ref_name, validate_generation, validate_thread_key
+from .layout import HOME_TRAILER, snapshot_ref_name, validate_generation, validate_thread_key
 from .lock import DEFAULT_LOCK_TIMEOUT, workspace_lock
 from .model import DIRTY_SAMPLE, Submodule, WorkspaceRef
 from .policy import WorkspacePolicy
@@ -113,7 +113,8 @@ def snapshot_locked(
         args = ["commit-tree", "--no-gpg-sign", built.tree, "-F", "-"]
         if built.head:
             args[2:2] = ["-p", built.head]
-        commit = target.out(args, stdin=commit_message(ref).encode("utf-8", "surrogateescape"))
+        commit = target.out(args, stdin=commit_message(ref, layout.home_id).encode(
+            "utf-8", "surrogateescape"))
         _stage("commit-tree")
         _clear_stale_ref_lock(target, ref_name)
         if target.kind == "git":  # against HEAD (the commit's parent), or empty when unborn
@@ -142,13 +143,16 @@ def snapshot_locked(
     return ref
 
 
-def commit_message(ref: WorkspaceRef) -> str:
+def commit_message(ref: WorkspaceRef, home_id: str | None = None) -> str:
     """Subject line plus the reference as JSON (minus what only exists after the commit), so a
-    snapshot found by its ref alone still knows what it did not store (see ``load_snapshot``)."""
+    snapshot found by its ref alone still knows what it did not store (see ``load_snapshot``);
+    a ``Continuation-Home`` trailer names the state home that owns it (retention)."""
     record = ref.to_dict()
     for key in ("snapshot_commit", "dirty"):
         record.pop(key, None)
-    return f"continuation snapshot {ref.snapshot_ref}\n\n{json.dumps(record, sort_keys=True)}\n"
+    trailer = f"\n{HOME_TRAILER}: {home_id}\n" if home_id else ""
+    return (f"continuation snapshot {ref.snapshot_ref}\n\n{json.dumps(record, sort_keys=True)}\n"
+            f"{trailer}")
 
 
 def _clear_stale_ref_lock(target: GitTarget, ref_name: str) -> None:
