@@ -15,6 +15,8 @@ input_admitted    input_id*, text*, turn_id, queued (bool), ordinal, attachments
 input_delivered   input_id*, turn_id      a queued (or interrupted) input given to the model
 tool_started      call_id*, turn_id, tool, args (dict)
 tool_finished     call_id*, status ("ok" | "error" | "unknown"), exit_code, output (excerpt)
+tool_exit_code    call_id*, exit_code*    read later from the runtime's transcript (Codex hooks
+                  carry no exit code): a finished call's outcome gains it; non-zero is an error
 turn_completed    turn_id*                the runtime's end of a turn (Stop, task_complete)
 turn_aborted      turn_id*, reason        user interrupt / turn_aborted
 crash_detected    reason                  the owner of the session is gone without a clean end
@@ -55,6 +57,7 @@ SESSION_ENDED = "session_ended"
 SETTINGS = "settings"
 PLAN_UPDATED = "plan_updated"
 BACKGROUND_TASK = "background_task"
+TOOL_EXIT_CODE = "tool_exit_code"
 
 INPUT_TYPES = frozenset({INPUT_ADMITTED})
 CLAIM_TYPES = frozenset({ASSISTANT_CLAIM})

@@ -15,13 +15,9 @@ TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs the ho
 
 from . import events as ev
 from .lifecycle import (
-    HANDLED,
-    INTERRUPTED,
     NEW,
     PENDING,
-    QUEUED,
     RECONCILING,
-    ROLLED_BACK,
     IllegalTransition,
     allowed,
     next_state,
@@ -363,11 +359,28 @@ def _explicit(trigger: str):
     return handle
 
 
+def _tool_exit_code(view, seq, data) -> str:
+    """The exit code of a finished call, learnt after its PostToolUse. Input states do not
+    depend on it (a completed turn is handled whatever its commands returned)."""
+    call = view.get_call(data["call_id"])
+    if call is None or call.finished_seq is None or call.status not in ("ok", "error"):
+        return "ignored"
+    code = data.get("exit_code")
+    if not isinstance(code, int) or call.outcome.get("exit_code") is not None:
+        return "ignored"
+    call.outcome = {**call.outcome, "exit_code": code}
+    if code != 0:
+        call.status = "error"
+    view.put_call(call)
+    return "applied"
+
+
 _HANDLERS = {
     ev.INPUT_ADMITTED: _admit,
     ev.INPUT_DELIVERED: _deliver,
     ev.TOOL_STARTED: _tool_started,
     ev.TOOL_FINISHED: _tool_finished,
+    ev.TOOL_EXIT_CODE: _tool_exit_code,
     ev.TURN_COMPLETED: _turn_completed,
     ev.TURN_ABORTED: _turn_aborted,
     ev.CRASH_DETECTED: _crash_detected,

@@ -307,3 +307,27 @@ def test_codex_function_call_output_gives_the_exit_code(tmp_path):
         "call_1": ("ok", 0), "call_2": ("error", 3)}
     assert find_outcomes(str(tmp_path / "missing.jsonl"), ["call_1"]) == {}
     assert find_outcomes(None, ["call_1"]) == {}
+
+
+def test_codex_stop_learns_exit_codes_from_the_rollout(home, tmp_path):
+    """Codex's PostToolUse carries only output text; the rollout says "Process exited with
+    code N": at Stop the failed command becomes an error (the input is handled either way)."""
+    rollout = tmp_path / "rollout.jsonl"
+    rows = [{"type": "response_item", "payload": {"type": "function_call_output", "call_id": c,
+             "output": f"Process exited with code {code}\nOutput:\n"}}
+            for c, code in (("c1", 0), ("c2", 3))]
+    rollout.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
+    base = {"session_id": "x", "turn_id": "t1", "transcript_path": str(rollout)}
+    feed("codex", [{**base, "hook_event_name": "UserPromptSubmit", "prompt": "run checks"}]
+         + [p for c in ("c1", "c2") for p in (
+             {**base, "hook_event_name": "PreToolUse", "tool_name": "Bash",
+              "tool_input": {"command": c}, "tool_use_id": c},
+             {**base, "hook_event_name": "PostToolUse", "tool_name": "Bash",
+              "tool_input": {"command": c}, "tool_use_id": c, "tool_response": "out"})]
+         + [{**base, "hook_event_name": "Stop", "last_assistant_message": "checked"}])
+    with Engine(home) as e:
+        t = e.find_thread("codex", "x")
+        calls = {c.call_id: (c.status, c.outcome.get("exit_code")) for c in t.tool_calls()}
+        assert calls == {"c1": ("ok", 0), "c2": ("error", 3)}
+        assert [r.state for r in t.inputs()] == ["handled"]
+        assert e.store.derived_state(t.key).snapshot() == e.store.replay(t.key).snapshot()

@@ -136,19 +136,31 @@ def _start_turn(ctx: HookContext, turn: str) -> None:
 
 def _settle_from_transcript(ctx: HookContext, turn: str) -> None:
     """Calls of the ending turn with no outcome: the transcript may hold their result (a call
-    refused by a permission rule gets no PostToolUse). See :mod:`.outcomes`."""
+    refused by a permission rule gets no PostToolUse). Codex calls finished without an exit
+    code (its PostToolUse has none) get theirs. See :mod:`.outcomes`."""
     row = ctx.thread.store.conn.execute(
         "SELECT data FROM turns WHERE thread_key=? AND turn_id=?", (ctx.thread.key, turn)
     ).fetchone()
     open_calls = (json.loads(row[0]).get("open_calls") or []) if row else []
-    if not open_calls:
+    no_code = []
+    if ctx.runtime == "codex":
+        no_code = [r[0] for r in ctx.thread.store.conn.execute(
+            "SELECT call_id FROM tool_calls WHERE thread_key=? AND status='ok'"
+            " AND json_extract(data, '$.turn_id')=?"
+            " AND json_extract(data, '$.outcome.exit_code') IS NULL",
+            (ctx.thread.key, turn)).fetchall()]
+    if not open_calls and not no_code:
         return
     from .outcomes import find_outcomes
 
-    for call_id, outcome in find_outcomes(ctx.payload.get("transcript_path"), open_calls).items():
-        ctx.thread.tool_finished(call_id, outcome["status"], exit_code=outcome["exit_code"],
-                                 output=_excerpt(outcome["output"]), turn_id=turn,
-                                 source=f"{ctx.source}:transcript", session=ctx.session)
+    found = find_outcomes(ctx.payload.get("transcript_path"), [*open_calls, *no_code])
+    for call_id, outcome in found.items():
+        if call_id in open_calls:
+            ctx.thread.tool_finished(call_id, outcome["status"], exit_code=outcome["exit_code"],
+                                     output=_excerpt(outcome["output"]), turn_id=turn,
+                                     source=f"{ctx.source}:transcript", session=ctx.session)
+        elif outcome["exit_code"] is not None:
+            ctx.record(ev.TOOL_EXIT_CODE, {"call_id": call_id, "exit_code": outcome["exit_code"]})
 
 
 def _carry_into(ctx: HookContext, turn: str) -> None:
