@@ -7,7 +7,6 @@ User errors print one line on stderr and exit non-zero; never a traceback
 """
 from __future__ import annotations
 
-import os
 import sys
 
 

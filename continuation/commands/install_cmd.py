@@ -1,7 +1,6 @@
 """``install`` / ``uninstall``: put continuation's hooks into Codex CLI or Claude Code settings."""
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 

@@ -315,9 +315,6 @@ class SqliteStore:
             c.execute(
                 "INSERT OR REPLACE INTO thread_meta (thread_key, key, value, seq) VALUES (?,?,?,?)",
                 (key, etype, _dumps(data), seq))
-        elif etype == ev.ROLLED_BACK:
-            # claims made after the rollback point belong to the discarded branch
-            pass
 
     @staticmethod
     def _event_rows(c, thread_key, *, after: int = 0, upto: int | None = None,
