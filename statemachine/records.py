@@ -98,5 +98,8 @@ class ToolCallRecord(_Row):
         ("started_at", None),
         ("outcome", {}),
         ("decision", None),  # applied | not_applied | retry_safe (reconciliation)
+        # the runtime's id when the record is keyed ``id@turn`` (the id was reused in a later
+        # turn by a provider that numbers calls per process); None: call_id is the runtime's
+        ("runtime_call_id", None),
     )
     __slots__ = _slots(_FIELDS)

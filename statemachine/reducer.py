@@ -167,11 +167,46 @@ def _deliver(view, seq, data) -> str:
     return "applied"
 
 
+def alias_of(call_id: str, turn_id: str) -> str:
+    """The record key of a runtime call id reused in another turn."""
+    return f"{call_id}@{turn_id}"
+
+
+def call_key(view: StateView, call_id: str, turn_id: str | None, *, starting: bool = False) -> str:
+    """The record a runtime call id names in ``turn_id``.
+
+    Some providers number call ids per process (``call_0_0`` again in a later turn): a call
+    id is unique only within its turn. The first call keeps the runtime's id; the same id in
+    another turn is a call of its own, keyed ``id@turn``. An outcome whose call is still open
+    belongs to that call whatever turn the hook names (a late PostToolUse after the next turn
+    started); a start never joins a call of another turn."""
+    if turn_id:
+        alias = alias_of(call_id, turn_id)
+        if view.get_call(alias) is not None:
+            return alias
+    existing = view.get_call(call_id)
+    if existing is None or not turn_id or existing.turn_id in (None, turn_id):
+        return call_id
+    if not starting and existing.status in ("in_flight", "unknown"):
+        return call_id
+    return alias_of(call_id, turn_id)
+
+
+def resolve_call(view: StateView, call_id: str, turn_id: str | None):
+    """The record an event's (call id, turn) names, for readers of the log: the ``id@turn``
+    record when one exists, else the runtime's id."""
+    if turn_id:
+        found = view.get_call(alias_of(call_id, turn_id))
+        if found is not None:
+            return found
+    return view.get_call(call_id)
+
+
 def _tool_started(view, seq, data) -> str:
-    call_id = data["call_id"]
+    turn_id = data.get("turn_id")
+    call_id = call_key(view, data["call_id"], turn_id, starting=True)
     if view.get_call(call_id) is not None:
         return "duplicate"
-    turn_id = data.get("turn_id")
     call = ToolCallRecord(
         call_id=call_id,
         turn_id=turn_id,
@@ -180,6 +215,8 @@ def _tool_started(view, seq, data) -> str:
         started_seq=seq,
         started_at=data.get("started_at"),
     )
+    if call_id != data["call_id"]:
+        call.runtime_call_id = data["call_id"]
     view.put_call(call)
     if turn_id:
         turn = _turn(view, turn_id, seq)
@@ -217,11 +254,13 @@ def _settle_inputs(view, call: ToolCallRecord, seq: int, *, via: str, leaves_wor
 
 
 def _tool_finished(view, seq, data) -> str:
-    call_id = data["call_id"]
+    call_id = call_key(view, data["call_id"], data.get("turn_id"))
     call = view.get_call(call_id)
     if call is None:  # an outcome whose start we never saw (hooks installed mid-call)
         call = ToolCallRecord(call_id=call_id, turn_id=data.get("turn_id"), started_seq=seq,
                               tool=data.get("tool", ""), args=data.get("args") or {})
+        if call_id != data["call_id"]:
+            call.runtime_call_id = data["call_id"]
     elif call.finished_seq is not None:
         return "duplicate"
     if call.status == "rolled_back":

@@ -73,3 +73,104 @@ def test_facts_follow_the_call_record_after_stop(home, tmp_path):
     assert [f.text for f in cap.runtime_facts if f.kind == "tool_finished"] == [
         "tool call c1 finished: error exit 3"]
     assert "ok" not in " ".join(f.text for f in cap.runtime_facts if f.kind == "tool_finished")
+
+
+# -- item 4: a call id reused in a later turn is a new call -----------------------------------
+
+def _dead_marker() -> dict:
+    import subprocess
+    import sys
+
+    from continuation.recovery import liveness
+
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait()
+    return {"pid": p.pid, "proc_start": "12345", "host": liveness.hostname()}
+
+
+def test_a_call_id_reused_in_a_later_turn_is_recorded_and_reconciled_after_a_crash(engine):
+    from continuation.recovery import interrupted, reconcile
+
+    marker = _dead_marker()
+    t = engine.thread("codex", "reuse")
+    t.admit("list the files", turn_id="t1", session=marker)
+    t.tool_started("call_0_0", "Bash", {"command": "ls"}, turn_id="t1", session=marker)
+    t.tool_finished("call_0_0", "ok", turn_id="t1", session=marker)
+    t.turn_completed("t1", session=marker)
+    # a new process of the provider numbers its calls from 0 again
+    t.admit("deploy to staging", turn_id="t2", session=marker)
+    started = t.tool_started("call_0_0", "Bash", {"command": "./deploy staging"}, turn_id="t2",
+                             session=marker)
+    assert started.seq is not None, "the second call's start was dropped as a duplicate"
+    calls = {c.call_id: (c.turn_id, c.status, c.runtime_call_id) for c in t.tool_calls()}
+    assert calls == {"call_0_0": ("t1", "ok", None),
+                     "call_0_0@t2": ("t2", "in_flight", "call_0_0")}
+    # kill -9: recover finds the deploy's unknown outcome; the input waits for reconciliation
+    item = interrupted.examine(t)
+    assert interrupted.record_crash(t, item)
+    assert {r.text: r.state for r in t.inputs()} == {"list the files": "handled",
+                                                     "deploy to staging": "reconciling"}
+    [waiting] = reconcile.pending(t)
+    assert waiting.call_id == "call_0_0@t2" and waiting.args == {"command": "./deploy staging"}
+    assert engine.store.derived_state(t.key).snapshot() == engine.store.replay(t.key).snapshot()
+
+
+def test_outcomes_of_a_reused_id_go_to_the_call_of_their_turn(engine):
+    t = engine.thread("codex", "reuse2")
+    for turn, cmd in (("t1", "ls"), ("t2", "make")):
+        t.admit(f"do {cmd}", turn_id=turn)
+        t.tool_started("call_0", "Bash", {"command": cmd}, turn_id=turn)
+        t.tool_finished("call_0", "error" if turn == "t2" else "ok", turn_id=turn)
+        t.turn_completed(turn)
+    calls = {c.call_id: (c.args["command"], c.status) for c in t.tool_calls()}
+    assert calls == {"call_0": ("ls", "ok"), "call_0@t2": ("make", "error")}
+    # an outcome without a recorded start, reusing the id in a third turn, is not dropped
+    t.admit("do test", turn_id="t3")
+    assert t.tool_finished("call_0", "ok", turn_id="t3").seq is not None
+    assert "call_0@t3" in {c.call_id for c in t.tool_calls()}
+    # a late outcome of a call still open keeps going to that call
+    t.admit("do slow", turn_id="t4")
+    t.tool_started("slow_1", "Bash", {"command": "sleep 9"}, turn_id="t4")
+    t.admit("next", turn_id="t5")
+    t.tool_finished("slow_1", "ok", turn_id="t5")
+    assert {c.call_id: c.status for c in t.tool_calls()}["slow_1"] == "ok"
+    assert engine.store.derived_state(t.key).snapshot() == engine.store.replay(t.key).snapshot()
+
+
+def test_codex_stop_reads_a_reused_ids_exit_code_from_its_own_turn(home, tmp_path):
+    """The rollout holds `call_0` twice (two turns): the second call gets the second output's
+    exit code, and an open reused call is never settled by the earlier turn's output."""
+    rollout = tmp_path / "rollout.jsonl"
+    rollout.touch()
+
+    def turn_marker(turn):
+        with rollout.open("a") as fh:
+            fh.write(json.dumps({"type": "event_msg", "payload": {"type": "task_started",
+                                                                  "turn_id": turn}}) + "\n")
+
+    base1 = {"session_id": "r", "turn_id": "t1", "transcript_path": str(rollout)}
+    base2 = {**base1, "turn_id": "t2"}
+    turn_marker("t1")
+    feed("codex", [{**base1, "hook_event_name": "UserPromptSubmit", "prompt": "one"}]
+         + codex_call(base1, "call_0", "true"))
+    codex_rollout(rollout, [("call_0", 0)])
+    feed("codex", [{**base1, "hook_event_name": "Stop", "last_assistant_message": "ok"}])
+    turn_marker("t2")
+    feed("codex", [{**base2, "hook_event_name": "UserPromptSubmit", "prompt": "two"}]
+         + codex_call(base2, "call_0", "exit 4"))
+    codex_rollout(rollout, [("call_0", 4)])
+    turn_marker("t3")
+    feed("codex", [{**base2, "hook_event_name": "Stop", "last_assistant_message": "ok"},
+                   {**base1, "turn_id": "t3", "hook_event_name": "UserPromptSubmit",
+                    "prompt": "three"},
+                   {**base1, "turn_id": "t3", "hook_event_name": "PreToolUse",
+                    "tool_name": "Bash", "tool_input": {"command": "deploy"},
+                    "tool_use_id": "call_0"},
+                   {**base1, "turn_id": "t3", "hook_event_name": "Stop",
+                    "last_assistant_message": "deployed"}])
+    with Engine(home) as e:
+        t = e.find_thread("codex", "r")
+        calls = {c.call_id: (c.status, c.outcome.get("exit_code")) for c in t.tool_calls()}
+        assert calls == {"call_0": ("ok", 0), "call_0@t2": ("error", 4),
+                         "call_0@t3": ("unknown", None)}
+        assert {r.text: r.state for r in t.inputs()}["three"] == "reconciling"

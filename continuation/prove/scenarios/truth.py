@@ -80,3 +80,44 @@ def failed_mid_turn(box, r):
             not any(("call_ls" in x or "call_exit" in x) and "finished: ok" in x for x in finished),
             f"facts: {finished}")
     r.expect_states(s, {"A": "handled"})
+
+
+@scenario(21, "a call id reused in a later turn is its own call: reconciled after kill -9, not retried")
+def reused_call_id(box, r):
+    ws = box.workspace("ws")
+    cat = catalog(request("A", "list the release notes folder", 0),
+                  request("B", "deploy the release to staging", 0))
+    s = r.track(SimSession(box, "s21", runtime="codex", cwd=ws, catalog=cat))
+    shape = _shape(s)
+    # a provider that numbers its calls per process: `call_0_0` in both turns
+    s.run([{"op": "start"}, {"op": "prompt", "key": "A", "turn": "t1"},
+           *_call_steps(shape, "t1", "call_0_0", "ls release-notes"),
+           {"op": "stop", "turn": "t1", "message": "Listed."},
+           {"op": "prompt", "key": "B", "turn": "t2"},
+           *_call_steps(shape, "t2", "call_0_0", "./deploy staging", finished=False)])
+    # the runtime's process is gone (it exited inside the call: no Stop, no SessionEnd)
+    engine, th = s.thread()
+    try:
+        calls = {c.call_id: (c.args.get("command"), c.status) for c in th.tool_calls()}
+    finally:
+        engine.close()
+    r.equal("both calls named call_0_0 are recorded, each in its own turn", calls,
+            {"call_0_0": ("ls release-notes", "ok"),
+             "call_0_0@t2": ("./deploy staging", "in_flight")})
+    rec = box.cli("recover", "--json")
+    r.check("`continuation recover` ran", rec.returncode == 0,
+            rec.stderr.decode(errors="replace")[-300:])
+    r.expect_states(s, {"A": "handled", "B": "reconciling"}, " after recover")
+    listed = box.cli("reconcile", "--thread", s.session_id, "--json")
+    try:
+        waiting = json.loads(listed.stdout.decode() or "{}").get("calls", [])
+    except ValueError:
+        waiting = []
+    r.equal("reconcile lists the deploy (the reused id's second call) as unknown",
+            [(c["call_id"], c["args"].get("command")) for c in waiting],
+            [("call_0_0@t2", "./deploy staging")])
+    s.run([{"op": "start", "source": "resume"}])
+    ctx = s.contexts()
+    text = ctx[-1] if ctx else ""
+    r.check("the resumed context asks to reconcile the deploy before any retry",
+            "reconcile_tool_call" in text and "call_0_0@t2" in text, text[-600:])
