@@ -142,9 +142,8 @@ def before_compaction(thread: Thread, *, trigger: str, source_tag: str,
 
 def fresh_checkpoint(thread: Thread, reason: str) -> checkpoints.Checkpoint:
     """The newest checkpoint when nothing but bookkeeping happened since; else a new one."""
-    cps = checkpoints.list_checkpoints(thread)
-    if cps:
-        newest = cps[-1]
+    newest = checkpoints.newest_checkpoint(thread)
+    if newest is not None:
         later = thread.events(after=newest.seq)
         if all(e["type"] in _BOOKKEEPING for e in later):
             return newest
@@ -157,18 +156,18 @@ _BOOKKEEPING = {ev.CHECKPOINT_COMMITTED, ev.BOUNDARY, ev.SESSION_STARTED, ev.SET
 
 def assembled_context(thread: Thread, loaded: checkpoints.LoadedCapsule,
                       instructions: str | None = None, exclude_input: str | None = None):
-    """Instructions first (when given), then the capsule block, then the still-actionable
-    inputs verbatim (full texts from the store, not the capsule's clipped copies), then queued
-    input."""
+    """Instructions first (when given), then the capsule block (as stored with the checkpoint:
+    no capsule model is built), then the still-actionable inputs verbatim (full texts from the
+    store, not the capsule's clipped copies), then queued input."""
     from types import SimpleNamespace
 
-    from capsule.assemble import assemble_context
+    from capsule.context import assemble_rendered
 
     covered = loaded.checkpoint.seq
     actionable = [SimpleNamespace(id=r.input_id, state=r.state, text=r.text)
                   for r in thread.actionable_inputs()
                   if r.admitted_seq <= covered and r.input_id != exclude_input]
-    return assemble_context(instructions, loaded.capsule, actionable_inputs=actionable)
+    return assemble_rendered(instructions, loaded.rendered(), actionable_inputs=actionable)
 
 
 def assembled_text(thread: Thread, loaded: checkpoints.LoadedCapsule) -> str:
@@ -197,7 +196,7 @@ def context_answer(thread: Thread, runtime: str, event_name: str, *, via: str,
     only when a boundary's delivery was lost. ``exclude_input`` (the prompt being submitted) is
     not repeated verbatim: the runtime sends it with this very request."""
     cp = fresh_checkpoint(thread, reason)
-    loaded = checkpoints.load(thread, cp.generation)
+    loaded = checkpoints.load(thread, cp.generation, decode=False)
     if loaded is None:
         return {}
     if loaded.checkpoint.generation != cp.generation:
@@ -205,7 +204,7 @@ def context_answer(thread: Thread, runtime: str, event_name: str, *, via: str,
         # rebuilt from it rather than the older one's stale states (problems are still said)
         problems = loaded.problems
         rebuilt = commit_checkpoint(thread, reason=reason, snapshot=False)
-        loaded = checkpoints.load(thread, rebuilt.generation)
+        loaded = checkpoints.load(thread, rebuilt.generation, decode=False)
         loaded.problems = problems + loaded.problems
     context = assembled_context(thread, loaded, exclude_input=exclude_input)
     inline = fit_for_runtime(thread, runtime, context, loaded.checkpoint.generation)

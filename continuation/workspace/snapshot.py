@@ -139,6 +139,7 @@ def snapshot_locked(
         ref_name = ref.snapshot_ref
         _stage("update-ref")
         if target.kind == "shadow":  # git repositories re-seed from the user's index every time
+            _private(scratch)  # git writes index files 0666 minus the umask
             os.replace(scratch, layout.thread_index(thread_key))
             write_json_atomic(
                 layout.thread_record(thread_key),
@@ -206,6 +207,13 @@ def _clear_stale_ref_lock(target: GitTarget, ref_name: str) -> None:
     """A snapshot killed inside update-ref leaves ``<ref>.lock``; under our lock it is stale."""
     assert target.common_dir is not None
     (target.common_dir / (ref_name + ".lock")).unlink(missing_ok=True)
+
+
+def _private(path: Path) -> None:
+    try:
+        os.chmod(path, 0o600)
+    except OSError:
+        pass  # best effort (Windows)
 
 
 def _write_shadow_excludes(target: GitTarget, patterns) -> None:
