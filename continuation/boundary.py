@@ -100,14 +100,15 @@ def _release(thread: Thread, workspace: dict | None) -> None:
 
 
 def _reconciliation_notices(thread: Thread) -> list:
-    """The reconciliation prompt for calls with unknown outcome (continuation.recovery)."""
+    """The reconciliation prompt for calls with unknown outcome, and the decisions already
+    recorded about calls of inputs still open (continuation.recovery)."""
     try:
-        from .recovery.notices import reconciliation_notice
+        from .recovery.notices import decision_notice, reconciliation_notice
 
-        notice = reconciliation_notice(thread)
+        found = [reconciliation_notice(thread), decision_notice(thread)]
     except Exception:  # the checkpoint matters more than the prompt; doctor/recover show it
         return []
-    return [notice] if notice is not None else []
+    return [n for n in found if n is not None]
 
 
 def _recovery_notice(thread: Thread) -> str:

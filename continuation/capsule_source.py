@@ -41,7 +41,7 @@ FACT_TYPES = (
 MAX_FACTS = 40
 #: finished tool calls carried (the newest); unsettled ones are always all carried
 MAX_FINISHED_CALLS = 100
-CURSOR_TYPES = ("tool_finished", "turn_completed", "turn_aborted")
+CURSOR_TYPES = ("tool_finished", "turn_completed", "turn_aborted", "reconciled")
 
 
 def pointer(thread_key: str, seq: int | None) -> str:
@@ -153,7 +153,7 @@ def gather(thread: Thread, *, generation: int, reason: str, upto_seq: int | None
     # the record each tool_finished fact is about (a reused runtime id names one per turn)
     known = {e["seq"]: resolve_call(view, e["data"]["call_id"], e["data"].get("turn_id"))
              for e in [*facts_src, *cursor_src]
-             if e["type"] == "tool_finished" and e["data"].get("call_id")}
+             if e["type"] in ("tool_finished", "reconciled") and e["data"].get("call_id")}
     facts = [SourceFact(seq=e["seq"], kind=e["type"], text=_fact_text(e, known.get(e["seq"])),
                         pointer=pointer(key, e["seq"]))
              for e in facts_src]
@@ -225,13 +225,16 @@ def _cursor(key: str, last: list[dict], calls: dict) -> SourceCursor:
         return SourceCursor()
     e = last[-1]
     d = e["data"]
-    if e["type"] == "tool_finished":
+    if e["type"] in ("tool_finished", "reconciled"):
         call = calls.get(e["seq"])
         args = (call.args if call is not None else None) or {}
         what = args.get("command") or args.get("file_path") or args.get("path") or ""
         tool = (call.tool if call is not None else "") or d.get("tool") or "tool"
         step = f"{tool} {what}".strip()
-        outcome = _verdict(d, call).replace(" exit", ", exit")
+        if e["type"] == "tool_finished":
+            outcome = _verdict(d, call).replace(" exit", ", exit")
+        else:  # the user settled a call the runtime left without an outcome
+            outcome = f"reconciled by the user: {str(d.get('decision')).replace('_', ' ')}"
     else:
         step = f"turn {d.get('turn_id')} {e['type'].split('_')[1]}"
         outcome = e["type"]

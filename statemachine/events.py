@@ -29,7 +29,8 @@ assistant_claim   turn_id, text*          kind "claim"
 boundary          kind* ("compact" | "resume" | "clear" | "fork" | "startup"), trigger
                   ("manual" | "auto"), generation
 checkpoint_committed  checkpoint_id*, generation*, reason, sha256, snapshot_ref
-context_delivered generation*, via ("session_start" | "user_prompt" | "cli")
+context_delivered generation*, via ("session_start" | "user_prompt" | "cli")   the model
+                  received every input's current state (clears ``awaits_delivery``)
 session_started / session_ended / settings / plan_updated / background_task: runtime facts
                   that the capsule reports; the lifecycle ignores them.
 

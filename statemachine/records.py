@@ -68,6 +68,10 @@ class InputRecord(_Row):
         # a settled call was not applied (or must be retried): the input cannot be handled yet
         ("work_remains", False),
         ("last_trigger", None),
+        # the current state came from outside the model's conversation (a decision recorded
+        # from the command line, a crash found afterwards) and no context carrying it has been
+        # delivered yet: the next clean turn does not decide this input (statemachine.carry)
+        ("awaits_delivery", False),
     )
     __slots__ = _slots(_FIELDS)
 

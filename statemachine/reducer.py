@@ -15,6 +15,7 @@ TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs the ho
 
 from . import events as ev
 from .lifecycle import (
+    ACTIONABLE,
     NEW,
     PENDING,
     RECONCILING,
@@ -105,10 +106,18 @@ class ThreadState:
         }
 
 
+#: transitions the model does not witness in its own conversation: a reconciliation decision or
+#: a reopening recorded from the command line, a crash found after the fact. Until a context
+#: carrying the new state is delivered (``context_delivered``), the model has not seen it.
+UNWITNESSED = frozenset({"reconciled", "reopened", "crash_detected",
+                         "crash_detected_with_open_tool"})
+
+
 def _move(view: StateView, rec: InputRecord, trigger: str, seq: int) -> None:
     rec.state = next_state(rec.state, trigger, rec.input_id)
     rec.updated_seq = seq
     rec.last_trigger = trigger
+    rec.awaits_delivery = trigger in UNWITNESSED and rec.state in ACTIONABLE
     view.put_input(rec)
 
 
@@ -414,12 +423,25 @@ def _tool_exit_code(view, seq, data) -> str:
     return "applied"
 
 
+def _context_delivered(view, seq, data) -> str:
+    """A context was handed to the model: it carries every input's current state (a delivery
+    commits a checkpoint of the state as of now first), so none awaits delivery any more."""
+    changed = "ignored"
+    for rec in view.inputs_in_states(ACTIONABLE):
+        if rec.awaits_delivery:
+            rec.awaits_delivery = False
+            view.put_input(rec)
+            changed = "applied"
+    return changed
+
+
 _HANDLERS = {
     ev.INPUT_ADMITTED: _admit,
     ev.INPUT_DELIVERED: _deliver,
     ev.TOOL_STARTED: _tool_started,
     ev.TOOL_FINISHED: _tool_finished,
     ev.TOOL_EXIT_CODE: _tool_exit_code,
+    ev.CONTEXT_DELIVERED: _context_delivered,
     ev.TURN_COMPLETED: _turn_completed,
     ev.TURN_ABORTED: _turn_aborted,
     ev.CRASH_DETECTED: _crash_detected,

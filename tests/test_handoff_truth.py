@@ -174,3 +174,83 @@ def test_codex_stop_reads_a_reused_ids_exit_code_from_its_own_turn(home, tmp_pat
         assert calls == {"call_0": ("ok", 0), "call_0@t2": ("error", 4),
                          "call_0@t3": ("unknown", None)}
         assert {r.text: r.state for r in t.inputs()}["three"] == "reconciling"
+
+
+# -- item 3: a reconciliation decision reaches the model ---------------------------------------
+
+def _crashed_deploy(engine, session: str):
+    """A Codex thread whose runtime died inside `./deploy staging` (recorded as a crash)."""
+    from continuation.recovery import interrupted
+
+    t = engine.thread("codex", session)
+    marker = _dead_marker()
+    t.admit("deploy the release to staging, then post the link", turn_id="t1", session=marker)
+    t.tool_started("c1", "Bash", {"command": "./deploy staging"}, turn_id="t1", session=marker)
+    assert interrupted.record_crash(t, interrupted.examine(t))
+    return t
+
+
+def _context(answer: str) -> str:
+    data = json.loads(answer)
+    return (data.get("hookSpecificOutput") or {}).get("additionalContext") or ""
+
+
+def test_not_applied_decision_is_delivered_at_the_next_resume(engine):
+    from continuation.recovery import reconcile
+
+    t = _crashed_deploy(engine, "na-resume")
+    [before] = t.inputs()
+    reconcile.decide(t, "c1", "not_applied")
+    [rec] = t.inputs()
+    assert rec.state == "pending" and rec.awaits_delivery
+    (answer, code), = feed("codex", [{"session_id": "na-resume", "hook_event_name": "SessionStart",
+                                      "source": "resume"}])
+    text = _context(answer)
+    assert code == 0 and before.input_id in text, answer
+    assert "not applied: it did not take effect; its work is still to do" in text
+    [rec] = t.inputs()
+    assert not rec.awaits_delivery
+
+
+def test_an_unrelated_prompt_after_a_decision_carries_it_and_only_then_may_decide(engine):
+    from continuation.recovery import reconcile
+
+    t = _crashed_deploy(engine, "na-prompt")
+    reconcile.decide(t, "c1", "not_applied")
+    base = {"session_id": "na-prompt", "turn_id": "t2"}
+    (answer, _), = feed("codex", [{**base, "hook_event_name": "UserPromptSubmit",
+                                   "prompt": "what is the time?"}])
+    text = _context(answer)
+    assert "deploy the release to staging" in text and "not applied" in text, answer
+    feed("codex", [{**base, "hook_event_name": "Stop", "last_assistant_message": "12:00"}])
+    # the model received the pending state and completed a clean turn after it: decided
+    assert {r.text: r.state for r in t.inputs()}["deploy the release to staging, then post "
+                                                   "the link"] == "handled"
+
+
+def test_a_clean_turn_does_not_decide_an_input_whose_state_never_reached_the_model(engine):
+    """No context was delivered after the decision (a turn recorded without its prompt hook):
+    an unrelated turn completing says nothing about the reopened input."""
+    from continuation.recovery import reconcile
+
+    t = _crashed_deploy(engine, "na-unseen")
+    reconcile.decide(t, "c1", "not_applied")
+    t.admit("what is the time?", turn_id="t2")
+    feed("codex", [{"session_id": "na-unseen", "turn_id": "t2", "hook_event_name": "Stop",
+                    "last_assistant_message": "12:00"}])
+    states = {r.text: r.state for r in t.inputs()}
+    assert states == {"deploy the release to staging, then post the link": "pending",
+                      "what is the time?": "handled"}
+
+
+def test_applied_decision_says_the_call_took_effect(engine):
+    from continuation.recovery import reconcile
+
+    t = _crashed_deploy(engine, "applied")
+    reconcile.decide(t, "c1", "applied")
+    (answer, _), = feed("codex", [{"session_id": "applied", "hook_event_name": "SessionStart",
+                                   "source": "resume"}])
+    text = _context(answer)
+    assert "c1: Bash" in text and "applied: it took effect; do not run it again" in text, text
+    assert "reconciled by the user: applied" in text  # the cursor is the settled call
+    assert "Continue it from after them and do only what remains of it" in text

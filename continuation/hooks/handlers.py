@@ -218,7 +218,8 @@ def on_user_prompt(ctx: HookContext) -> dict | None:
                               source=ctx.source, session=ctx.session)
     if ctx.thread.row["needs_context"]:
         # A new context generation reached a prompt with no delivery recorded (the compact
-        # SessionStart was deferred or dropped): inject it here instead.
+        # SessionStart was deferred or dropped), or a state the model has not seen (a
+        # reconciliation decision recorded from the command line): inject it here.
         from .. import boundary
 
         return boundary.context_answer(ctx.thread, ctx.runtime, "UserPromptSubmit",

@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 
 from ..payloads import PayloadShape
+from ..report import NotAvailable
+from ..sandbox import wait_for
 from ..session import SimSession
 from . import scenario
-from .common import catalog, request
+from .common import catalog, context_states, request
 
 
 def _shape(s: SimSession) -> PayloadShape:
@@ -121,3 +123,68 @@ def reused_call_id(box, r):
     text = ctx[-1] if ctx else ""
     r.check("the resumed context asks to reconcile the deploy before any retry",
             "reconcile_tool_call" in text and "call_0_0@t2" in text, text[-600:])
+
+
+def _killed_in_second_call(box, r, name: str, cat: dict) -> tuple[SimSession, str | None]:
+    """A Codex session killed (SIGKILL) inside B's second tool call, then `recover`."""
+    ws = box.workspace(f"ws-{name}")
+    s = r.track(SimSession(box, name, runtime="codex", cwd=ws, catalog=cat))
+    proc = s.start([{"op": "start"}, {"op": "prompt", "key": "B", "turn": "t1"},
+                    {"op": "act", "limit": 1, "hang": True}])
+    hung = wait_for(lambda: any(x.get("kind") == "hanging" for x in s.log()), timeout=60)
+    r.check(f"{name}: the runtime blocked inside B's second call", hung)
+    proc.kill()
+    proc.wait(timeout=30)
+    rec = box.cli("recover", "--json")
+    r.check(f"{name}: `continuation recover` ran", rec.returncode == 0,
+            rec.stderr.decode(errors="replace")[-300:])
+    return s, next((x["call"] for x in s.log() if x.get("kind") == "hanging"), None)
+
+
+@scenario(22, "a reconciliation decision reaches the model at the next resume or prompt")
+def decision_delivered(box, r):
+    for cmd in ("recover", "reconcile"):
+        if not box.has_command(cmd):
+            raise NotAvailable(f"`continuation {cmd}`")
+    cat = catalog(request("B", "run the release migration against staging", 2),
+                  request("C", "what does the release checklist say about rollbacks?", 0))
+
+    # --not-applied, then a resume: the resume carries the decision
+    s, call = _killed_in_second_call(box, r, "s22-not-applied", cat)
+    r.expect_states(s, {"B": "reconciling"}, " after recover")
+    decided = box.cli("reconcile", call or "-", "--thread", s.session_id, "--not-applied")
+    r.check("`reconcile --not-applied` is recorded", decided.returncode == 0,
+            decided.stderr.decode(errors="replace")[-300:])
+    r.expect_states(s, {"B": "pending"}, " after the decision")
+    s.run([{"op": "start", "source": "resume"}])
+    resumed = [h for h in s.hooks("SessionStart") if h.get("source") == "resume"]
+    text = s.contexts()[-1] if resumed and resumed[-1].get("context_file") else ""
+    states = context_states(text, cat) if text else None
+    r.check("the resume delivered a context listing B pending",
+            states is not None and states.get("B") == "pending", f"context states {states}")
+    r.check("the context says the call was not applied (its work is still to do)",
+            f"call {call}:" in text and "not applied: it did not take effect" in text,
+            text[-800:])
+
+    # --applied, then a resume whose delivery is lost: the next prompt carries the decision,
+    # and only then may that unrelated prompt's clean turn decide B
+    s, call = _killed_in_second_call(box, r, "s22-applied", cat)
+    decided = box.cli("reconcile", call or "-", "--thread", s.session_id, "--applied")
+    r.check("`reconcile --applied` is recorded", decided.returncode == 0,
+            decided.stderr.decode(errors="replace")[-300:])
+    s.run([{"op": "start", "source": "resume", "fault": "event.before_commit"}])
+    r.check("the resume's SessionStart hook died before delivering anything",
+            not any(h.get("context_file") for h in s.hooks("SessionStart")
+                    if h.get("source") == "resume"))
+    r.expect_states(s, {"B": "pending"}, " while the decision has not reached the model")
+    s.run([{"op": "prompt", "key": "C", "turn": "t2"}, {"op": "act", "turn": "t2"},
+           {"op": "stop", "turn": "t2", "message": "Rollbacks need a ticket."}])
+    carried = [h for h in s.hooks("UserPromptSubmit") if h.get("context_file")]
+    text = s.contexts()[-1] if carried else ""
+    r.check("the next prompt carried the context with the decision",
+            "applied: it took effect; do not run it again" in text
+            and "reconciled by the user: applied" in text, text[-800:])
+    r.equal("B's calls ran once each (the applied call was not repeated)",
+            [s.exec_counts().get(("B", i)) for i in range(2)], [1, 1])
+    r.expect_states(s, {"B": "handled", "C": "handled"},
+                    " (B decided by a clean turn after its state reached the model)")
