@@ -57,13 +57,46 @@ def transcript_pointer(path: str | None) -> dict | None:
         return {"transcript_path": str(p)}
 
 
+#: commits lost to racing checkpoints of the same thread before one gives up (each loss means
+#: another checkpoint was committed, so the thread always advances)
+COMMIT_ATTEMPTS = 32
+
+
 def commit_checkpoint(thread: Thread, *, reason: str, transcript_path: str | None = None,
                       snapshot: bool = True, notices=()) -> checkpoints.Checkpoint:
-    generation = int(thread.row["generation"]) + 1
-    workspace = _snapshot(thread, generation) if snapshot else None
+    """Snapshot the workspace and commit the capsule under one generation.
+
+    Two processes may checkpoint one thread at once (``continuation checkpoint`` racing a
+    PreCompact). The snapshot claims its generation with its ref (created only if absent), so
+    a ref always names the commit its checkpoint records; the store refuses a generation that
+    is not past the thread's newest. The loser gives its claim back and tries again with the
+    next generation, a fresh snapshot and capsule: a boundary is never dropped for a race."""
     notices = (*notices, *_reconciliation_notices(thread))
-    return checkpoints.commit(thread, reason=reason, workspace=workspace,
-                              transcript=transcript_pointer(transcript_path), notices=notices)
+    transcript = transcript_pointer(transcript_path)
+    floor = 0
+    for _ in range(COMMIT_ATTEMPTS):
+        generation = max(int(thread.row["generation"]) + 1, floor)
+        workspace = _snapshot(thread, generation) if snapshot else None
+        claimed = (workspace or {}).get("generation")
+        if isinstance(claimed, int) and claimed > generation:  # the ref of `generation` was taken
+            generation = claimed
+        try:
+            return checkpoints.commit(thread, reason=reason, workspace=workspace,
+                                      transcript=transcript, notices=notices,
+                                      generation=generation)
+        except checkpoints.GenerationTaken:
+            _release(thread, workspace)
+            floor = generation + 1
+    raise checkpoints.CheckpointError(
+        f"thread {thread.key}: {COMMIT_ATTEMPTS} checkpoints committed by other processes while "
+        "this one tried; giving up")
+
+
+def _release(thread: Thread, workspace: dict | None) -> None:
+    if workspace:
+        from .workspace_link import release_snapshot
+
+        release_snapshot(thread, workspace)
 
 
 def _reconciliation_notices(thread: Thread) -> list:

@@ -33,6 +33,10 @@ class CheckpointError(StoreError):
     pass
 
 
+class GenerationTaken(CheckpointError):
+    """Another process committed this generation (or a later one) first: retry with the next."""
+
+
 @dataclass
 class Checkpoint:
     checkpoint_id: str
@@ -139,13 +143,18 @@ def build(thread: Thread, *, generation: int, reason: str, workspace: dict | Non
 
 
 def commit(thread: Thread, *, reason: str, workspace: dict | None = None,
-           transcript: dict | None = None, notices=(), budget=None) -> Checkpoint:
+           transcript: dict | None = None, notices=(), budget=None,
+           generation: int | None = None) -> Checkpoint:
+    """Commit the capsule as ``generation`` (default: the next one). Generations only grow:
+    when the thread already has this generation or a later one, ``GenerationTaken`` is raised
+    and nothing is committed (``boundary.commit_checkpoint`` retries with the next)."""
     from capsule.model import SCHEMA_VERSION, encode_capsule
     from capsule.render import render_capsule
 
     store = thread.store
     row = thread.row
-    generation = int(row["generation"]) + 1
+    if generation is None:
+        generation = int(row["generation"]) + 1
     seq = int(row["last_seq"])
     capsule = build(thread, generation=generation, reason=reason, workspace=workspace,
                     transcript=transcript, notices=notices, budget=budget)
@@ -162,7 +171,7 @@ def commit(thread: Thread, *, reason: str, workspace: dict | None = None,
         current = c.execute("SELECT generation FROM threads WHERE thread_key=?",
                             (thread.key,)).fetchone()[0]
         if current >= generation:  # another process committed this generation meanwhile
-            raise CheckpointError(f"generation {generation} of {thread.key} already committed")
+            raise GenerationTaken(f"generation {generation} of {thread.key} already committed")
         c.execute(
             "INSERT INTO checkpoints (checkpoint_id, thread_key, generation, seq, reason,"
             " created_at, capsule, sha256, capsule_version, rendered, workspace, file_path)"

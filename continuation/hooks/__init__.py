@@ -65,21 +65,55 @@ def _log_error(runtime: str, raw: bytes, exc: BaseException) -> None:
         pass  # logging must never turn a fail-open hook into a failing one
 
 
+def _storage_failure(exc: BaseException) -> bool:
+    """An error that means the event could not be written (disk full, read-only or damaged
+    state home), as opposed to a payload we cannot read."""
+    if isinstance(exc, OSError):
+        return True
+    import sqlite3
+
+    from ..store import StoreError, StoreVersionError, UnknownThread
+
+    if isinstance(exc, (sqlite3.OperationalError, sqlite3.DatabaseError)):
+        return not isinstance(exc, (sqlite3.IntegrityError, sqlite3.ProgrammingError))
+    return isinstance(exc, StoreError) and not isinstance(exc, (StoreVersionError, UnknownThread))
+
+
+def _with_notices(answer: dict | None, notices: list[str]) -> dict | None:
+    if not notices:
+        return answer
+    answer = dict(answer or {})
+    answer["systemMessage"] = "\n".join(filter(None, [answer.get("systemMessage"), *notices]))
+    return answer
+
+
 def run(runtime: str, raw: bytes, *, ending: bool = False) -> tuple[str, int]:
     """Handle one payload; returns (stdout text, exit code). ``ending``: the process exits
     right after (see :func:`main`)."""
+    from .. import lost_writes
+
+    payload = None
     try:
         payload = parse_payload(raw)
         from .handlers import handle
 
-        answer = handle(runtime, payload, ending=ending)
+        answer = _with_notices(handle(runtime, payload, ending=ending), lost_writes.NOTICES)
         return (json.dumps(answer, ensure_ascii=False) if answer else CONTINUE), 0
     except Exception as exc:  # fail open: the user's agent must go on
         _log_error(runtime, raw, exc)
+        notices = list(lost_writes.NOTICES)
+        if payload is not None and _storage_failure(exc):
+            # the log line above may be lost too (no room): leave a trace that survives
+            from ..paths import state_home_str
+
+            home = state_home_str()
+            if lost_writes.note_lost(home, str(payload.get("hook_event_name") or ""), exc):
+                notices.append(lost_writes.lost_message(home))
         if strict_mode():
             sys.stderr.write(f"continuation hook: {exc}\n")
             return CONTINUE, 2
-        return CONTINUE, 0
+        answer = _with_notices(None, notices)
+        return (json.dumps(answer, ensure_ascii=False) if answer else CONTINUE), 0
 
 
 def main(argv: list[str]) -> int:
