@@ -42,6 +42,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def run(argv: list[str]) -> int:
+    from .. import lost_writes
+
+    try:
+        return _run(argv)
+    finally:
+        for notice in lost_writes.NOTICES:  # e.g. a store found truncated: said once, here
+            sys.stderr.write(notice + "\n")
+
+
+def _run(argv: list[str]) -> int:
     from ..store import StoreError
 
     parser = build_parser()

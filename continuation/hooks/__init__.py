@@ -42,24 +42,57 @@ def strict_mode() -> bool:
     return os.environ.get("CONTINUATION_STRICT", "").strip().lower() in ("1", "true", "yes")
 
 
-def _log_error(runtime: str, payload_head: bytes, exc: BaseException) -> None:
+def payload_digest(raw: bytes) -> str:
+    """What the log keeps of a payload: its length and sha256, never its text (a prompt may
+    hold secrets, and the log outlives the session)."""
+    import hashlib
+
+    return f"payload_bytes={len(raw)} payload_sha256={hashlib.sha256(raw).hexdigest()}"
+
+
+def _log_error(runtime: str, raw: bytes, exc: BaseException) -> None:
     try:
         import traceback
 
-        from ..paths import ensure_private_dir, state_home_str
+        from ..paths import open_private, state_home_str
 
-        logs = ensure_private_dir(os.path.join(state_home_str(), "logs"))
-        with open(os.path.join(logs, "hooks.log"), "a", encoding="utf-8") as fh:
+        fd = open_private(os.path.join(state_home_str(), "logs", "hooks.log"))
+        with open(fd, "a", encoding="utf-8") as fh:
             fh.write(
                 f"{time.strftime('%Y-%m-%dT%H:%M:%S')} runtime={runtime} error={exc!r}\n"
-                f"payload[:200]={payload_head[:200]!r}\n{traceback.format_exc()}\n"
+                f"{payload_digest(raw)}\n{traceback.format_exc()}\n"
             )
     except Exception:
         pass  # logging must never turn a fail-open hook into a failing one
 
 
+def _storage_failure(exc: BaseException) -> bool:
+    """An error that means the event could not be written (disk full, read-only or damaged
+    state home), as opposed to a payload we cannot read."""
+    if isinstance(exc, OSError):
+        return True
+    import sqlite3
+
+    from ..store import StoreError, StoreVersionError, UnknownThread
+
+    if isinstance(exc, (sqlite3.OperationalError, sqlite3.DatabaseError)):
+        return not isinstance(exc, (sqlite3.IntegrityError, sqlite3.ProgrammingError))
+    return isinstance(exc, StoreError) and not isinstance(exc, (StoreVersionError, UnknownThread))
+
+
+def _with_notices(answer: dict | None, notices: list[str]) -> dict | None:
+    if not notices:
+        return answer
+    answer = dict(answer or {})
+    answer["systemMessage"] = "\n".join(filter(None, [answer.get("systemMessage"), *notices]))
+    return answer
+
+
 def run(runtime: str, raw: bytes) -> tuple[str, int]:
     """Handle one payload; returns (stdout text, exit code)."""
+    from .. import lost_writes
+
+    payload = None
     try:
         payload = parse_payload(raw)
         if runtime == "gemini":  # its own event names and ids (see .gemini)
@@ -70,13 +103,23 @@ def run(runtime: str, raw: bytes) -> tuple[str, int]:
             from .handlers import handle
 
             answer = handle(runtime, payload)
+        answer = _with_notices(answer, lost_writes.NOTICES)
         return (json.dumps(answer, ensure_ascii=False) if answer else CONTINUE), 0
     except Exception as exc:  # fail open: the user's agent must go on
-        _log_error(runtime, raw[:200], exc)
+        _log_error(runtime, raw, exc)
+        notices = list(lost_writes.NOTICES)
+        if payload is not None and _storage_failure(exc):
+            # the log line above may be lost too (no room): leave a trace that survives
+            from ..paths import state_home_str
+
+            home = state_home_str()
+            if lost_writes.note_lost(home, str(payload.get("hook_event_name") or ""), exc):
+                notices.append(lost_writes.lost_message(home))
         if strict_mode():
             sys.stderr.write(f"continuation hook: {exc}\n")
             return CONTINUE, 2
-        return CONTINUE, 0
+        answer = _with_notices(None, notices)
+        return (json.dumps(answer, ensure_ascii=False) if answer else CONTINUE), 0
 
 
 def main(argv: list[str]) -> int:
