@@ -1,4 +1,4 @@
-"""``continuation hook --runtime codex|claude``: one hook payload in (JSON on stdin), one answer out.
+"""``continuation hook --runtime codex|claude|gemini``: one hook payload in (JSON on stdin), one answer out.
 
 Fail-open: any error of ours is logged under the state home (``logs/hooks.log``) and the hook
 answers "continue" (``{}``) with exit 0, so the user's agent goes on. Strict mode
@@ -17,6 +17,7 @@ import time
 
 MAX_STDIN_BYTES = 64 * 1024 * 1024  # a runtime never sends this much; refuse, don't swallow RAM
 CONTINUE = "{}"
+RUNTIMES = ("codex", "claude", "gemini")
 
 
 class HookInputError(ValueError):
@@ -95,9 +96,15 @@ def run(runtime: str, raw: bytes, *, ending: bool = False) -> tuple[str, int]:
     payload = None
     try:
         payload = parse_payload(raw)
-        from .handlers import handle
+        if runtime == "gemini":  # its own event names and ids (see .gemini)
+            from .gemini import handle as handle_gemini
 
-        answer = _with_notices(handle(runtime, payload, ending=ending), lost_writes.NOTICES)
+            answer = handle_gemini(payload)
+        else:
+            from .handlers import handle
+
+            answer = handle(runtime, payload, ending=ending)
+        answer = _with_notices(answer, lost_writes.NOTICES)
         return (json.dumps(answer, ensure_ascii=False) if answer else CONTINUE), 0
     except Exception as exc:  # fail open: the user's agent must go on
         _log_error(runtime, raw, exc)
@@ -125,8 +132,8 @@ def main(argv: list[str]) -> int:
         for arg in argv:
             if arg.startswith("--runtime="):
                 runtime = arg.split("=", 1)[1]
-    if runtime not in ("codex", "claude"):
-        sys.stderr.write("continuation hook: --runtime must be codex or claude\n")
+    if runtime not in RUNTIMES:
+        sys.stderr.write("continuation hook: --runtime must be codex, claude or gemini\n")
         return 2
     raw = sys.stdin.buffer.read(MAX_STDIN_BYTES + 1)
     out, code = run(runtime, raw, ending=True)
