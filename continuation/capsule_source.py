@@ -189,9 +189,28 @@ def gather(thread: Thread, *, generation: int, reason: str, upto_seq: int | None
                     for b in _background(background_src)],
         pointers=SourcePointers(event_seq_first=1 if last_seq else None,
                                 event_seq_last=last_seq or None,
-                                **(transcript or {})),
+                                **_transcript_pointer(store, key, transcript, upto_seq)),
         notices=[*notices, *rewind_notices],
     )
+
+
+#: the event an import closes with (continuation.importers.apply.CURSOR_EVENT)
+IMPORT_CURSOR_EVENT = "transcript_imported"
+
+
+def _transcript_pointer(store, key: str, given: dict | None, upto_seq: int | None) -> dict:
+    """The transcript the capsule was built from: the one the boundary hook read, else where the
+    latest import of the thread stopped (path, byte offset, sha256 of the bytes before it)."""
+    if given and given.get("transcript_offset") is not None:
+        return given
+    last = store.events_of_types(key, [IMPORT_CURSOR_EVENT], upto=upto_seq, newest=1)
+    if not last:
+        return given or {}
+    d = last[-1]["data"]
+    if given and given.get("transcript_path") and given["transcript_path"] != d.get("path"):
+        return given  # the boundary names another file: its path, unread, stands
+    return {"transcript_path": d.get("path"), "transcript_offset": d.get("offset"),
+            "transcript_prefix_sha256": d.get("prefix_sha256")}
 
 
 def _rollback_points(events: list[dict]) -> list[int]:
