@@ -345,9 +345,23 @@ HANDLERS = {
 }
 
 
-def handle(runtime: str, payload: dict) -> dict | None:
+#: the engine of a hook process that ends with ``os._exit``: kept referenced, so that nothing
+#: closes (and checkpoints) the store before the process ends
+_LEFT_OPEN: list[Engine] = []
+
+
+def handle(runtime: str, payload: dict, *, ending: bool = False) -> dict | None:
+    """Run the event's handler. ``ending``: the process ends right after (``os._exit``), so
+    the store is left for the OS to release instead of closed: every transaction was already
+    committed durably, and closing would only checkpoint the WAL (see ``hooks.end_process``)."""
     handler = HANDLERS.get(str(payload.get("hook_event_name") or ""))
     if handler is None:
         return None  # unknown events are not ours to judge
-    with Engine() as engine:
+    engine = Engine()
+    try:
         return handler(HookContext(runtime, payload, engine))
+    finally:
+        if ending:
+            _LEFT_OPEN.append(engine)
+        else:
+            engine.close()
