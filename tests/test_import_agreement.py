@@ -99,6 +99,26 @@ def test_grown_file_reimport_admits_the_queued_prompt_once(home, tmp_path):
     assert third.inputs_admitted == 0 and sum(third.events_written.values()) == 0
 
 
+def test_queued_leftover_sent_while_hooks_record_is_one_input(home, tmp_path):
+    """Import of the shorter file, then the live session's hooks see the prompt sent, then the
+    whole file is imported: still one input, decided by its turn."""
+    s = ClaudeScript("g2", tmp_path / "g2.jsonl", cwd=str(tmp_path))
+    s.prompt("p1", "run the tests").tool("t1", "pytest").enqueue("then fix the lint")
+    cut, hooked = len(s.records), len(s.payloads)
+    s.reply("tests pass").prompt("p2", "then fix the lint", typed_while_busy=True)
+    s.tool("t2", "ruff --fix").reply("lint fixed")
+    run_import(home, "claude", s.write(upto=cut), session_over=False)
+    for p in s.payloads[hooked:]:
+        out, code = hooks.run("claude", json.dumps(p).encode())
+        assert code == 0
+    assert _inputs(home, "g2") == {"run the tests": ("handled", False),
+                                   "then fix the lint": ("handled", True)}
+    again = run_import(home, "claude", s.write(), session_over=True)
+    assert again.inputs_admitted == 0
+    assert _inputs(home, "g2") == {"run the tests": ("handled", False),
+                                   "then fix the lint": ("handled", True)}
+
+
 # -- 3-6. hooks-then-import and import-only end in the same states -----------------------------
 def _interrupt_then_next(s):
     s.prompt("p1", "migrate the db").tool("t1", "./migrate.sh").interrupt()
@@ -222,3 +242,37 @@ def test_imported_capsule_carries_transcript_path_offset_and_hash(home, tmp_path
     assert p.transcript_path == str(path.resolve())
     assert p.transcript_offset == len(data)
     assert p.transcript_prefix_sha256 == hashlib.sha256(data).hexdigest()
+
+
+# -- 8. every dropped item is listed or counted in a cut ---------------------------------------
+def test_every_finished_call_fact_and_claim_is_listed_or_cut(home):
+    from continuation.checkpoints import build
+
+    calls, turns = 186, 6
+    with Engine(home) as e:
+        t = e.thread("claude", "many", workspace_root=None)
+        for k in range(turns):
+            t.admit(f"task {k}", input_id=f"p{k}", turn_id=f"p{k}")
+            for j in range(calls // turns):
+                cid = f"c{k}-{j}"
+                t.tool_started(cid, "Bash", {"command": f"echo {k} {j}"}, turn_id=f"p{k}")
+                t.tool_finished(cid, "ok", output="x" * 40, turn_id=f"p{k}")
+            t.claim(f"finished task {k} " * 3, turn_id=f"p{k}")
+            t.turn_completed(f"p{k}")
+        for k in range(25):
+            t.claim(f"note {k}", turn_id=f"p{turns - 1}")
+        facts = sum(1 for ev in t.events() if ev["type"] in (
+            "turn_completed", "tool_finished", "boundary", "turn_aborted"))
+        claims = len(t.claims())
+        capsule = build(t, generation=1, reason="test")
+
+    def counted(prefix):
+        return sum(c.items for c in capsule.cuts if c.field.startswith(prefix))
+
+    assert len(capsule.tool_calls) + counted("tool_calls") == calls
+    assert len(capsule.runtime_facts) + counted("runtime_facts") == facts
+    assert len(capsule.assistant_claims) + counted("assistant_claims") == claims
+    unread = [c for c in capsule.cuts if "not gathered" in c.field]
+    assert {c.field for c in unread} >= {"tool_calls[ok,error](not gathered)",
+                                         "runtime_facts(not gathered)"}
+    assert next(c for c in unread if c.field.startswith("tool_calls")).items == calls - 100
