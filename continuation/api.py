@@ -45,7 +45,7 @@ from .engine import Thread as _EngineThread
 from .hooks import handlers
 
 if TYPE_CHECKING:
-    from capsule.assemble import ContextMessage
+    from capsule.context import ContextMessage
 
     from .checkpoints import Checkpoint
     from .recovery.reconcile import ReconcileItem
@@ -89,7 +89,7 @@ class Context:
         return len(self.messages)
 
     def text(self) -> str:
-        from capsule.assemble import AssembledContext
+        from capsule.context import AssembledContext
 
         body = AssembledContext(self.messages).as_text()
         return "".join(f"[continuation: {p}]\n" for p in self.problems) + body
@@ -318,8 +318,11 @@ class Thread:
                  exclude_input: str | None = None) -> Context:
         from . import boundary
 
-        loaded, assembled = boundary.fresh_context(self._thread, reason, instructions=instructions,
-                                                   exclude_input=exclude_input)
+        fresh = boundary.fresh_context(self._thread, reason, instructions=instructions,
+                                       exclude_input=exclude_input)
+        if fresh is None:  # the checkpoint just committed cannot be read back
+            raise RuntimeError(f"thread {self.key}: no checkpoint to build a context from")
+        loaded, assembled = fresh
         context = Context(assembled.messages, loaded.checkpoint.checkpoint_id,
                           loaded.checkpoint.generation, tuple(loaded.problems))
         boundary.record_delivery(self._thread, loaded, via=via, chars=len(context.text()),

@@ -58,15 +58,26 @@ def _tool_status(call) -> str:
     return "unknown"
 
 
-def _fact_text(event: dict) -> str:
+def _verdict(data: dict, call) -> str:
+    """A finished call's status and exit code, from its record when there is one: the record is
+    the one source of truth (a Codex exit code is learnt after the tool_finished fact, from the
+    rollout), so the facts, the cursor and the call list never disagree."""
+    if call is not None and call.finished_seq is not None and call.status != "rolled_back":
+        status, code = _tool_status(call), (call.outcome or {}).get("exit_code")
+    else:
+        status, code = data.get("status", "ok"), data.get("exit_code")
+    return f"{status}" + (f" exit {code}" if code is not None else "")
+
+
+def _fact_text(event: dict, calls: dict | None = None) -> str:
     d = event["data"]
     t = event["type"]
     if t in ("turn_completed", "turn_aborted"):
         return f"turn {d.get('turn_id')} {'completed' if t == 'turn_completed' else 'aborted'}" + (
             f" ({d['reason']})" if d.get("reason") else "")
     if t == "tool_finished":
-        code = f" exit {d['exit_code']}" if d.get("exit_code") is not None else ""
-        return f"tool call {d.get('call_id')} finished: {d.get('status', 'ok')}{code}"
+        call = (calls or {}).get(d.get("call_id"))
+        return f"tool call {d.get('call_id')} finished: {_verdict(d, call)}"
     if t == "reconciled":
         return f"tool call {d.get('call_id')} reconciled by the user: {d.get('decision')}"
     if t == "boundary":
@@ -137,7 +148,12 @@ def gather(thread: Thread, *, generation: int, reason: str, upto_seq: int | None
                        pointer=pointer(key, c.started_seq))
         for c in calls
     ]
-    facts = [SourceFact(seq=e["seq"], kind=e["type"], text=_fact_text(e),
+    known = {c.call_id: c for c in calls}
+    for e in [*facts_src, *cursor_src]:
+        call_id = e["data"].get("call_id") if e["type"] == "tool_finished" else None
+        if call_id and call_id not in known:
+            known[call_id] = view.get_call(call_id)
+    facts = [SourceFact(seq=e["seq"], kind=e["type"], text=_fact_text(e, known),
                         pointer=pointer(key, e["seq"]))
              for e in facts_src]
     claims = [SourceClaim(turn_id=c["turn_id"], text=c["text"], seq=c["seq"],
@@ -158,7 +174,7 @@ def gather(thread: Thread, *, generation: int, reason: str, upto_seq: int | None
         tool_calls=src_calls,
         facts=facts,
         claims=claims,
-        cursor=_cursor(key, cursor_src, {c.call_id: c for c in calls}),
+        cursor=_cursor(key, cursor_src, known),
         workspace=workspace or ({"root": row["workspace_root"]} if row["workspace_root"] else None),
         permissions=SourcePermissions(permission_mode=settings.get("permission_mode"),
                                       sandbox=settings.get("sandbox"),
@@ -195,8 +211,7 @@ def _cursor(key: str, last: list[dict], calls: dict) -> SourceCursor:
         what = args.get("command") or args.get("file_path") or args.get("path") or ""
         tool = (call.tool if call is not None else "") or d.get("tool") or "tool"
         step = f"{tool} {what}".strip()
-        code = f", exit {d['exit_code']}" if d.get("exit_code") is not None else ""
-        outcome = f"{d.get('status', 'ok')}{code}"
+        outcome = _verdict(d, call).replace(" exit", ", exit")
     else:
         step = f"turn {d.get('turn_id')} {e['type'].split('_')[1]}"
         outcome = e["type"]

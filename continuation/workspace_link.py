@@ -71,9 +71,24 @@ def snapshot_for_checkpoint(thread: Thread, generation: int) -> dict | None:
             return {"root": root, "kind": "none", "skipped": reason}
     # a hook has a deadline (Codex gives PreCompact its own timeout): wait for another
     # thread's snapshot of this workspace a short while, not the library's default 120 s
+    # claim: the ref is created for this checkpoint alone; when another checkpoint of the
+    # thread holds the generation, the next free one is taken (ref.generation)
     ref = take_snapshot(Path(root), thread.key, generation, state_home=thread.engine.home,
-                        policy=policy(), lock_timeout=SNAPSHOT_LOCK_TIMEOUT_S)
+                        policy=policy(), lock_timeout=SNAPSHOT_LOCK_TIMEOUT_S, claim=True)
     return ref.to_dict()
+
+
+def release_snapshot(thread: Thread, workspace: dict | None) -> None:
+    """Give back the generation a snapshot claimed when its checkpoint was not committed.
+    Best effort: a leftover ref only holds objects until ``gc`` prunes the thread."""
+    if not workspace or workspace.get("error") or workspace.get("skipped"):
+        return
+    try:
+        from .workspace import release_snapshot as release
+
+        release(workspace, state_home=thread.engine.home)
+    except Exception:
+        pass
 
 
 def session_written_paths(thread: Thread, after_seq: int = 0) -> list[str]:

@@ -41,17 +41,25 @@ def strict_mode() -> bool:
     return os.environ.get("CONTINUATION_STRICT", "").strip().lower() in ("1", "true", "yes")
 
 
-def _log_error(runtime: str, payload_head: bytes, exc: BaseException) -> None:
+def payload_digest(raw: bytes) -> str:
+    """What the log keeps of a payload: its length and sha256, never its text (a prompt may
+    hold secrets, and the log outlives the session)."""
+    import hashlib
+
+    return f"payload_bytes={len(raw)} payload_sha256={hashlib.sha256(raw).hexdigest()}"
+
+
+def _log_error(runtime: str, raw: bytes, exc: BaseException) -> None:
     try:
         import traceback
 
-        from ..paths import ensure_private_dir, state_home_str
+        from ..paths import open_private, state_home_str
 
-        logs = ensure_private_dir(os.path.join(state_home_str(), "logs"))
-        with open(os.path.join(logs, "hooks.log"), "a", encoding="utf-8") as fh:
+        fd = open_private(os.path.join(state_home_str(), "logs", "hooks.log"))
+        with open(fd, "a", encoding="utf-8") as fh:
             fh.write(
                 f"{time.strftime('%Y-%m-%dT%H:%M:%S')} runtime={runtime} error={exc!r}\n"
-                f"payload[:200]={payload_head[:200]!r}\n{traceback.format_exc()}\n"
+                f"{payload_digest(raw)}\n{traceback.format_exc()}\n"
             )
     except Exception:
         pass  # logging must never turn a fail-open hook into a failing one
@@ -66,7 +74,7 @@ def run(runtime: str, raw: bytes) -> tuple[str, int]:
         answer = handle(runtime, payload)
         return (json.dumps(answer, ensure_ascii=False) if answer else CONTINUE), 0
     except Exception as exc:  # fail open: the user's agent must go on
-        _log_error(runtime, raw[:200], exc)
+        _log_error(runtime, raw, exc)
         if strict_mode():
             sys.stderr.write(f"continuation hook: {exc}\n")
             return CONTINUE, 2

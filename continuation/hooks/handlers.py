@@ -125,15 +125,18 @@ def _admitted_in_turn(conn, thread_key: str, turn: str) -> int:
     return sum(1 for (seq,) in rows if seq >= started)
 
 
+def _running_turns(ctx: HookContext) -> list[str]:
+    return [r[0] for r in ctx.thread.store.conn.execute(
+        "SELECT turn_id FROM turns WHERE thread_key=? AND status='running'",
+        (ctx.thread.key,)).fetchall()]
+
+
 def _start_turn(ctx: HookContext, turn: str) -> None:
     """A prompt that opens a new turn: both runtimes run one turn at a time per session (a
     steer keeps its turn id), so any other turn still running was cut without a Stop (Claude
     Code's Esc sends none). It is aborted: its inputs become interrupted (reconciling with a
     call in flight) instead of staying pending on a turn that will never end."""
-    conn = ctx.thread.store.conn
-    running = [r[0] for r in conn.execute(
-        "SELECT turn_id FROM turns WHERE thread_key=? AND status='running'",
-        (ctx.thread.key,)).fetchall()]
+    running = _running_turns(ctx)
     if turn in running:
         return  # a steer into the running turn
     for other in running:
@@ -141,21 +144,25 @@ def _start_turn(ctx: HookContext, turn: str) -> None:
                                 source=ctx.source, session=ctx.session)
 
 
-def _settle_from_transcript(ctx: HookContext, turn: str) -> None:
-    """Calls of the ending turn with no outcome: the transcript may hold their result (a call
+def _settle_from_transcript(ctx: HookContext, turns) -> None:
+    """Calls of ``turns`` with no outcome: the transcript may hold their result (a call
     refused by a permission rule gets no PostToolUse). Codex calls finished without an exit
-    code (its PostToolUse has none) get theirs. See :mod:`.outcomes`."""
-    row = ctx.thread.store.conn.execute(
-        "SELECT data FROM turns WHERE thread_key=? AND turn_id=?", (ctx.thread.key, turn)
-    ).fetchone()
-    open_calls = (json.loads(row[0]).get("open_calls") or []) if row else []
-    no_code = []
-    if ctx.runtime == "codex":
-        no_code = [r[0] for r in ctx.thread.store.conn.execute(
-            "SELECT call_id FROM tool_calls WHERE thread_key=? AND status='ok'"
-            " AND json_extract(data, '$.turn_id')=?"
-            " AND json_extract(data, '$.outcome.exit_code') IS NULL",
-            (ctx.thread.key, turn)).fetchall()]
+    code (its PostToolUse has none) get theirs. Run at Stop (the ending turn) and at PreCompact
+    (the turns still running: a compaction mid-turn hands the model a checkpoint before any
+    Stop). One bounded read of the transcript's tail; see :mod:`.outcomes`."""
+    conn = ctx.thread.store.conn
+    open_calls: list[str] = []
+    no_code: list[str] = []
+    for turn in turns:
+        row = conn.execute("SELECT data FROM turns WHERE thread_key=? AND turn_id=?",
+                           (ctx.thread.key, turn)).fetchone()
+        open_calls += (json.loads(row[0]).get("open_calls") or []) if row else []
+        if ctx.runtime == "codex":
+            no_code += [r[0] for r in conn.execute(
+                "SELECT call_id FROM tool_calls WHERE thread_key=? AND status='ok'"
+                " AND json_extract(data, '$.turn_id')=?"
+                " AND json_extract(data, '$.outcome.exit_code') IS NULL",
+                (ctx.thread.key, turn)).fetchall()]
     if not open_calls and not no_code:
         return
     from .outcomes import find_outcomes
@@ -163,8 +170,12 @@ def _settle_from_transcript(ctx: HookContext, turn: str) -> None:
     found = find_outcomes(ctx.payload.get("transcript_path"), [*open_calls, *no_code])
     for call_id, outcome in found.items():
         if call_id in open_calls:
+            call = ctx.thread.store.conn.execute(
+                "SELECT json_extract(data, '$.turn_id') FROM tool_calls"
+                " WHERE thread_key=? AND call_id=?", (ctx.thread.key, call_id)).fetchone()
             ctx.thread.tool_finished(call_id, outcome["status"], exit_code=outcome["exit_code"],
-                                     output=_excerpt(outcome["output"]), turn_id=turn,
+                                     output=_excerpt(outcome["output"]),
+                                     turn_id=call[0] if call else None,
                                      source=f"{ctx.source}:transcript", session=ctx.session)
         elif outcome["exit_code"] is not None:
             ctx.record(ev.TOOL_EXIT_CODE, {"call_id": call_id, "exit_code": outcome["exit_code"]})
@@ -280,7 +291,7 @@ def on_stop(ctx: HookContext) -> None:
             ctx.thread.turn_aborted(turn, reason=str(p.get("error") or "stop_failure"),
                                     source=ctx.source, session=ctx.session)
         else:
-            _settle_from_transcript(ctx, turn)
+            _settle_from_transcript(ctx, [turn])
             _carry_into(ctx, turn)
             ctx.thread.turn_completed(turn, source=ctx.source, session=ctx.session)
     return None
@@ -313,6 +324,8 @@ def on_pre_compact(ctx: HookContext) -> None:
     from .. import boundary
 
     trigger = str(ctx.payload.get("trigger") or "auto")
+    # the checkpoint must not call a failed command ok: settle what the transcript already says
+    _settle_from_transcript(ctx, _running_turns(ctx))
     boundary.before_compaction(ctx.thread, trigger=trigger, source_tag=ctx.source,
                                transcript_path=ctx.payload.get("transcript_path"))
     return None
@@ -328,11 +341,9 @@ def on_post_compact(ctx: HookContext) -> None:
 
 def on_session_end(ctx: HookContext) -> None:
     reason = str(ctx.payload.get("reason") or "other")
-    for turn in ctx.engine.store.conn.execute(
-        "SELECT turn_id FROM turns WHERE thread_key=? AND status='running'", (ctx.thread.key,)
-    ).fetchall():
+    for turn in _running_turns(ctx):
         # the session ended while a turn still ran: that turn was cut, not completed
-        ctx.thread.turn_aborted(turn[0], reason=f"session_end:{reason}", source=ctx.source)
+        ctx.thread.turn_aborted(turn, reason=f"session_end:{reason}", source=ctx.source)
     ctx.record(ev.SESSION_ENDED, {"reason": reason})
     ctx.engine.store.end_sessions(ctx.thread.key)
     return None

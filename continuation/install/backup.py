@@ -17,6 +17,7 @@ from pathlib import Path
 from filelock import FileLock
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from ..paths import ensure_private_dir
 from .errors import InstallError
 from .jsonfile import atomic_write
 
@@ -72,8 +73,8 @@ class BackupStore:
         self.lock_path = self.folder / f"{runtime}-{key}.lock"
 
     def lock(self) -> FileLock:
-        self.folder.mkdir(parents=True, exist_ok=True)
-        return FileLock(str(self.lock_path), timeout=30)
+        ensure_private_dir(self.folder)
+        return FileLock(str(self.lock_path), timeout=30, mode=0o600)
 
     def load(self) -> BackupRecord | None:
         try:

@@ -2,7 +2,8 @@
 is wrong, a one-line suggestion. Nothing here changes anything unless ``fix=True``.
 
 Checks: store (file, schema version, ``PRAGMA integrity_check``, derived tables = replay of the
-log), checkpoints (stored capsules verify against their sha256), workspace locks, orphaned
+log), checkpoints (stored capsules verify against their sha256; each snapshot ref names the
+commit its checkpoint records), workspace locks, orphaned
 snapshot refs (``refs/continuation/<thread>`` whose thread no longer exists), disk usage of the
 state home, stale temp files, and the hooks (installed? trusted?) of Codex CLI and Claude Code.
 """
@@ -241,6 +242,62 @@ def check_refs(engine, *, fix: bool = False) -> list[Finding]:
     return out or [Finding("refs", OK, f"no orphaned snapshot refs in {len(roots)} workspace(s)")]
 
 
+def check_checkpoint_refs(engine) -> list[Finding]:
+    """Every checkpoint's snapshot ref must name the commit the checkpoint records: a ref moved
+    by another snapshot leaves the recorded commit unprotected, and ``git gc`` then deletes the
+    files a rewind of that checkpoint needs. A ref that is gone (``gc --keep`` pruned it, or it
+    was deleted) is counted, not blamed."""
+    import json
+
+    from ..workspace import list_snapshot_refs
+
+    by_root: dict[str, list[tuple[str, str, str, int]]] = {}
+    for thread_key, cp_id, generation, text in engine.store.conn.execute(
+            "SELECT thread_key, checkpoint_id, generation, workspace FROM checkpoints"
+            " WHERE workspace IS NOT NULL ORDER BY thread_key, generation"):
+        try:
+            ws = json.loads(text)
+        except ValueError:
+            continue
+        if not isinstance(ws, dict):
+            continue
+        ref, commit, root = ws.get("snapshot_ref"), ws.get("snapshot_commit"), ws.get("root")
+        if all(isinstance(v, str) and v for v in (ref, commit, root)):
+            by_root.setdefault(root, []).append((cp_id, ref, commit, generation))
+    out: list[Finding] = []
+    checked = gone = 0
+    for root, items in sorted(by_root.items()):
+        if not Path(root).is_dir():
+            continue
+        try:
+            names = {r.ref: r.commit for r in list_snapshot_refs(root, state_home=engine.home)}
+        except Exception as exc:
+            out.append(Finding("checkpoints.refs", WARN, f"cannot list snapshot refs in {root}: {exc}"))
+            continue
+        for cp_id, ref, commit, generation in items:
+            checked += 1
+            named = names.get(ref)
+            if named is None:
+                gone += 1
+            elif named != commit:
+                out.append(Finding(
+                    "checkpoints.refs", PROBLEM,
+                    f"checkpoint {cp_id} (generation {generation}) records snapshot {commit[:12]} "
+                    f"but its ref {ref} names {named[:12]} in {root}: nothing keeps the recorded "
+                    "snapshot, and after `git gc` its files cannot be restored",
+                    "take a new checkpoint (`continuation checkpoint`) so that the current files "
+                    "are protected; rewind the files to another checkpoint",
+                    data={"checkpoint": cp_id, "ref": ref, "recorded": commit, "ref_names": named,
+                          "root": root}))
+    if not out:
+        message = f"{checked} checkpoint snapshot ref(s) name the commit their checkpoint records"
+        if gone:
+            message += f"; {gone} ref(s) are gone (pruned or deleted: those files cannot be restored)"
+        out.append(Finding("checkpoints.refs", OK if not gone else INFO, message,
+                           data={"checked": checked, "gone": gone}))
+    return out
+
+
 def check_interrupted(engine) -> list[Finding]:
     """Threads whose owner is gone without a clean end (reported, never recorded here)."""
     from .interrupted import detect
@@ -317,6 +374,7 @@ def run_checks(home: Path, *, project_dir: Path, fix: bool = False, hooks: bool 
                 findings += check_derived(engine, fix=fix)
                 findings += check_checkpoints(engine)
                 findings += check_refs(engine, fix=fix)
+                findings += check_checkpoint_refs(engine)
                 findings += check_interrupted(engine)
         except Exception as exc:
             findings.append(Finding("store", PROBLEM, f"cannot open the store: {exc}",

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from ..paths import ensure_private_dir
 from .errors import GitFailure, WorkspaceError
 from .layout import StateLayout
 
@@ -169,8 +170,12 @@ def open_shadow_target(root: Path, layout: StateLayout, *, create: bool) -> GitT
             return None
         layout.ensure()
         empty_template = layout.tmp_dir / "empty-template"
-        empty_template.mkdir(parents=True, exist_ok=True)
+        ensure_private_dir(empty_template)
         target.run(["init", "--quiet", f"--template={empty_template}"])
+        try:
+            os.chmod(git_dir, 0o700)  # git init ignores our privacy: its mode is 0777 - umask
+        except OSError:
+            pass
         (git_dir / "info").mkdir(exist_ok=True)
     return target
 

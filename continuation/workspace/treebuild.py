@@ -18,6 +18,7 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..paths import ensure_private_dir
 from .gitrun import GitTarget
 from .headref import read_head
 from .workspace_target import in_progress_operation
@@ -61,7 +62,7 @@ def parallel(*calls):
 
 def seed_index(target: GitTarget, destination: Path, thread_index: Path | None) -> bool:
     """Copy the best seed to ``destination``; True when it is the user's own index."""
-    destination.parent.mkdir(parents=True, exist_ok=True)
+    ensure_private_dir(destination.parent)
     if target.kind == "git" and target.user_index.is_file():
         shutil.copy2(target.user_index, destination)
         return True
