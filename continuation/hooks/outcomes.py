@@ -10,7 +10,6 @@ looked up; what is not found stays unknown (reconciliation, never an assumption)
 from __future__ import annotations
 
 import json
-import os
 import re
 
 TAIL_BYTES = 4 * 1024 * 1024
@@ -26,11 +25,12 @@ def _text(content) -> str:
 
 
 def _tail_records(path: str):
-    with open(path, "rb") as fh:
-        size = fh.seek(0, os.SEEK_END)
-        start = max(0, size - TAIL_BYTES)
-        fh.seek(start)
-        data = fh.read()
+    from ..userfiles import read_tail
+
+    try:
+        data, start = read_tail(path, TAIL_BYTES)
+    except OSError:  # gone, unreadable, or a FIFO / device named as the transcript
+        return
     lines = data.split(b"\n")
     if start > 0:
         lines = lines[1:]  # a partial first line
@@ -48,7 +48,7 @@ def _tail_records(path: str):
 def find_outcomes(path: str | None, call_ids) -> dict[str, dict]:
     """call id -> {status, exit_code, output} for the open calls the transcript answers."""
     wanted = set(call_ids)
-    if not path or not wanted or not os.path.isfile(path):
+    if not path or not isinstance(path, str) or not wanted:
         return {}
     found: dict[str, dict] = {}
     for record in _tail_records(path):
