@@ -3,7 +3,7 @@
 
 Builds a repository (default 20,000 files of 4 KiB, about 82 MB) and a state home holding two
 threads on it: one of 1,000 events and one of 100,000 (20,000 inputs). Every command runs as a
-process through an installed copy of ``continuation`` (see ``bench_support.install``), and each
+process through an installed copy of ``continuation`` (see ``benchlib.install``), and each
 round interleaves the operations with their baselines so both see the same load:
 
 - PreCompact hook (capsule + incremental snapshot after a few edits) vs ``git stash create``;
@@ -37,7 +37,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
-from bench_support import install, median_ms, spread, timed  # noqa: E402
+from benchlib import install, median_ms, spread, timed  # noqa: E402
 
 WORDS = "alpha beta gamma delta return import class def self value index tree commit blob".split()
 SMALL, BIG = "bench-small", "bench-big"
@@ -285,10 +285,11 @@ def run(args, base: Path) -> int:
     if args.json:
         print(json.dumps(rows, indent=1))
         return 0
+    print("| measure | ms | baseline | baseline ms | ratio | target | paired runs |")
+    print("|---|---|---|---|---|---|---|")
     for x in rows:
-        print(f"{x['measure']}: {x['ms']:.0f} ms vs {x['baseline']} {x['baseline_ms']:.0f} ms = "
-              f"{x['ratio']:.2f}x (target {x['goal']}; paired runs {x['paired'][0]}-{x['paired'][1]}; "
-              f"{x['runs'][0]} vs {x['runs'][1]})")
+        print(f"| {x['measure']} | {x['ms']:.0f} | {x['baseline']} | {x['baseline_ms']:.0f} | "
+              f"{x['ratio']:.2f}x | {x['goal']} | {x['paired'][0]}-{x['paired'][1]} |")
     try:
         print(f"load average while measuring: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     except (AttributeError, OSError):

@@ -1,4 +1,4 @@
-"""``continuation hook --runtime codex|claude``: one hook payload in (JSON on stdin), one answer out.
+"""``continuation hook --runtime codex|claude|gemini``: one hook payload in (JSON on stdin), one answer out.
 
 Fail-open: any error of ours is logged under the state home (``logs/hooks.log``) and the hook
 answers "continue" (``{}``) with exit 0, so the user's agent goes on. Strict mode
@@ -17,6 +17,7 @@ import time
 
 MAX_STDIN_BYTES = 64 * 1024 * 1024  # a runtime never sends this much; refuse, don't swallow RAM
 CONTINUE = "{}"
+RUNTIMES = ("codex", "claude", "gemini")
 
 
 class HookInputError(ValueError):
@@ -87,16 +88,23 @@ def _with_notices(answer: dict | None, notices: list[str]) -> dict | None:
     return answer
 
 
-def run(runtime: str, raw: bytes) -> tuple[str, int]:
-    """Handle one payload; returns (stdout text, exit code)."""
+def run(runtime: str, raw: bytes, *, ending: bool = False) -> tuple[str, int]:
+    """Handle one payload; returns (stdout text, exit code). ``ending``: the process exits
+    right after (see :func:`main`)."""
     from .. import lost_writes
 
     payload = None
     try:
         payload = parse_payload(raw)
-        from .handlers import handle
+        if runtime == "gemini":  # its own event names and ids (see .gemini)
+            from .gemini import handle as handle_gemini
 
-        answer = _with_notices(handle(runtime, payload), lost_writes.NOTICES)
+            answer = handle_gemini(payload)
+        else:
+            from .handlers import handle
+
+            answer = handle(runtime, payload, ending=ending)
+        answer = _with_notices(answer, lost_writes.NOTICES)
         return (json.dumps(answer, ensure_ascii=False) if answer else CONTINUE), 0
     except Exception as exc:  # fail open: the user's agent must go on
         _log_error(runtime, raw, exc)
@@ -120,7 +128,8 @@ def run(runtime: str, raw: bytes) -> tuple[str, int]:
 #: Claude install gives PreCompact and SessionStart 60 s, other hooks 30 s), so the user's
 #: agent never waits on us until it kills the hook. ``CONTINUATION_HOOK_DEADLINE`` overrides.
 BOUNDARY_DEADLINES_S = {"PreCompact": 50.0, "SessionStart": 50.0, "Stop": 25.0,
-                        "StopFailure": 25.0, "SessionEnd": 25.0}
+                        "StopFailure": 25.0, "SessionEnd": 25.0,
+                        "PreCompress": 50.0, "AfterAgent": 25.0}  # Gemini CLI's names
 
 
 def boundary_deadline(raw: bytes) -> float | None:
@@ -143,8 +152,8 @@ def run_with_deadline(runtime: str, raw: bytes, seconds: float) -> tuple[str, in
     import threading
 
     box: list = []
-    worker = threading.Thread(target=lambda: box.append(run(runtime, raw)), daemon=True,
-                              name="continuation-boundary")
+    worker = threading.Thread(target=lambda: box.append(run(runtime, raw, ending=True)),
+                              daemon=True, name="continuation-boundary")
     worker.start()
     worker.join(seconds)
     if box:
@@ -165,18 +174,30 @@ def main(argv: list[str]) -> int:
         for arg in argv:
             if arg.startswith("--runtime="):
                 runtime = arg.split("=", 1)[1]
-    if runtime not in ("codex", "claude"):
-        sys.stderr.write("continuation hook: --runtime must be codex or claude\n")
+    if runtime not in RUNTIMES:
+        sys.stderr.write("continuation hook: --runtime must be codex, claude or gemini\n")
         return 2
     raw = sys.stdin.buffer.read(MAX_STDIN_BYTES + 1)
     deadline = boundary_deadline(raw)
-    timed_out = False
     if deadline is None:
-        out, code = run(runtime, raw)
+        out, code = run(runtime, raw, ending=True)
     else:
-        out, code, timed_out = run_with_deadline(runtime, raw, deadline)
+        out, code, _late = run_with_deadline(runtime, raw, deadline)
     sys.stdout.write(out + "\n")
     sys.stdout.flush()
-    if timed_out:
-        os._exit(code)  # the worker may be blocked for good: do not wait for it
-    return code
+    end_process(code)  # also leaves behind a boundary worker stuck past its deadline
+    return code  # only where the process did not end (tests replacing end_process)
+
+
+def end_process(code: int) -> None:
+    """End the hook process now: its answer is flushed and every fact it recorded was committed
+    durably (SQLite WAL with ``synchronous=FULL`` syncs the log at each commit; files are written
+    with fsync). What a normal interpreter exit would add is teardown: freeing every module's
+    objects (a tokenizer's ranks take ~130 ms) and closing the store, which as the last
+    connection checkpoints the WAL into the database (5 fdatasync calls per PreToolUse) -
+    work the next boundary or ``gc`` does anyway, and not needed for durability. A hook
+    process exits with ``os._exit`` instead; stderr is flushed first."""
+    try:
+        sys.stderr.flush()
+    finally:
+        os._exit(code)

@@ -175,22 +175,15 @@ def _settle_from_transcript(ctx: HookContext, turns) -> None:
 
 
 def _carry_into(ctx: HookContext, turn: str) -> None:
-    """Before a turn completes cleanly: inputs still pending or interrupted on turns that are
-    over were in the context this turn worked from (the conversation, or the checkpoint we
-    delivered), so they are delivered into it and its completion decides them. Not when the turn
-    leaves a call without an outcome: then they keep their own state rather than waiting on a
-    call that is not theirs. Reconciling inputs wait for their decision either way."""
-    row = ctx.thread.store.conn.execute(
-        "SELECT data FROM turns WHERE thread_key=? AND turn_id=?", (ctx.thread.key, turn)
-    ).fetchone()
-    if row is None:
-        return
-    record = json.loads(row[0])
-    if record.get("status") != "running" or record.get("open_calls"):
-        return
-    for rec in ctx.thread.inputs(("pending", "interrupted")):
-        if rec.turn_id != turn:
-            ctx.thread.deliver(rec.input_id, turn, source=ctx.source, session=ctx.session)
+    """Before a turn completes cleanly: inputs left pending or interrupted on turns that are
+    over are delivered into it, so its completion decides them (the rule of
+    :mod:`statemachine.carry`, which the transcript importer applies too)."""
+    from statemachine.carry import carried_into
+
+    from ..store.view import SqlStateView
+
+    for input_id in carried_into(SqlStateView(ctx.thread.store.conn, ctx.thread.key), turn):
+        ctx.thread.deliver(input_id, turn, source=ctx.source, session=ctx.session)
 
 
 def on_user_prompt(ctx: HookContext) -> dict | None:
@@ -352,9 +345,23 @@ HANDLERS = {
 }
 
 
-def handle(runtime: str, payload: dict) -> dict | None:
+#: the engine of a hook process that ends with ``os._exit``: kept referenced, so that nothing
+#: closes (and checkpoints) the store before the process ends
+_LEFT_OPEN: list[Engine] = []
+
+
+def handle(runtime: str, payload: dict, *, ending: bool = False) -> dict | None:
+    """Run the event's handler. ``ending``: the process ends right after (``os._exit``), so
+    the store is left for the OS to release instead of closed: every transaction was already
+    committed durably, and closing would only checkpoint the WAL (see ``hooks.end_process``)."""
     handler = HANDLERS.get(str(payload.get("hook_event_name") or ""))
     if handler is None:
         return None  # unknown events are not ours to judge
-    with Engine() as engine:
+    engine = Engine()
+    try:
         return handler(HookContext(runtime, payload, engine))
+    finally:
+        if ending:
+            _LEFT_OPEN.append(engine)
+        else:
+            engine.close()

@@ -5,12 +5,16 @@ Claude Code 2.1.332 refuses a call denied by a permission rule after PreToolUse 
 neither PostToolUse nor PermissionDenied for it. At Stop (not a hot-path hook) the transcript's
 tail holds the result the model was given: a Claude ``tool_result`` block (``is_error``) or a
 Codex ``function_call_output`` ("Process exited with code N"). Only calls still open are
-looked up; what is not found stays unknown (reconciliation, never an assumption).
+looked up; what is not found stays unknown (reconciliation, never an assumption). Claude Code's
+own placeholder for a result it never recorded (``[Tool call interrupted ... outcome is
+unknown ...]``, see :mod:`continuation.claude_synthetic`) is not an outcome either.
 """
 from __future__ import annotations
 
 import json
 import re
+
+from ..claude_synthetic import unknown_outcome_placeholder
 
 TAIL_BYTES = 4 * 1024 * 1024
 _EXIT = re.compile(r"(?:Process exited with code|Exit code:?)\s*(-?\d+)")
@@ -57,7 +61,8 @@ def find_outcomes(path: str | None, call_ids) -> dict[str, dict]:
                 and isinstance(message.get("content"), list):
             for block in message["content"]:
                 if isinstance(block, dict) and block.get("type") == "tool_result" \
-                        and block.get("tool_use_id") in wanted:
+                        and block.get("tool_use_id") in wanted \
+                        and not unknown_outcome_placeholder(_text(block.get("content"))):
                     found[block["tool_use_id"]] = {
                         "status": "error" if block.get("is_error") else "ok",
                         "exit_code": None, "output": _text(block.get("content"))}

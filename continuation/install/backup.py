@@ -13,6 +13,7 @@ import base64
 import hashlib
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 from filelock import FileLock
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -40,6 +41,9 @@ class BackupRecord(BaseModel):
     created_dirs: list[str] = []
     installed_sha256: str
     installed_at: str
+    # settings we changed so that the runtime runs hooks at all: dotted path -> value before
+    # (None: absent); put back on uninstall when they still hold our value
+    enabled_settings: dict[str, Any] = {}
 
     def original_bytes(self) -> bytes | None:
         return None if self.original_b64 is None else base64.b64decode(self.original_b64)

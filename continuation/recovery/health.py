@@ -331,7 +331,7 @@ def check_hooks(home: Path, project_dir: Path, user_home: Path | None = None) ->
     user_home = user_home or Path.home()
     out = []
     installed_any = False
-    for runtime in ("codex", "claude"):
+    for runtime in ("codex", "claude", "gemini"):
         for scope in ("user", "project"):
             try:
                 st = status(runtime, scope, project_dir=project_dir, home=user_home, state_home=home)
@@ -352,6 +352,11 @@ def check_hooks(home: Path, project_dir: Path, user_home: Path | None = None) ->
                                    f"run `continuation install --runtime {runtime} --scope {scope}`"))
                 continue
             trust = st.get("trust")
+            if runtime == "gemini" and trust and not trust.get("all_trusted"):
+                out.append(Finding("hooks", PROBLEM, f"{where}: installed but switched off in the "
+                                   "Gemini CLI settings (hooksConfig.enabled false, or 'continuation' "
+                                   "in hooksConfig.disabled)", trust.get("howto")))
+                continue
             if trust and not trust.get("all_trusted"):
                 states = ", ".join(f"{e}={s}" for e, s in sorted(trust.get("hooks", {}).items())
                                    if s != "trusted")

@@ -431,6 +431,12 @@ class SqliteStore:
         view = SqlStateView(self.conn, thread_key)
         return view.all_inputs() if states is None else view.inputs_in_states(states)
 
+    def newest_inputs(self, thread_key: str, limit: int) -> list[InputRecord]:
+        return SqlStateView(self.conn, thread_key).newest_inputs(limit)
+
+    def input_counts(self, thread_key: str) -> dict:
+        return SqlStateView(self.conn, thread_key).input_counts()
+
     def tool_calls(self, thread_key: str, statuses=None) -> list[ToolCallRecord]:
         view = SqlStateView(self.conn, thread_key)
         return view.all_calls() if statuses is None else view.calls_in_statuses(statuses)

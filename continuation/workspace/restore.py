@@ -4,8 +4,8 @@ How "created by the session" is known (the only files a restore deletes): a path
 it is absent from the checkpoint's tree, is not hidden by the user's ignore rules (git never
 lists ignored files here), was not recorded at the checkpoint as oversized, excluded or inside a
 nested repository, is not in HEAD's tree (the user committed it), AND the engine names it in
-``session_created`` (from its tool-call records: files written by the agent's Write/Edit/
-apply_patch calls). A later snapshot of the thread is no evidence: it records the user's own new
+``session_created`` (from its tool-call records: files a successful Write, creating Edit or
+apply_patch ``Add File`` of the agent created; see ``continuation.tool_files``). A later snapshot of the thread is no evidence: it records the user's own new
 files too. Any other new file (one a shell command of the agent may have made included) is
 listed as ``kept`` and left alone: a restore never deletes a file the agent is not known to have
 created. Untracked files that existed at the
