@@ -43,14 +43,12 @@ def transcript_pointer(path: str | None) -> dict | None:
     """Path, byte size and sha256 of the transcript prefix read at the boundary."""
     if not path:
         return None
+    from .userfiles import hash_prefix
+
     p = Path(path)
     try:
         h = hashlib.sha256()
-        size = 0
-        with p.open("rb") as fh:
-            for chunk in iter(lambda: fh.read(1 << 20), b""):
-                h.update(chunk)
-                size += len(chunk)
+        size = hash_prefix(p, h)  # a regular file only, up to its size when opened
         return {"transcript_path": str(p), "transcript_offset": size,
                 "transcript_prefix_sha256": h.hexdigest()}
     except OSError:
@@ -100,14 +98,15 @@ def _release(thread: Thread, workspace: dict | None) -> None:
 
 
 def _reconciliation_notices(thread: Thread) -> list:
-    """The reconciliation prompt for calls with unknown outcome (continuation.recovery)."""
+    """The reconciliation prompt for calls with unknown outcome, and the decisions already
+    recorded about calls of inputs still open (continuation.recovery)."""
     try:
-        from .recovery.notices import reconciliation_notice
+        from .recovery.notices import decision_notice, reconciliation_notice
 
-        notice = reconciliation_notice(thread)
+        found = [reconciliation_notice(thread), decision_notice(thread)]
     except Exception:  # the checkpoint matters more than the prompt; doctor/recover show it
         return []
-    return [notice] if notice is not None else []
+    return [n for n in found if n is not None]
 
 
 def _recovery_notice(thread: Thread) -> str:

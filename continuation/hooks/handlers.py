@@ -165,17 +165,19 @@ def _settle_from_transcript(ctx: HookContext, turns) -> None:
                 (ctx.thread.key, turn)).fetchall()]
     if not open_calls and not no_code:
         return
+    from ..store.view import SqlStateView
     from .outcomes import find_outcomes
 
-    found = find_outcomes(ctx.payload.get("transcript_path"), [*open_calls, *no_code])
+    view = SqlStateView(conn, ctx.thread.key)
+    records = {key: view.get_call(key) for key in [*open_calls, *no_code]}
+    wanted = [(key, rec.runtime_call_id or key, rec.turn_id)
+              for key, rec in records.items() if rec is not None]
+    found = find_outcomes(ctx.payload.get("transcript_path"), wanted)
     for call_id, outcome in found.items():
         if call_id in open_calls:
-            call = ctx.thread.store.conn.execute(
-                "SELECT json_extract(data, '$.turn_id') FROM tool_calls"
-                " WHERE thread_key=? AND call_id=?", (ctx.thread.key, call_id)).fetchone()
             ctx.thread.tool_finished(call_id, outcome["status"], exit_code=outcome["exit_code"],
                                      output=_excerpt(outcome["output"]),
-                                     turn_id=call[0] if call else None,
+                                     turn_id=records[call_id].turn_id,
                                      source=f"{ctx.source}:transcript", session=ctx.session)
         elif outcome["exit_code"] is not None:
             ctx.record(ev.TOOL_EXIT_CODE, {"call_id": call_id, "exit_code": outcome["exit_code"]})
@@ -249,7 +251,8 @@ def on_user_prompt(ctx: HookContext) -> dict | None:
     result = admit_prompt(ctx, text, turn, input_id)
     if ctx.thread.row["needs_context"]:
         # A new context generation reached a prompt with no delivery recorded (the compact
-        # SessionStart was deferred or dropped): inject it here instead.
+        # SessionStart was deferred or dropped), or a state the model has not seen (a
+        # reconciliation decision recorded from the command line): inject it here.
         from .. import boundary
 
         return boundary.context_answer(ctx.thread, ctx.runtime, "UserPromptSubmit",

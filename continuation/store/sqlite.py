@@ -348,7 +348,9 @@ class SqliteStore:
         if etype == ev.ASSISTANT_CLAIM:
             c.execute("INSERT INTO claims (thread_key, seq, turn_id, text) VALUES (?,?,?,?)",
                       (key, seq, data.get("turn_id"), _sql_text(data.get("text", ""))))
-        elif etype == ev.BOUNDARY:
+        elif etype in (ev.BOUNDARY, ev.RECONCILED, ev.INPUT_REOPENED):
+            # a new context generation, or a state the model has not seen (a decision recorded
+            # outside its conversation): the next SessionStart or UserPromptSubmit delivers it
             c.execute("UPDATE threads SET needs_context=1 WHERE thread_key=?", (key,))
         elif etype == ev.CONTEXT_DELIVERED:
             c.execute(
@@ -385,12 +387,16 @@ class SqliteStore:
         return self._event_rows(self.conn, thread_key, after=after, upto=upto, limit=limit)
 
     def events_of_types(self, thread_key: str, types, *, upto: int | None = None,
-                        newest: int | None = None) -> list[dict]:
-        """Events of the given types in seq order; ``newest=N``: only the last N of them."""
+                        newest: int | None = None, after: int | None = None) -> list[dict]:
+        """Events of the given types in seq order (``after`` < seq <= ``upto``); ``newest=N``:
+        only the last N of them."""
         types = list(types)
         sql = (f"SELECT seq, type, kind, data, ts, source FROM events WHERE thread_key=? "
                f"AND type IN ({','.join('?' * len(types))})")
         args: list = [thread_key, *types]
+        if after is not None:
+            sql += " AND seq>?"
+            args.append(after)
         if upto is not None:
             sql += " AND seq<=?"
             args.append(upto)
