@@ -40,8 +40,9 @@ _WRITING_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit", "apply
 _PATH_ARGS = ("file_path", "path", "notebook_path")
 _SHELL_ARGS = ("command", "cmd")
 _PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$", re.M)
-_REDIRECT = re.compile(r"(?:^|[^0-9&<>])>{1,2}\s*([^\s;&|<>]+)")
-_TEE = re.compile(r"\btee\s+(?:-a\s+|--append\s+)?([^\s;&|<>]+)")
+_WORD = r"('[^']*'|\"[^\"]*\"|[^\s;&|<>]+)"
+_REDIRECT = re.compile(r"(?:^|[^0-9&<>])>{1,2}\s*" + _WORD)
+_TEE = re.compile(r"\btee\s+(?:-a\s+|--append\s+)?" + _WORD)
 
 
 def args_text(args: Any) -> str:
