@@ -5,8 +5,8 @@ For each size (default 40, 200 and 1,000 calls in one turn) it runs prove scenar
 turn: the simulated runtime's agent makes 90% of the calls, an automatic compaction follows,
 the agent reads the delivered context (the continuation engine's real hook answer) and does
 whatever it is not told finished. Prints, per runtime and size: calls redone, the inline context
-size (characters the hook answered with) and the full context size (the spill file's, when the
-inline part points to one).
+size (characters the hook answered with), the full context size (the spill file's, when the
+inline part points to one) and the capsule's canonical bytes and tokens (budget: 16 KiB, 4,000).
 
 Usage: python scripts/measure_long_turn.py [--sizes 40,200,1000] [--runtime codex,claude] [--json]
 """
@@ -43,10 +43,11 @@ def main(argv=None) -> int:
         print(json.dumps(rows, indent=2))
     else:
         print(f"{'runtime':8} {'calls':>6} {'done before':>11} {'redone':>7} {'executions':>10} "
-              f"{'inline chars':>12} {'full chars':>10} spilled")
+              f"{'inline chars':>12} {'full chars':>10} {'capsule B':>9} {'tokens':>6} spilled")
         for r in rows:
             print(f"{r['runtime']:8} {r['calls']:>6} {r['done_before']:>11} {r['redone']:>7} "
                   f"{r['executions']:>10} {r['context_chars']:>12} {r['full_context_chars']:>10} "
+                  f"{r['capsule_bytes']:>9} {r['capsule_tokens']:>6} "
                   f"{'yes' if r['spilled'] else 'no'}")
     return 0
 
