@@ -3,34 +3,33 @@
 Entry points: ``build_capsule(source, budget)`` (budget.py), ``render_capsule(capsule)``
 (render.py), ``assemble_context(...)`` (assemble.py), ``encode_capsule`` / ``decode_capsule``
 (model.py). No I/O: the engine fills a ``CapsuleSource`` and persists the bytes.
-"""
-from .budget import MIN_BYTES, MIN_TOKENS, Budget, build_capsule
-from .model import (
-    SCHEMA_VERSION,
-    Capsule,
-    CapsuleFormatError,
-    CapsuleVersionError,
-    decode_capsule,
-    encode_capsule,
-)
-from .render import render_capsule
-from .source import CapsuleSource
-from .tokens import TokenCounter, get_token_counter, token_counter_for
 
-__all__ = [
-    "MIN_BYTES",
-    "MIN_TOKENS",
-    "SCHEMA_VERSION",
-    "Budget",
-    "Capsule",
-    "CapsuleFormatError",
-    "CapsuleSource",
-    "CapsuleVersionError",
-    "TokenCounter",
-    "build_capsule",
-    "decode_capsule",
-    "encode_capsule",
-    "get_token_counter",
-    "render_capsule",
-    "token_counter_for",
-]
+The names below are imported on first use (PEP 562): importing one light submodule (e.g.
+:mod:`capsule.context`, which a SessionStart answer uses) must not build the pydantic models.
+"""
+from __future__ import annotations
+
+import importlib
+
+_EXPORTS = {
+    "MIN_BYTES": "budget", "MIN_TOKENS": "budget", "Budget": "budget", "build_capsule": "budget",
+    "SCHEMA_VERSION": "model", "Capsule": "model", "CapsuleFormatError": "model",
+    "CapsuleVersionError": "model", "decode_capsule": "model", "encode_capsule": "model",
+    "render_capsule": "render", "CapsuleSource": "source",
+    "TokenCounter": "tokens", "get_token_counter": "tokens", "token_counter_for": "tokens",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'capsule' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted([*globals(), *_EXPORTS])

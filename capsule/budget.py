@@ -434,11 +434,14 @@ class _Builder:
             members.sort(key=lambda e: (e.slot, e.index))
         cuts = [self.make_cut(p) for p in pending]
         if groups_cut:
-            if limits.merge_groups and len(groups) > 1:
+            unread = [not_gathered_cut(n) for n in self.source.not_gathered]
+            if limits.merge_groups and len(groups) + len(unread) > 1:
                 everything = [e for members in groups.values() for e in members]
-                cuts.append(self.group_cut(MERGED_FIELD, everything))
+                cuts.append(merge_counts(self.group_cut(MERGED_FIELD, everything)
+                                         if everything else None, unread))
             else:
                 cuts.extend(self.group_cut(g, members) for g, members in groups.items())
+                cuts.extend(unread)
 
         def ordered(slot: str) -> list[Any]:
             return [obj for _, obj in sorted(rows.get(slot, []), key=lambda pair: pair[0])]
@@ -479,7 +482,8 @@ class _Builder:
                 objective_max_bytes=limits.objective_bytes,
                 cursor_max_bytes=limits.cursor_bytes,
                 replaced_surrogates=sk.replaced_surrogates,
-                dropped={g: len(m) for g, m in groups.items()},
+                dropped={**{g: len(m) for g, m in groups.items()},
+                         **{n.field: n.items for n in self.source.not_gathered}},
             ),
         )
         return _tiny(capsule) if limits.tiny_ids else capsule
@@ -575,6 +579,29 @@ def _tiny(capsule: Capsule) -> Capsule:
         "cuts": [x.model_copy(update={"field": t(x.field), "pointer": t(x.pointer), "last_pointer": t(x.last_pointer)})
                  for x in c.cuts],
     })
+
+
+def not_gathered_cut(n) -> Cut:
+    """The cut of items the gathering never read (see ``source.SourceNotGathered``): their
+    tokens are estimated from their stored size, their hash is over their pointers."""
+    return Cut(field=n.field, items=n.items, original_bytes=n.original_bytes,
+               original_tokens=-(-n.original_bytes // 4), original_tokens_exact=False,
+               kept_bytes=0, kept_tokens=0, sha256=n.pointers_sha256, pointer=n.pointer,
+               last_pointer=n.last_pointer)
+
+
+def merge_counts(merged: Cut | None, more: list[Cut]) -> Cut:
+    """One cut for everything when even the group cuts do not fit: counts and sizes add up (the
+    hash stays the one over the dropped texts that were read; unread items have none)."""
+    parts = ([merged] if merged is not None else []) + more
+    first = parts[0]
+    return first.model_copy(update={
+        "field": MERGED_FIELD, "items": sum(c.items for c in parts),
+        "original_bytes": sum(c.original_bytes for c in parts),
+        "original_tokens": sum(c.original_tokens for c in parts),
+        "original_tokens_exact": all(c.original_tokens_exact for c in parts),
+        "last_pointer": parts[-1].last_pointer or parts[-1].pointer if len(parts) > 1
+        else first.last_pointer})
 
 
 def build_capsule(

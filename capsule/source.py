@@ -152,6 +152,20 @@ class SourceNotice(_Source):
 NOTICE_HIGH_PRIORITY = 50
 
 
+class SourceNotGathered(_Source):
+    """Items the gathering did not read (older than its bounds: the newest finished calls,
+    facts and claims only), counted so that the capsule records them as a cut. Their texts were
+    not read: ``original_bytes`` is their size as stored, ``pointers_sha256`` the sha256 of their
+    pointers (one per line, oldest first), ``pointer`` / ``last_pointer`` the oldest and newest."""
+
+    field: str
+    items: int
+    original_bytes: int = 0
+    pointers_sha256: str
+    pointer: str = ""
+    last_pointer: str | None = None
+
+
 class CapsuleSource(_Source):
     thread: ThreadKey
     generation: int
@@ -172,3 +186,4 @@ class CapsuleSource(_Source):
     background: list[SourceBackgroundWork] = Field(default_factory=list)
     pointers: SourcePointers = Field(default_factory=SourcePointers)
     notices: list[SourceNotice] = Field(default_factory=list)
+    not_gathered: list[SourceNotGathered] = Field(default_factory=list)

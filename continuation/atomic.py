@@ -6,6 +6,7 @@ import tempfile
 from pathlib import Path
 
 from . import faults
+from .paths import ensure_private_dir
 
 
 def fsync_dir(folder: Path) -> None:
@@ -34,7 +35,7 @@ def atomic_write(path: Path, data: bytes, mode: int | None = 0o600,
             faults.point(f"{fault_points}.{step}")
 
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    ensure_private_dir(path.parent)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:

@@ -57,24 +57,58 @@ def transcript_pointer(path: str | None) -> dict | None:
         return {"transcript_path": str(p)}
 
 
+#: commits lost to racing checkpoints of the same thread before one gives up (each loss means
+#: another checkpoint was committed, so the thread always advances)
+COMMIT_ATTEMPTS = 32
+
+
 def commit_checkpoint(thread: Thread, *, reason: str, transcript_path: str | None = None,
                       snapshot: bool = True, notices=()) -> checkpoints.Checkpoint:
-    generation = int(thread.row["generation"]) + 1
-    workspace = _snapshot(thread, generation) if snapshot else None
+    """Snapshot the workspace and commit the capsule under one generation.
+
+    Two processes may checkpoint one thread at once (``continuation checkpoint`` racing a
+    PreCompact). The snapshot claims its generation with its ref (created only if absent), so
+    a ref always names the commit its checkpoint records; the store refuses a generation that
+    is not past the thread's newest. The loser gives its claim back and tries again with the
+    next generation, a fresh snapshot and capsule: a boundary is never dropped for a race."""
     notices = (*notices, *_reconciliation_notices(thread))
-    return checkpoints.commit(thread, reason=reason, workspace=workspace,
-                              transcript=transcript_pointer(transcript_path), notices=notices)
+    transcript = transcript_pointer(transcript_path)
+    floor = 0
+    for _ in range(COMMIT_ATTEMPTS):
+        generation = max(int(thread.row["generation"]) + 1, floor)
+        workspace = _snapshot(thread, generation) if snapshot else None
+        claimed = (workspace or {}).get("generation")
+        if isinstance(claimed, int) and claimed > generation:  # the ref of `generation` was taken
+            generation = claimed
+        try:
+            return checkpoints.commit(thread, reason=reason, workspace=workspace,
+                                      transcript=transcript, notices=notices,
+                                      generation=generation)
+        except checkpoints.GenerationTaken:
+            _release(thread, workspace)
+            floor = generation + 1
+    raise checkpoints.CheckpointError(
+        f"thread {thread.key}: {COMMIT_ATTEMPTS} checkpoints committed by other processes while "
+        "this one tried; giving up")
+
+
+def _release(thread: Thread, workspace: dict | None) -> None:
+    if workspace:
+        from .workspace_link import release_snapshot
+
+        release_snapshot(thread, workspace)
 
 
 def _reconciliation_notices(thread: Thread) -> list:
-    """The reconciliation prompt for calls with unknown outcome (continuation.recovery)."""
+    """The reconciliation prompt for calls with unknown outcome, and the decisions already
+    recorded about calls of inputs still open (continuation.recovery)."""
     try:
-        from .recovery.notices import reconciliation_notice
+        from .recovery.notices import decision_notice, reconciliation_notice
 
-        notice = reconciliation_notice(thread)
+        found = [reconciliation_notice(thread), decision_notice(thread)]
     except Exception:  # the checkpoint matters more than the prompt; doctor/recover show it
         return []
-    return [notice] if notice is not None else []
+    return [n for n in found if n is not None]
 
 
 def _recovery_notice(thread: Thread) -> str:
@@ -109,9 +143,8 @@ def before_compaction(thread: Thread, *, trigger: str, source_tag: str,
 
 def fresh_checkpoint(thread: Thread, reason: str) -> checkpoints.Checkpoint:
     """The newest checkpoint when nothing but bookkeeping happened since; else a new one."""
-    cps = checkpoints.list_checkpoints(thread)
-    if cps:
-        newest = cps[-1]
+    newest = checkpoints.newest_checkpoint(thread)
+    if newest is not None:
         later = thread.events(after=newest.seq)
         if all(e["type"] in _BOOKKEEPING for e in later):
             return newest
@@ -124,18 +157,18 @@ _BOOKKEEPING = {ev.CHECKPOINT_COMMITTED, ev.BOUNDARY, ev.SESSION_STARTED, ev.SET
 
 def assembled_context(thread: Thread, loaded: checkpoints.LoadedCapsule,
                       instructions: str | None = None, exclude_input: str | None = None):
-    """Instructions first (when given), then the capsule block, then the still-actionable
-    inputs verbatim (full texts from the store, not the capsule's clipped copies), then queued
-    input."""
+    """Instructions first (when given), then the capsule block (as stored with the checkpoint:
+    no capsule model is built), then the still-actionable inputs verbatim (full texts from the
+    store, not the capsule's clipped copies), then queued input."""
     from types import SimpleNamespace
 
-    from capsule.assemble import assemble_context
+    from capsule.context import assemble_rendered
 
     covered = loaded.checkpoint.seq
     actionable = [SimpleNamespace(id=r.input_id, state=r.state, text=r.text)
                   for r in thread.actionable_inputs()
                   if r.admitted_seq <= covered and r.input_id != exclude_input]
-    return assemble_context(instructions, loaded.capsule, actionable_inputs=actionable)
+    return assemble_rendered(instructions, loaded.rendered(), actionable_inputs=actionable)
 
 
 def assembled_text(thread: Thread, loaded: checkpoints.LoadedCapsule) -> str:
@@ -163,25 +196,41 @@ def context_answer(thread: Thread, runtime: str, event_name: str, *, via: str,
     UserPromptSubmit fallback this is boundary work on a prompt hook (the tokenizer loads), paid
     only when a boundary's delivery was lost. ``exclude_input`` (the prompt being submitted) is
     not repeated verbatim: the runtime sends it with this very request."""
-    cp = fresh_checkpoint(thread, reason)
-    loaded = checkpoints.load(thread, cp.generation)
-    if loaded is None:
+    fresh = fresh_context(thread, reason, exclude_input=exclude_input)
+    if fresh is None:
         return {}
+    loaded, context = fresh
+    inline = fit_for_runtime(thread, runtime, context, loaded.checkpoint.generation)
+    for problem in loaded.problems:
+        inline = f"[continuation: {problem}]\n" + inline
+    record_delivery(thread, loaded, via=via, chars=len(inline), source=f"hook:{runtime}")
+    return {"hookSpecificOutput": {"hookEventName": event_name, "additionalContext": inline}}
+
+
+def fresh_context(thread: Thread, reason: str, *, instructions: str | None = None,
+                  exclude_input: str | None = None):
+    """(loaded checkpoint, assembled context) for a fresh context now: the newest checkpoint
+    when it is current, else a new one (see :func:`context_answer`); None without one."""
+    cp = fresh_checkpoint(thread, reason)
+    loaded = checkpoints.load(thread, cp.generation, decode=False)
+    if loaded is None:
+        return None
     if loaded.checkpoint.generation != cp.generation:
         # the newest capsule did not verify: the log is the authority, so deliver a capsule
         # rebuilt from it rather than the older one's stale states (problems are still said)
         problems = loaded.problems
         rebuilt = commit_checkpoint(thread, reason=reason, snapshot=False)
-        loaded = checkpoints.load(thread, rebuilt.generation)
+        loaded = checkpoints.load(thread, rebuilt.generation, decode=False)
         loaded.problems = problems + loaded.problems
-    context = assembled_context(thread, loaded, exclude_input=exclude_input)
-    inline = fit_for_runtime(thread, runtime, context, loaded.checkpoint.generation)
-    for problem in loaded.problems:
-        inline = f"[continuation: {problem}]\n" + inline
+    return loaded, assembled_context(thread, loaded, instructions, exclude_input)
+
+
+def record_delivery(thread: Thread, loaded: checkpoints.LoadedCapsule, *, via: str, chars: int,
+                    source: str) -> None:
+    """The fact that a fresh context got this checkpoint (it clears ``needs_context``)."""
     thread.record(ev.CONTEXT_DELIVERED, {"generation": loaded.checkpoint.generation, "via": via,
                                          "checkpoint_id": loaded.checkpoint.checkpoint_id,
-                                         "chars": len(inline)}, source=f"hook:{runtime}")
-    return {"hookSpecificOutput": {"hookEventName": event_name, "additionalContext": inline}}
+                                         "chars": chars}, source=source)
 
 
 def _delivered_to_this_context(thread: Thread) -> bool:

@@ -5,6 +5,8 @@ Pointers name where a full text can be read back (``continuation source POINTER`
 """
 from __future__ import annotations
 
+import hashlib
+import json
 from datetime import datetime, timezone
 from typing import Iterable
 
@@ -17,6 +19,7 @@ from capsule.source import (
     SourceFact,
     SourceInput,
     SourceModelSettings,
+    SourceNotGathered,
     SourceNotice,
     SourcePermissions,
     SourcePlan,
@@ -25,6 +28,8 @@ from capsule.source import (
     SourceToolCall,
     ThreadKey,
 )
+
+from statemachine.reducer import resolve_call
 
 from .engine import Thread
 from .store.view import SqlStateView
@@ -37,12 +42,13 @@ FACT_TYPES = (
     "tool_finished", "context_delivered", "session_started", "session_ended",
 )
 MAX_FACTS = 40
+MAX_CLAIMS = 20
 #: finished tool calls carried from turns with no open input (the newest); unsettled ones, and
 #: every finished call of a turn that has an open input (the work ledger), are always carried
 MAX_FINISHED_CALLS = 100
 FINISHED = ("ok", "error", "reconciled")
 OPEN_STATES = ("pending", "interrupted", "reconciling", "queued")
-CURSOR_TYPES = ("tool_finished", "turn_completed", "turn_aborted")
+CURSOR_TYPES = ("tool_finished", "turn_completed", "turn_aborted", "reconciled")
 
 
 def pointer(thread_key: str, seq: int | None) -> str:
@@ -61,15 +67,26 @@ def _tool_status(call) -> str:
     return "unknown"
 
 
-def _fact_text(event: dict) -> str:
+def _verdict(data: dict, call) -> str:
+    """A finished call's status and exit code, from its record when there is one: the record is
+    the one source of truth (a Codex exit code is learnt after the tool_finished fact, from the
+    rollout), so the facts, the cursor and the call list never disagree."""
+    if call is not None and call.finished_seq is not None and call.status != "rolled_back":
+        status, code = _tool_status(call), (call.outcome or {}).get("exit_code")
+    else:
+        status, code = data.get("status", "ok"), data.get("exit_code")
+    return f"{status}" + (f" exit {code}" if code is not None else "")
+
+
+def _fact_text(event: dict, call=None) -> str:
     d = event["data"]
     t = event["type"]
     if t in ("turn_completed", "turn_aborted"):
         return f"turn {d.get('turn_id')} {'completed' if t == 'turn_completed' else 'aborted'}" + (
             f" ({d['reason']})" if d.get("reason") else "")
     if t == "tool_finished":
-        code = f" exit {d['exit_code']}" if d.get("exit_code") is not None else ""
-        return f"tool call {d.get('call_id')} finished: {d.get('status', 'ok')}{code}"
+        name = call.call_id if call is not None else d.get("call_id")
+        return f"tool call {name} finished: {_verdict(d, call)}"
     if t == "reconciled":
         return f"tool call {d.get('call_id')} reconciled by the user: {d.get('decision')}"
     if t == "boundary":
@@ -96,8 +113,8 @@ def gather(thread: Thread, *, generation: int, reason: str, upto_seq: int | None
     key = thread.key
     store = thread.store
     inputs = thread.inputs()
-    # every unsettled call, and only the newest finished ones (the budget drops those early);
-    # indexed reads, not the whole history of a long thread
+    # every unsettled call, every finished call of an open input's turn (the work ledger), and
+    # only the newest other finished ones; indexed reads, not the whole history of a long thread
     view = SqlStateView(store.conn, key)
     open_turns = {r.turn_id for r in inputs if r.state in OPEN_STATES and r.turn_id}
     by_start = {c.started_seq: c for c in view.newest_calls(MAX_FINISHED_CALLS, FINISHED)}
@@ -114,7 +131,8 @@ def gather(thread: Thread, *, generation: int, reason: str, upto_seq: int | None
                           if n.title not in {m.title for m in notices}]
         events = live_events(events)
         live_seqs = {e["seq"] for e in events}
-        facts_src = [e for e in events if e["type"] in FACT_TYPES][-MAX_FACTS:]
+        all_facts = [e for e in events if e["type"] in FACT_TYPES]
+        facts_src = all_facts[-MAX_FACTS:]
         cursor_src = [e for e in events if e["type"] in CURSOR_TYPES][-1:]
         background_src = [e for e in events if e["type"] == "background_task"]
         claims_src = [c for c in thread.claims() if c["seq"] in live_seqs]
@@ -122,10 +140,13 @@ def gather(thread: Thread, *, generation: int, reason: str, upto_seq: int | None
         # no rewind: targeted reads (indexed by type), never a scan of the whole log
         rewind_notices = []
         facts_src = store.events_of_types(key, FACT_TYPES, upto=upto_seq, newest=MAX_FACTS)
+        all_facts = None  # the older ones are counted in SQL
         cursor_src = store.events_of_types(key, CURSOR_TYPES, upto=upto_seq, newest=1)
         background_src = store.events_of_types(key, ["background_task"], upto=upto_seq)
         claims_src = [c for c in thread.claims() if upto_seq is None or c["seq"] <= upto_seq]
     meta = thread.meta()
+    not_gathered = _not_gathered(store, key, calls, facts_src, all_facts, claims_src, upto_seq)
+    claims_src = claims_src[-MAX_CLAIMS:]
 
     src_inputs = [
         SourceInput(id=r.input_id, text=r.text, state=r.state, turn_id=r.turn_id,
@@ -142,12 +163,16 @@ def gather(thread: Thread, *, generation: int, reason: str, upto_seq: int | None
                        pointer=pointer(key, c.started_seq))
         for c in calls
     ]
-    facts = [SourceFact(seq=e["seq"], kind=e["type"], text=_fact_text(e),
+    # the record each tool_finished fact is about (a reused runtime id names one per turn)
+    known = {e["seq"]: resolve_call(view, e["data"]["call_id"], e["data"].get("turn_id"))
+             for e in [*facts_src, *cursor_src]
+             if e["type"] in ("tool_finished", "reconciled") and e["data"].get("call_id")}
+    facts = [SourceFact(seq=e["seq"], kind=e["type"], text=_fact_text(e, known.get(e["seq"])),
                         pointer=pointer(key, e["seq"]))
              for e in facts_src]
     claims = [SourceClaim(turn_id=c["turn_id"], text=c["text"], seq=c["seq"],
                           pointer=pointer(key, c["seq"]))
-              for c in claims_src][-20:]
+              for c in claims_src]
     attachments = [SourceAttachment(ref=str(a.get("ref", a)) if isinstance(a, dict) else str(a),
                                     kind=a.get("kind") if isinstance(a, dict) else None,
                                     input_id=r.input_id, pointer=pointer(key, r.admitted_seq))
@@ -163,7 +188,7 @@ def gather(thread: Thread, *, generation: int, reason: str, upto_seq: int | None
         tool_calls=src_calls,
         facts=facts,
         claims=claims,
-        cursor=_cursor(key, cursor_src, {c.call_id: c for c in calls}),
+        cursor=_cursor(key, cursor_src, known),
         workspace=workspace or ({"root": row["workspace_root"]} if row["workspace_root"] else None),
         permissions=SourcePermissions(permission_mode=settings.get("permission_mode"),
                                       sandbox=settings.get("sandbox"),
@@ -178,9 +203,68 @@ def gather(thread: Thread, *, generation: int, reason: str, upto_seq: int | None
                     for b in _background(background_src)],
         pointers=SourcePointers(event_seq_first=1 if last_seq else None,
                                 event_seq_last=last_seq or None,
-                                **(transcript or {})),
+                                **_transcript_pointer(store, key, transcript, upto_seq)),
         notices=[*notices, *rewind_notices],
+        not_gathered=not_gathered,
     )
+
+
+def _not_gathered(store, key: str, calls, facts_src: list[dict], all_facts: list[dict] | None,
+                  claims_src: list[dict], upto_seq: int | None) -> list[SourceNotGathered]:
+    """Count what the bounds above leave unread (older finished calls, facts, claims), so the
+    capsule records every dropped item in a cut: sizes and seqs only, no text is read."""
+    out = []
+    gathered = {c.call_id for c in calls}
+    finished = ("ok", "error", "reconciled")
+    rows = store.conn.execute(
+        f"SELECT call_id, started_seq, length(data) FROM tool_calls WHERE thread_key=? AND status"
+        f" IN ({','.join('?' * len(finished))}) ORDER BY started_seq", (key, *finished)).fetchall()
+    older_calls = [(seq, size) for call_id, seq, size in rows
+                   if call_id not in gathered and (upto_seq is None or seq <= upto_seq)]
+    out += _count("tool_calls[ok,error](not gathered)", key, older_calls)
+    if all_facts is not None:
+        older = all_facts[:-MAX_FACTS] if len(all_facts) > MAX_FACTS else []
+        older_facts = [(e["seq"], len(json.dumps(e["data"]))) for e in older]
+    elif len(facts_src) >= MAX_FACTS:
+        sql = (f"SELECT seq, length(data) FROM events WHERE thread_key=? AND type IN"
+               f" ({','.join('?' * len(FACT_TYPES))}) AND seq<? ORDER BY seq")
+        older_facts = store.conn.execute(sql, (key, *FACT_TYPES, facts_src[0]["seq"])).fetchall()
+    else:
+        older_facts = []
+    out += _count("runtime_facts(not gathered)", key, older_facts)
+    older_claims = [(c["seq"], len(c["text"].encode("utf-8", "surrogatepass")))
+                    for c in claims_src[:-MAX_CLAIMS]]
+    out += _count("assistant_claims(not gathered)", key, older_claims)
+    return out
+
+
+def _count(field: str, key: str, items: list) -> list[SourceNotGathered]:
+    if not items:
+        return []
+    pointers = [pointer(key, seq) for seq, _ in items]
+    return [SourceNotGathered(
+        field=field, items=len(items), original_bytes=sum(int(size or 0) for _, size in items),
+        pointers_sha256=hashlib.sha256("\n".join(pointers).encode()).hexdigest(),
+        pointer=pointers[0], last_pointer=pointers[-1] if len(pointers) > 1 else None)]
+
+
+#: the event an import closes with (continuation.importers.apply.CURSOR_EVENT)
+IMPORT_CURSOR_EVENT = "transcript_imported"
+
+
+def _transcript_pointer(store, key: str, given: dict | None, upto_seq: int | None) -> dict:
+    """The transcript the capsule was built from: the one the boundary hook read, else where the
+    latest import of the thread stopped (path, byte offset, sha256 of the bytes before it)."""
+    if given and given.get("transcript_offset") is not None:
+        return given
+    last = store.events_of_types(key, [IMPORT_CURSOR_EVENT], upto=upto_seq, newest=1)
+    if not last:
+        return given or {}
+    d = last[-1]["data"]
+    if given and given.get("transcript_path") and given["transcript_path"] != d.get("path"):
+        return given  # the boundary names another file: its path, unread, stands
+    return {"transcript_path": d.get("path"), "transcript_offset": d.get("offset"),
+            "transcript_prefix_sha256": d.get("prefix_sha256")}
 
 
 def _rollback_points(events: list[dict]) -> list[int]:
@@ -194,14 +278,16 @@ def _cursor(key: str, last: list[dict], calls: dict) -> SourceCursor:
         return SourceCursor()
     e = last[-1]
     d = e["data"]
-    if e["type"] == "tool_finished":
-        call = calls.get(d.get("call_id"))
+    if e["type"] in ("tool_finished", "reconciled"):
+        call = calls.get(e["seq"])
         args = (call.args if call is not None else None) or {}
         what = args.get("command") or args.get("file_path") or args.get("path") or ""
         tool = (call.tool if call is not None else "") or d.get("tool") or "tool"
         step = f"{tool} {what}".strip()
-        code = f", exit {d['exit_code']}" if d.get("exit_code") is not None else ""
-        outcome = f"{d.get('status', 'ok')}{code}"
+        if e["type"] == "tool_finished":
+            outcome = _verdict(d, call).replace(" exit", ", exit")
+        else:  # the user settled a call the runtime left without an outcome
+            outcome = f"reconciled by the user: {str(d.get('decision')).replace('_', ' ')}"
     else:
         step = f"turn {d.get('turn_id')} {e['type'].split('_')[1]}"
         outcome = e["type"]

@@ -33,6 +33,10 @@ class CheckpointError(StoreError):
     pass
 
 
+class GenerationTaken(CheckpointError):
+    """Another process committed this generation (or a later one) first: retry with the next."""
+
+
 @dataclass
 class Checkpoint:
     checkpoint_id: str
@@ -55,8 +59,22 @@ class Checkpoint:
 @dataclass
 class LoadedCapsule:
     checkpoint: Checkpoint
-    capsule: object  # capsule.model.Capsule
+    capsule: object  # capsule.model.Capsule; None when loaded with ``decode=False``
     problems: list[str]  # checkpoints skipped because their bytes did not verify
+
+    def rendered(self) -> str:
+        """The capsule's data block as committed (stored with it); rendered from the model
+        only for a row that has none."""
+        if self.checkpoint.rendered:
+            return self.checkpoint.rendered
+        from capsule.render import render_capsule
+
+        capsule = self.capsule
+        if capsule is None:
+            from capsule.model import decode_capsule
+
+            capsule = decode_capsule(self.checkpoint.capsule_bytes)
+        return render_capsule(capsule)
 
 
 def checkpoint_id_for(thread_key: str, generation: int) -> str:
@@ -85,6 +103,16 @@ def list_checkpoints(thread: Thread) -> list[Checkpoint]:
     return [_row_to_checkpoint(r, names) for r in cur.fetchall()]
 
 
+def newest_checkpoint(thread: Thread) -> Checkpoint | None:
+    """The thread's newest checkpoint row (one indexed read, whatever the thread's length)."""
+    cur = thread.store.conn.execute(
+        "SELECT * FROM checkpoints WHERE thread_key=? ORDER BY generation DESC LIMIT 1",
+        (thread.key,))
+    names = [d[0] for d in cur.description]
+    row = cur.fetchone()
+    return _row_to_checkpoint(row, names) if row else None
+
+
 def find_checkpoint(engine, selector: str) -> Checkpoint:
     """By id or unique id prefix, across threads."""
     cur = engine.store.conn.execute(
@@ -104,24 +132,41 @@ def find_checkpoint(engine, selector: str) -> Checkpoint:
 
 def build(thread: Thread, *, generation: int, reason: str, workspace: dict | None = None,
           transcript: dict | None = None, notices=(), budget=None, upto_seq: int | None = None):
-    """Build (not commit) the capsule for the thread's current state."""
+    """Build (not commit) the capsule for the thread's current state.
+
+    Tokens are counted first by the UTF-8 bound (no tokenizer loaded, see
+    ``capsule.tokens.ByteBoundCounter``): when that build needed no cut, the capsule provably
+    fits and is the one an exact count would give (nothing was clipped or dropped either way);
+    its budget records the bound as its encoding. Otherwise it is built again with the
+    tokenizer, whose parsed ranks are cached under the state home."""
     from capsule.budget import Budget, build_capsule
+    from capsule.tokens import ByteBoundCounter, set_ranks_cache
 
     from .capsule_source import gather
 
     source = gather(thread, generation=generation, reason=reason, workspace=workspace,
                     transcript=transcript, notices=notices, upto_seq=upto_seq)
-    return build_capsule(source, budget or Budget())
+    budget = budget or Budget()
+    capsule = build_capsule(source, budget, counter=ByteBoundCounter())
+    if not capsule.cuts and capsule.budget.tokens <= capsule.budget.max_tokens:
+        return capsule
+    set_ranks_cache(thread.engine.home / "cache")
+    return build_capsule(source, budget)
 
 
 def commit(thread: Thread, *, reason: str, workspace: dict | None = None,
-           transcript: dict | None = None, notices=(), budget=None) -> Checkpoint:
+           transcript: dict | None = None, notices=(), budget=None,
+           generation: int | None = None) -> Checkpoint:
+    """Commit the capsule as ``generation`` (default: the next one). Generations only grow:
+    when the thread already has this generation or a later one, ``GenerationTaken`` is raised
+    and nothing is committed (``boundary.commit_checkpoint`` retries with the next)."""
     from capsule.model import SCHEMA_VERSION, encode_capsule
     from capsule.render import render_capsule
 
     store = thread.store
     row = thread.row
-    generation = int(row["generation"]) + 1
+    if generation is None:
+        generation = int(row["generation"]) + 1
     seq = int(row["last_seq"])
     capsule = build(thread, generation=generation, reason=reason, workspace=workspace,
                     transcript=transcript, notices=notices, budget=budget)
@@ -138,7 +183,7 @@ def commit(thread: Thread, *, reason: str, workspace: dict | None = None,
         current = c.execute("SELECT generation FROM threads WHERE thread_key=?",
                             (thread.key,)).fetchone()[0]
         if current >= generation:  # another process committed this generation meanwhile
-            raise CheckpointError(f"generation {generation} of {thread.key} already committed")
+            raise GenerationTaken(f"generation {generation} of {thread.key} already committed")
         c.execute(
             "INSERT INTO checkpoints (checkpoint_id, thread_key, generation, seq, reason,"
             " created_at, capsule, sha256, capsule_version, rendered, workspace, file_path)"
@@ -164,17 +209,31 @@ def verify(cp: Checkpoint) -> str | None:
     return None
 
 
-def load(thread: Thread, generation: int | None = None) -> LoadedCapsule | None:
-    """The newest checkpoint (or the one of ``generation``) whose bytes verify and decode,
-    falling back to older ones; ``problems`` says what was skipped."""
-    from capsule.model import CapsuleFormatError, decode_capsule
+def _newest_first(thread: Thread, generation: int | None):
+    """Checkpoints from ``generation`` (or the newest) down, read one at a time: the common
+    case (the newest verifies) reads one row."""
+    cur = thread.store.conn.execute(
+        "SELECT * FROM checkpoints WHERE thread_key=? AND generation<=? ORDER BY generation DESC",
+        (thread.key, generation if generation is not None else 2**62))
+    names = [d[0] for d in cur.description]
+    for row in cur:
+        yield _row_to_checkpoint(row, names)
 
+
+def load(thread: Thread, generation: int | None = None, *, decode: bool = True) -> LoadedCapsule | None:
+    """The newest checkpoint (or the one of ``generation``) whose bytes verify and decode,
+    falling back to older ones; ``problems`` says what was skipped.
+
+    ``decode=False`` (a boundary answering with the stored rendering) only verifies the hash:
+    no capsule model is imported or built, and ``capsule`` is None."""
     problems: list[str] = []
-    candidates = [cp for cp in reversed(list_checkpoints(thread))
-                  if generation is None or cp.generation <= generation]
-    for cp in candidates:
+    for cp in _newest_first(thread, generation):
         issue = verify(cp)
+        if issue is None and not decode and cp.rendered:
+            return LoadedCapsule(cp, None, problems)
         if issue is None:
+            from capsule.model import CapsuleFormatError, decode_capsule
+
             try:
                 return LoadedCapsule(cp, decode_capsule(cp.capsule_bytes), problems)
             except CapsuleFormatError as exc:

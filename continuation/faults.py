@@ -1,7 +1,8 @@
 """Named persistence points where the fault-injection harness can kill the process.
 
 ``CONTINUATION_FAULT=<point>`` makes the process SIGKILL itself when it reaches that point (the
-harness in tests/ runs a scripted session once per point). Unset, a point costs one dict lookup.
+harness in tests/ runs a scripted session once per point); ``<point>:full`` makes it fail there
+as a full disk does (``OSError`` ENOSPC). Unset, a point costs one dict lookup.
 """
 from __future__ import annotations
 
@@ -19,7 +20,14 @@ POINTS = (
 
 
 def point(name: str) -> None:
-    if os.environ.get("CONTINUATION_FAULT") == name:
+    armed = os.environ.get("CONTINUATION_FAULT")
+    if not armed:
+        return
+    if armed == name + ":full":
+        import errno
+
+        raise OSError(errno.ENOSPC, f"No space left on device (injected at {name})")
+    if armed == name:
         import signal  # only when a fault is armed: the import is a share of a hook run
 
         kill = getattr(signal, "SIGKILL", signal.SIGTERM)  # Windows has no SIGKILL

@@ -24,11 +24,32 @@ def state_home():
 
 
 def ensure_private_dir(path):
-    """Create ``path`` (and parents) readable by the owner only (0700; best effort on Windows)."""
-    os.makedirs(path, exist_ok=True)
-    try:
-        if (os.stat(path).st_mode & 0o777) != 0o700:
-            os.chmod(path, 0o700)
-    except OSError:
-        pass
+    """Create ``path`` and its missing parents owner-only (0700 whatever the umask; best effort
+    on Windows). A folder that already exists keeps its mode: ``$CONTINUATION_HOME`` may be a
+    shared folder (1777) the user chose, and a mode is not ours to change on what we did not
+    create. Returns ``path``."""
+    missing = []
+    folder = os.path.abspath(os.fspath(path))
+    while not os.path.isdir(folder):
+        missing.append(folder)
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            break
+        folder = parent
+    for created in reversed(missing):
+        try:
+            os.mkdir(created, 0o700)
+        except FileExistsError:
+            continue  # a concurrent process made it: its mode is its own business
+        try:
+            os.chmod(created, 0o700)  # mkdir's mode is masked by the umask (0o277 -> 0500)
+        except OSError:
+            pass
     return path
+
+
+def open_private(path, flags: int = os.O_WRONLY | os.O_APPEND | os.O_CREAT):
+    """``os.open`` a file we may create: 0600 whatever the umask (an existing file keeps its
+    mode). Its folder is created private first."""
+    ensure_private_dir(os.path.dirname(os.path.abspath(os.fspath(path))))
+    return os.open(path, flags, 0o600)

@@ -13,11 +13,6 @@ from .engine import Thread
 
 SNAPSHOT_LOCK_TIMEOUT_S = 20
 
-#: tool argument names that name a file the tool writes
-_PATH_ARGS = ("file_path", "path", "notebook_path")
-_WRITING_TOOLS = {"Write", "Edit", "MultiEdit", "NotebookEdit", "apply_patch", "write_file",
-                  "edit_file"}
-
 
 def policy():
     from .workspace import WorkspacePolicy
@@ -71,27 +66,71 @@ def snapshot_for_checkpoint(thread: Thread, generation: int) -> dict | None:
             return {"root": root, "kind": "none", "skipped": reason}
     # a hook has a deadline (Codex gives PreCompact its own timeout): wait for another
     # thread's snapshot of this workspace a short while, not the library's default 120 s
+    # claim: the ref is created for this checkpoint alone; when another checkpoint of the
+    # thread holds the generation, the next free one is taken (ref.generation)
     ref = take_snapshot(Path(root), thread.key, generation, state_home=thread.engine.home,
-                        policy=policy(), lock_timeout=SNAPSHOT_LOCK_TIMEOUT_S)
+                        policy=policy(), lock_timeout=SNAPSHOT_LOCK_TIMEOUT_S, claim=True)
     return ref.to_dict()
 
 
+def release_snapshot(thread: Thread, workspace: dict | None) -> None:
+    """Give back the generation a snapshot claimed when its checkpoint was not committed.
+    Best effort: a leftover ref only holds objects until ``gc`` prunes the thread."""
+    if not workspace or workspace.get("error") or workspace.get("skipped"):
+        return
+    try:
+        from .workspace import release_snapshot as release
+
+        release(workspace, state_home=thread.engine.home)
+    except Exception:
+        pass
+
+
+def _relative(root: str | None, value: str) -> str | None:
+    """A call's path relative to the workspace root (relative paths are taken as relative to
+    it); None when it points outside."""
+    p = Path(value)
+    if root and p.is_absolute():
+        try:
+            p = p.resolve().relative_to(Path(root).resolve())
+        except ValueError:
+            return None
+    return p.as_posix()
+
+
 def session_written_paths(thread: Thread, after_seq: int = 0) -> list[str]:
-    """Files the session's tools wrote after ``after_seq`` (relative to the workspace root when
-    inside it): the only files a restore may delete."""
+    """Files the session's tools wrote (or tried to) after ``after_seq``, relative to the
+    workspace root when inside it: drift tells them apart from the user's changes."""
+    from .tool_files import written_paths
+
     root = thread.row["workspace_root"]
-    out: list[str] = []
+    out = {rel for call in thread.tool_calls() if call.started_seq > after_seq
+           for value in written_paths(call.tool, call.args)
+           if (rel := _relative(root, value)) is not None}
+    return sorted(out)
+
+
+def session_created_paths(thread: Thread, after_seq: int = 0) -> list[str]:
+    """Files a SUCCESSFUL tool call of the session created after ``after_seq`` (see
+    ``continuation.tool_files``): the only files ``rewind --files`` may delete. A denied or
+    failed Write, an Edit of an existing file, a call without outcome: none of them counts."""
+    from .tool_files import created_paths, reported_update, succeeded
+
+    root = thread.row["workspace_root"]
+    store = thread.store
+
+    def finish_status(call):
+        rows = store.events(thread.key, after=call.finished_seq - 1, upto=call.finished_seq)
+        return (rows[0]["data"] or {}).get("status", "ok") if rows else None
+
+    out: set[str] = set()
     for call in thread.tool_calls():
-        if call.started_seq <= after_seq or call.tool not in _WRITING_TOOLS:
+        if call.started_seq <= after_seq or not succeeded(call, finish_status):
             continue
-        for name in _PATH_ARGS:
-            value = (call.args or {}).get(name)
-            if isinstance(value, str) and value:
-                p = Path(value)
-                if root and p.is_absolute():
-                    try:
-                        p = p.resolve().relative_to(Path(root).resolve())
-                    except ValueError:
-                        continue
-                out.append(p.as_posix())
-    return sorted(set(out))
+        if reported_update(call):
+            continue
+        for value in created_paths(call.tool, call.args):
+            rel = _relative(root, value)
+            if rel is not None:
+                out.add(rel)
+    return sorted(out)

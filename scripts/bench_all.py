@@ -9,6 +9,13 @@ runtime died mid-tool, recovered the way a user's machine does it: ``continuatio
 context; both commands run as processes, median of ``--repeat`` runs, at 1,000 and at 100,000
 events. The ratio says how recovery scales with the log's length.
 
+Commands and hooks run through an installed copy of ``continuation`` (``benchlib.install``):
+compiled once like a ``pip install``, not recompiled per process from the source tree (this
+machine sets ``PYTHONDONTWRITEBYTECODE=1``) and without the editable install's import hook.
+A script's table rows (``| measure | ms | baseline | baseline ms | ratio | target | paired |``)
+are listed with their baseline; the machine is shared, so run it more than once and quote the
+range.
+
 Usage: python scripts/bench_all.py [--full] [--only NAME ...] [--skip-recovery] [--repeat 3]
 """
 from __future__ import annotations
@@ -28,10 +35,12 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(HERE))
 
 #: script -> arguments for a quick run (``--full`` runs the script's own defaults)
 BENCHES = {
     "bench_hot_path.py": ["--events", "20000", "--runs", "15"],
+    "bench_boundaries.py": ["--files", "4000", "--events", "20000", "--runs", "3"],
     "bench_capsule.py": ["--events", "10000", "--inputs", "1000", "--repeat", "3"],
     "bench_capsule_budget.py": ["--inputs", "2000", "--repeat", "3"],
     "bench_snapshot.py": ["--files", "4000", "--runs", "3"],
@@ -73,6 +82,13 @@ def run_script(name: str, args: list[str], timeout: float) -> tuple[list[tuple[s
         return [], f"exit {proc.returncode}: {tail[0][:120]}"
     found = []
     for line in proc.stdout.decode("utf-8", "replace").splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if line.startswith("|") and len(cells) >= 7:
+            # a table row: measure | ms | baseline | baseline ms | ratio | target | paired runs
+            if RATIO.fullmatch(cells[4]):
+                found.append((f"{cells[0]}: {cells[1]} ms vs {cells[2]} {cells[3]} ms "
+                              f"(target {cells[5]})", f"{cells[4]} (paired {cells[6]})"))
+            continue
         for m in RATIO.finditer(line):
             if "target" in line[max(0, m.start() - 12):m.start()]:
                 continue  # "target <= 1.3x" is the goal, not a measurement
@@ -122,10 +138,9 @@ def build_crashed_thread(home: Path, events: int, workspace: Path) -> str:
     return session_id
 
 
-def time_recovery(home: Path, session_id: str, workspace: Path) -> dict:
-    env = {**os.environ, "CONTINUATION_HOME": str(home), "PYTHONPATH": str(ROOT)}
-    env.pop("CONTINUATION_FAULT", None)
-    cli = [sys.executable, "-m", "continuation"]
+def time_recovery(home: Path, session_id: str, workspace: Path, inst) -> dict:
+    env = {**inst.env, "CONTINUATION_HOME": str(home)}
+    cli = [inst.command]
     t0 = time.perf_counter()
     rec = subprocess.run([*cli, "recover", "--json", "--no-drift"], capture_output=True, env=env,
                          timeout=600)
@@ -142,7 +157,11 @@ def time_recovery(home: Path, session_id: str, workspace: Path) -> dict:
 
 
 def recovery_bench(sizes=(1_000, 100_000), repeat: int = 3) -> dict:
+    from benchlib import install
+
     out = {}
+    installed = tempfile.TemporaryDirectory(prefix="bench-install-")
+    inst = install(Path(installed.name))
     for n in sizes:
         runs = []
         for _ in range(repeat):
@@ -152,10 +171,11 @@ def recovery_bench(sizes=(1_000, 100_000), repeat: int = 3) -> dict:
                 t0 = time.perf_counter()
                 sid = build_crashed_thread(home, n, ws)
                 build_s = time.perf_counter() - t0
-                runs.append({**time_recovery(home, sid, ws), "build_s": build_s})
+                runs.append({**time_recovery(home, sid, ws, inst), "build_s": build_s})
         out[n] = {k: statistics.median(r[k] for r in runs)
                   for k in ("recover_ms", "context_ms", "total_ms", "build_s")}
         out[n]["ok"] = all(r["ok"] for r in runs)
+    installed.cleanup()
     return out
 
 

@@ -331,3 +331,61 @@ def test_codex_stop_learns_exit_codes_from_the_rollout(home, tmp_path):
         assert calls == {"c1": ("ok", 0), "c2": ("error", 3)}
         assert [r.state for r in t.inputs()] == ["handled"]
         assert e.store.derived_state(t.key).snapshot() == e.store.replay(t.key).snapshot()
+
+
+def test_session_start_compact_answers_from_the_stored_rendering(tmp_path):
+    """SessionStart(compact) delivers the block stored with the checkpoint: it builds no capsule
+    model (no pydantic, tokenizer or GitPython import) and its answer carries the capsule's
+    rendering and the pending input verbatim."""
+    home = tmp_path / "h"
+    env = {**os.environ, "CONTINUATION_HOME": str(home)}
+    base = {"session_id": "s", "turn_id": "t1", "cwd": str(tmp_path)}
+    for p in ({**base, "hook_event_name": "UserPromptSubmit", "prompt": "rename the module"},
+              {**base, "hook_event_name": "PreCompact", "trigger": "auto"}):
+        r = subprocess.run([sys.executable, "-m", "continuation", "hook", "--runtime", "codex"],
+                           input=json.dumps(p).encode(), capture_output=True, env=env, timeout=60)
+        assert r.returncode == 0 and json.loads(r.stdout) == {}, r.stderr
+    script = r"""
+import json, sys
+from continuation import hooks
+p = {"session_id": "s", "cwd": ".", "hook_event_name": "SessionStart", "source": "compact"}
+out, code = hooks.run("codex", json.dumps(p).encode())
+heavy = [m for m in ("pydantic", "tiktoken", "git", "capsule.model", "capsule.budget")
+         if m in sys.modules]
+print(json.dumps({"answer": json.loads(out), "heavy": heavy, "code": code}))
+"""
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=60, env=env)
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout)
+    assert got["heavy"] == [] and got["code"] == 0
+    text = got["answer"]["hookSpecificOutput"]["additionalContext"]
+    with Engine(home) as e:
+        from continuation import checkpoints
+
+        cp = checkpoints.newest_checkpoint(e.find_thread("codex", "s"))
+    assert cp.rendered.rstrip("\n") in text
+    assert "rename the module" in text.split(cp.rendered.rstrip("\n"))[1]
+    assert not (home / "logs" / "hooks.log").exists()
+
+
+def test_hook_process_ends_without_checkpointing_and_its_fact_is_committed(tmp_path):
+    """A hook process ends with os._exit after its answer: the WAL is left for the next
+    boundary (closing the last connection would checkpoint it: 5 fdatasync calls per PreToolUse),
+    and the fact it recorded is committed - another process reads it."""
+    home = tmp_path / "h"
+    env = {**os.environ, "CONTINUATION_HOME": str(home)}
+    base = {"session_id": "s", "turn_id": "t1", "cwd": str(tmp_path)}
+    for p in ({**base, "hook_event_name": "UserPromptSubmit", "prompt": "list the files"},
+              {**base, "hook_event_name": "PreToolUse", "tool_name": "Bash",
+               "tool_input": {"command": "ls"}, "tool_use_id": "c1"}):
+        r = subprocess.run([sys.executable, "-m", "continuation", "hook", "--runtime", "codex"],
+                           input=json.dumps(p).encode(), capture_output=True, env=env, timeout=60)
+        assert r.returncode == 0 and json.loads(r.stdout) == {}, r.stderr
+    wal = home / "store.sqlite3-wal"
+    assert wal.exists() and wal.stat().st_size > 0
+    r = subprocess.run([sys.executable, "-c", "import sqlite3, sys\n"
+                        "c = sqlite3.connect(sys.argv[1])\n"
+                        "print(c.execute('SELECT status FROM tool_calls WHERE call_id=?',"
+                        " ('c1',)).fetchone()[0])", str(home / "store.sqlite3")],
+                       capture_output=True, timeout=60)
+    assert r.stdout.decode().strip() == "in_flight", r.stderr

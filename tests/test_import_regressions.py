@@ -16,6 +16,8 @@ from collections import Counter
 
 import pytest
 
+from continuation.engine import Engine
+from continuation.store.view import SqlStateView
 from import_helpers import run_import, snapshot, states
 
 CLAUDE_SID = "reg-claude-1"
@@ -78,9 +80,12 @@ def test_claude_turn_killed_mid_reply_is_interrupted_when_the_next_prompt_comes(
     _write(path, _claude_first_turn() + _killed_mid_reply() + [
         _prompt("u3", "a2", "third task"),
         _reply("a3", "u3", _text("third done"), "end_turn")])
-    run_import(home, "claude", path, session_over=True)
+    report = run_import(home, "claude", path, session_over=True)
+    # cut (interrupted) when the third prompt came; the third turn then completed cleanly, and
+    # by the rule the hooks apply too (statemachine.carry) that decides the second task with it
+    assert [c["inputs"] for c in report.cut_turns] == [["second task"]]
     assert states(home, "claude", CLAUDE_SID) == {
-        "first task": "handled", "second task": "interrupted", "third task": "handled"}
+        "first task": "handled", "second task": "handled", "third task": "handled"}
 
 
 def test_claude_turn_duration_alone_marks_explicit_turn_ends(home, tmp_path):
@@ -209,8 +214,16 @@ def test_a_cut_for_another_reason_is_not_reopened(home, tmp_path):
     _write(path, [_meta(), _event({"type": "task_started", "turn_id": "t1"}), _user("one")]
            + _turn("t2", "two")
            + [_event({"type": "task_complete", "turn_id": "t1"})])
-    run_import(home, "codex", path, session_over=True)
-    assert states(home, "codex", CODEX_SID) == {"one": "interrupted", "two": "handled"}
+    report = run_import(home, "codex", path, session_over=True)
+    assert report.reopened_turns == []
+    # "one" is decided by the next turn that completed cleanly (t2; statemachine.carry), as
+    # the hooks do; t1 itself stays cut
+    with Engine(home) as e:
+        thread = e.find_thread("codex", CODEX_SID)
+        one = next(r for r in thread.inputs() if r.text == "one")
+        t1 = SqlStateView(e.store.conn, thread.key).get_turn("t1")
+    assert (one.state, one.turn_id, t1.status) == ("handled", "t2", "aborted")
+    assert states(home, "codex", CODEX_SID) == {"one": "handled", "two": "handled"}
 
 
 def test_real_rollout_grows_after_a_default_import(home, tmp_path, shared_fixtures):

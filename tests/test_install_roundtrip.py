@@ -1,4 +1,4 @@
-"""install / uninstall round trips for both runtimes (byte-equal restore, idempotence, bad files)."""
+"""install / uninstall round trips for every runtime (byte-equal restore, idempotence, bad files)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from continuation.install import InstallError, install, status, uninstall
 
 LAUNCHER = ["/opt/tools/bin/continuation"]
-RUNTIMES = ["codex", "claude"]
+RUNTIMES = ["codex", "claude", "gemini"]
 
 
 @pytest.fixture
@@ -22,7 +22,13 @@ def dirs(tmp_path: Path) -> dict[str, Path]:
 
 def target_file(runtime: str, scope: str, dirs: dict[str, Path]) -> Path:
     base = dirs["home"] if scope == "user" else dirs["project_dir"]
-    return base / (".codex/hooks.json" if runtime == "codex" else ".claude/settings.json")
+    return base / {"codex": ".codex/hooks.json", "claude": ".claude/settings.json",
+                   "gemini": ".gemini/settings.json"}[runtime]
+
+
+def end_event(runtime: str) -> str:
+    """The turn-end event, installed for every runtime under its own name."""
+    return "AfterAgent" if runtime == "gemini" else "Stop"
 
 
 def do_install(runtime: str, scope: str, dirs: dict[str, Path], command=LAUNCHER):
@@ -84,8 +90,27 @@ USER_FILE_CODEX = """{
 """
 
 
+USER_FILE_GEMINI = """{
+    "model": {"name": "gemini-2.5-pro", "compressionThreshold": 0.6},
+    "hooksConfig": {"notifications": false},
+    "hooks": {
+        "BeforeTool": [
+            {
+                "matcher": "run_shell_command",
+                "hooks": [{"type": "command", "name": "guard", "command": "~/bin/guard.sh", "timeout": 5000}]
+            }
+        ],
+        "AfterAgent": [
+            {"hooks": [{"type": "command", "command": "notify-send done"}]}
+        ]
+    },
+    "ui": {"theme": "GitHub", "greeting": "grüß dich"}
+}
+"""
+
+
 def user_file(runtime: str) -> str:
-    return USER_FILE_CODEX if runtime == "codex" else USER_FILE_CLAUDE
+    return {"codex": USER_FILE_CODEX, "claude": USER_FILE_CLAUDE, "gemini": USER_FILE_GEMINI}[runtime]
 
 
 @pytest.mark.parametrize("runtime", RUNTIMES)
@@ -128,7 +153,7 @@ def test_existing_file_keeps_user_hooks_and_settings_and_restores_bytes(runtime:
         assert after["hooks"][event][: len(groups)] == groups
         assert "hook --runtime" in after["hooks"][event][-1]["hooks"][0]["command"]
     # The user's indentation and line endings are kept.
-    indent = "    " if runtime == "claude" else "  "
+    indent = "  " if runtime == "codex" else "    "
     assert (newline + indent + '"hooks"').encode() in raw
     assert (b"\r\n" in raw) == (newline == "\r\n")
     assert "grüß".encode() in raw or runtime == "codex"
@@ -236,20 +261,22 @@ def test_absent_file_then_created_by_user_meanwhile(runtime: str, dirs) -> None:
     path = target_file(runtime, "project", dirs)
     do_install(runtime, "project", dirs)
     data = json.loads(path.read_bytes())
-    data["hooks"]["Stop"].insert(0, {"hooks": [{"type": "command", "command": "mine.sh"}]})
+    end = end_event(runtime)
+    data["hooks"][end].insert(0, {"hooks": [{"type": "command", "command": "mine.sh"}]})
     path.write_text(json.dumps(data), encoding="utf-8")
 
     assert do_uninstall(runtime, "project", dirs).outcome == "removed-entries"
-    assert json.loads(path.read_bytes()) == {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "mine.sh"}]}]}}
+    assert json.loads(path.read_bytes()) == {"hooks": {end: [{"hooks": [{"type": "command", "command": "mine.sh"}]}]}}
 
 
 @pytest.mark.parametrize("runtime", RUNTIMES)
 def test_handler_moved_into_a_user_group_is_taken_out_on_install(runtime: str, dirs) -> None:
     path = target_file(runtime, "user", dirs)
     path.parent.mkdir(parents=True)
+    end = end_event(runtime)
     mixed = {
         "hooks": {
-            "Stop": [
+            end: [
                 {
                     "hooks": [
                         {"type": "command", "command": "mine.sh"},
@@ -261,7 +288,7 @@ def test_handler_moved_into_a_user_group_is_taken_out_on_install(runtime: str, d
     }
     path.write_text(json.dumps(mixed, indent=2), encoding="utf-8")
     assert do_install(runtime, "user", dirs).outcome == "updated"
-    stop = json.loads(path.read_bytes())["hooks"]["Stop"]
+    stop = json.loads(path.read_bytes())["hooks"][end]
     assert stop[0] == {"hooks": [{"type": "command", "command": "mine.sh"}]}
     assert len(stop) == 2 and stop[1]["hooks"][0]["command"].startswith("/opt/tools/bin/continuation hook")
 
@@ -333,10 +360,11 @@ def test_status_reports_installed_events(runtime: str, dirs) -> None:
     # One event removed by hand: status says which.
     path = target_file(runtime, "user", dirs)
     data = json.loads(path.read_bytes())
-    del data["hooks"]["PreCompact"]
+    boundary = "PreCompress" if runtime == "gemini" else "PreCompact"
+    del data["hooks"][boundary]
     path.write_text(json.dumps(data), encoding="utf-8")
     st = status(runtime, "user", env={}, **dirs)
-    assert st["installed"] is False and st["missing_events"] == ["PreCompact"]
+    assert st["installed"] is False and st["missing_events"] == [boundary]
 
 
 def test_a_launcher_we_could_not_recognise_is_refused(dirs) -> None:
@@ -367,7 +395,7 @@ def test_other_runtime_entries_are_not_ours(dirs) -> None:
 
 def test_unknown_runtime_and_scope_are_clear_errors(dirs) -> None:
     with pytest.raises(InstallError, match="unknown runtime"):
-        install("gemini", "user", env={}, **dirs)  # type: ignore[arg-type]
+        install("aider", "user", env={}, **dirs)  # type: ignore[arg-type]
     with pytest.raises(InstallError, match="unknown scope"):
         install("codex", "global", env={}, **dirs)  # type: ignore[arg-type]
 
@@ -404,7 +432,7 @@ def test_our_entries_without_a_record_are_not_restored_by_uninstall(runtime: str
     path = target_file(runtime, "user", dirs)
     path.parent.mkdir(parents=True)
     data = json.loads(user_file(runtime))
-    data["hooks"].setdefault("Stop", []).append(
+    data["hooks"].setdefault(end_event(runtime), []).append(
         {"hooks": [{"type": "command", "command": f"/old/continuation hook --runtime {runtime}"}]}
     )
     path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")

@@ -33,7 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"continuation {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     hook = sub.add_parser("hook", help="handle one runtime hook payload (JSON on stdin)")
-    hook.add_argument("--runtime", choices=["codex", "claude"], required=True)
+    hook.add_argument("--runtime", choices=["codex", "claude", "gemini"], required=True)
     import importlib
 
     for name in MODULES:
@@ -42,6 +42,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def run(argv: list[str]) -> int:
+    from .. import lost_writes
+
+    try:
+        return _run(argv)
+    finally:
+        for notice in lost_writes.NOTICES:  # e.g. a store found truncated: said once, here
+            sys.stderr.write(notice + "\n")
+
+
+def _run(argv: list[str]) -> int:
     from ..store import StoreError
 
     parser = build_parser()

@@ -82,10 +82,23 @@ def cmd_capsule_show(args) -> int:
     return 0
 
 
+class _Unstored:
+    """A capsule built for printing only, shaped like a loaded checkpoint."""
+
+    def __init__(self, seq: int, rendered: str):
+        from types import SimpleNamespace
+
+        self.checkpoint = SimpleNamespace(seq=seq)
+        self._rendered = rendered
+
+    def rendered(self) -> str:
+        return self._rendered
+
+
 def cmd_context(args) -> int:
     """The fresh context as of now, built in memory: printing it commits nothing, takes no
     snapshot and records no delivery."""
-    from types import SimpleNamespace
+    from capsule.render import render_capsule
 
     from ..boundary import assembled_context
     from ..checkpoints import build
@@ -101,8 +114,7 @@ def cmd_context(args) -> int:
         thread = engine.select(args.thread)
         row = thread.row
         capsule = build(thread, generation=int(row["generation"]) + 1, reason="context")
-        current = SimpleNamespace(checkpoint=SimpleNamespace(seq=int(row["last_seq"])),
-                                  capsule=capsule)
+        current = _Unstored(int(row["last_seq"]), render_capsule(capsule))
         context = assembled_context(thread, current, instructions)
         if args.json:
             emit_json({"thread": thread.key, "as_of_event": int(row["last_seq"]),

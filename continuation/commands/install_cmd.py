@@ -1,4 +1,4 @@
-"""``install`` / ``uninstall``: put continuation's hooks into Codex CLI or Claude Code settings."""
+"""``install`` / ``uninstall``: put continuation's hooks into Codex CLI, Claude Code or Gemini CLI settings."""
 from __future__ import annotations
 
 import sys
@@ -12,7 +12,7 @@ def register(sub) -> None:
     for name, helptext in (("install", "install the hooks for a runtime"),
                            ("uninstall", "remove the hooks (restores the file as it was)")):
         p = sub.add_parser(name, help=helptext)
-        p.add_argument("--runtime", choices=["codex", "claude"], required=True)
+        p.add_argument("--runtime", choices=["codex", "claude", "gemini"], required=True)
         p.add_argument("--scope", choices=["user", "project"], default="user")
         p.add_argument("--project-dir", default=".", help="project folder (scope project)")
         p.add_argument("--json", action="store_true", help="print JSON")

@@ -30,17 +30,21 @@ def _input_rows(thread, state: str | None = None) -> list[dict]:
     return [r for r in rows if state is None or r["state"] == state]
 
 
+#: inputs listed per thread by ``status`` (``inputs`` lists them all)
+STATUS_INPUTS = 20
+
+
 def cmd_status(args) -> int:
+    """Counts per state and the newest inputs, read through indexes: the text form decodes
+    only the inputs it prints, whatever the thread's length. ``--json`` lists every input."""
     with open_engine() as engine:
         threads = [engine.get_thread(args.thread)] if args.thread else engine.threads()
         report = []
         for t in threads:
-            row = t.row
-            inputs = _input_rows(t)
-            counts: dict[str, int] = {}
-            for r in inputs:
-                counts[r["state"]] = counts.get(r["state"], 0) + 1
-            report.append({"thread": row, "counts": counts, "inputs": inputs})
+            counts = engine.store.input_counts(t.key)
+            inputs = (_input_rows(t) if args.json else
+                      [r.to_row() for r in engine.store.newest_inputs(t.key, STATUS_INPUTS)])
+            report.append({"thread": t.row, "counts": counts, "inputs": inputs})
         if args.json:
             emit_json({"store": str(engine.store.path), "schema_version": engine.store.schema_version,
                        "threads": report})
@@ -53,8 +57,12 @@ def cmd_status(args) -> int:
             counts = ", ".join(f"{k} {v}" for k, v in sorted(item["counts"].items())) or "no inputs"
             print(f"thread {row['thread_key']}  runtime={row['runtime']}  "
                   f"workspace={row['workspace_root'] or '-'}  events={row['last_seq']}  ({counts})")
-            table(item["inputs"][-20:], [("input_id", "input", 24), ("state", "state", 11),
-                                         ("turn_id", "turn", 14), ("text", "text", 60)])
+            shown = len(item["inputs"])
+            total = sum(item["counts"].values())
+            if total > shown:
+                print(f"(the newest {shown} of {total} inputs; `continuation inputs` lists all)")
+            table(item["inputs"], [("input_id", "input", 24), ("state", "state", 11),
+                                   ("turn_id", "turn", 14), ("text", "text", 60)])
             print()
     return 0
 

@@ -1,4 +1,4 @@
-"""``continuation hook --runtime codex|claude``: one hook payload in (JSON on stdin), one answer out.
+"""``continuation hook --runtime codex|claude|gemini``: one hook payload in (JSON on stdin), one answer out.
 
 Fail-open: any error of ours is logged under the state home (``logs/hooks.log``) and the hook
 answers "continue" (``{}``) with exit 0, so the user's agent goes on. Strict mode
@@ -17,6 +17,7 @@ import time
 
 MAX_STDIN_BYTES = 64 * 1024 * 1024  # a runtime never sends this much; refuse, don't swallow RAM
 CONTINUE = "{}"
+RUNTIMES = ("codex", "claude", "gemini")
 
 
 class HookInputError(ValueError):
@@ -41,36 +42,85 @@ def strict_mode() -> bool:
     return os.environ.get("CONTINUATION_STRICT", "").strip().lower() in ("1", "true", "yes")
 
 
-def _log_error(runtime: str, payload_head: bytes, exc: BaseException) -> None:
+def payload_digest(raw: bytes) -> str:
+    """What the log keeps of a payload: its length and sha256, never its text (a prompt may
+    hold secrets, and the log outlives the session)."""
+    import hashlib
+
+    return f"payload_bytes={len(raw)} payload_sha256={hashlib.sha256(raw).hexdigest()}"
+
+
+def _log_error(runtime: str, raw: bytes, exc: BaseException) -> None:
     try:
         import traceback
 
-        from ..paths import ensure_private_dir, state_home_str
+        from ..paths import open_private, state_home_str
 
-        logs = ensure_private_dir(os.path.join(state_home_str(), "logs"))
-        with open(os.path.join(logs, "hooks.log"), "a", encoding="utf-8") as fh:
+        fd = open_private(os.path.join(state_home_str(), "logs", "hooks.log"))
+        with open(fd, "a", encoding="utf-8") as fh:
             fh.write(
                 f"{time.strftime('%Y-%m-%dT%H:%M:%S')} runtime={runtime} error={exc!r}\n"
-                f"payload[:200]={payload_head[:200]!r}\n{traceback.format_exc()}\n"
+                f"{payload_digest(raw)}\n{traceback.format_exc()}\n"
             )
     except Exception:
         pass  # logging must never turn a fail-open hook into a failing one
 
 
-def run(runtime: str, raw: bytes) -> tuple[str, int]:
-    """Handle one payload; returns (stdout text, exit code)."""
+def _storage_failure(exc: BaseException) -> bool:
+    """An error that means the event could not be written (disk full, read-only or damaged
+    state home), as opposed to a payload we cannot read."""
+    if isinstance(exc, OSError):
+        return True
+    import sqlite3
+
+    from ..store import StoreError, StoreVersionError, UnknownThread
+
+    if isinstance(exc, (sqlite3.OperationalError, sqlite3.DatabaseError)):
+        return not isinstance(exc, (sqlite3.IntegrityError, sqlite3.ProgrammingError))
+    return isinstance(exc, StoreError) and not isinstance(exc, (StoreVersionError, UnknownThread))
+
+
+def _with_notices(answer: dict | None, notices: list[str]) -> dict | None:
+    if not notices:
+        return answer
+    answer = dict(answer or {})
+    answer["systemMessage"] = "\n".join(filter(None, [answer.get("systemMessage"), *notices]))
+    return answer
+
+
+def run(runtime: str, raw: bytes, *, ending: bool = False) -> tuple[str, int]:
+    """Handle one payload; returns (stdout text, exit code). ``ending``: the process exits
+    right after (see :func:`main`)."""
+    from .. import lost_writes
+
+    payload = None
     try:
         payload = parse_payload(raw)
-        from .handlers import handle
+        if runtime == "gemini":  # its own event names and ids (see .gemini)
+            from .gemini import handle as handle_gemini
 
-        answer = handle(runtime, payload)
+            answer = handle_gemini(payload)
+        else:
+            from .handlers import handle
+
+            answer = handle(runtime, payload, ending=ending)
+        answer = _with_notices(answer, lost_writes.NOTICES)
         return (json.dumps(answer, ensure_ascii=False) if answer else CONTINUE), 0
     except Exception as exc:  # fail open: the user's agent must go on
-        _log_error(runtime, raw[:200], exc)
+        _log_error(runtime, raw, exc)
+        notices = list(lost_writes.NOTICES)
+        if payload is not None and _storage_failure(exc):
+            # the log line above may be lost too (no room): leave a trace that survives
+            from ..paths import state_home_str
+
+            home = state_home_str()
+            if lost_writes.note_lost(home, str(payload.get("hook_event_name") or ""), exc):
+                notices.append(lost_writes.lost_message(home))
         if strict_mode():
             sys.stderr.write(f"continuation hook: {exc}\n")
             return CONTINUE, 2
-        return CONTINUE, 0
+        answer = _with_notices(None, notices)
+        return (json.dumps(answer, ensure_ascii=False) if answer else CONTINUE), 0
 
 
 def main(argv: list[str]) -> int:
@@ -82,11 +132,26 @@ def main(argv: list[str]) -> int:
         for arg in argv:
             if arg.startswith("--runtime="):
                 runtime = arg.split("=", 1)[1]
-    if runtime not in ("codex", "claude"):
-        sys.stderr.write("continuation hook: --runtime must be codex or claude\n")
+    if runtime not in RUNTIMES:
+        sys.stderr.write("continuation hook: --runtime must be codex, claude or gemini\n")
         return 2
     raw = sys.stdin.buffer.read(MAX_STDIN_BYTES + 1)
-    out, code = run(runtime, raw)
+    out, code = run(runtime, raw, ending=True)
     sys.stdout.write(out + "\n")
     sys.stdout.flush()
-    return code
+    end_process(code)
+    return code  # only where the process did not end (tests replacing end_process)
+
+
+def end_process(code: int) -> None:
+    """End the hook process now: its answer is flushed and every fact it recorded was committed
+    durably (SQLite WAL with ``synchronous=FULL`` syncs the log at each commit; files are written
+    with fsync). What a normal interpreter exit would add is teardown: freeing every module's
+    objects (a tokenizer's ranks take ~130 ms) and closing the store, which as the last
+    connection checkpoints the WAL into the database (5 fdatasync calls per PreToolUse) -
+    work the next boundary or ``gc`` does anyway, and not needed for durability. A hook
+    process exits with ``os._exit`` instead; stderr is flushed first."""
+    try:
+        sys.stderr.flush()
+    finally:
+        os._exit(code)

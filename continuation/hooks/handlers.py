@@ -74,18 +74,25 @@ def _tool_status(event_name: str, response) -> tuple[str, int | None]:
 
 
 class HookContext:
-    def __init__(self, runtime: str, payload: dict, engine: Engine):
+    """One event for the handlers. A caller in process (:mod:`continuation.api`) passes the
+    thread it holds open and its own session marker; a hook process opens both per event."""
+
+    def __init__(self, runtime: str, payload: dict, engine: Engine, *,
+                 thread: Thread | None = None, session: dict | None = None,
+                 source: str | None = None):
         self.runtime = runtime
         self.payload = payload
         self.engine = engine
         self.event = str(payload.get("hook_event_name") or "")
-        session_id = payload.get("session_id")
-        if not session_id or not isinstance(session_id, str):
-            raise ValueError("hook payload has no session_id")
-        self.thread = engine.thread(runtime, session_id,
-                                    workspace_root=workspace_root(payload.get("cwd")))
-        self.session = session_marker()
-        self.source = f"hook:{runtime}"
+        if thread is None:
+            session_id = payload.get("session_id")
+            if not session_id or not isinstance(session_id, str):
+                raise ValueError("hook payload has no session_id")
+            thread = engine.thread(runtime, session_id,
+                                   workspace_root=workspace_root(payload.get("cwd")))
+        self.thread = thread
+        self.session = session if session is not None else session_marker()
+        self.source = source or f"hook:{runtime}"
 
     def record(self, etype: str, data: dict):
         return self.thread.record(etype, data, source=self.source, session=self.session)
@@ -118,15 +125,18 @@ def _admitted_in_turn(conn, thread_key: str, turn: str) -> int:
     return sum(1 for (seq,) in rows if seq >= started)
 
 
+def _running_turns(ctx: HookContext) -> list[str]:
+    return [r[0] for r in ctx.thread.store.conn.execute(
+        "SELECT turn_id FROM turns WHERE thread_key=? AND status='running'",
+        (ctx.thread.key,)).fetchall()]
+
+
 def _start_turn(ctx: HookContext, turn: str) -> None:
     """A prompt that opens a new turn: both runtimes run one turn at a time per session (a
     steer keeps its turn id), so any other turn still running was cut without a Stop (Claude
     Code's Esc sends none). It is aborted: its inputs become interrupted (reconciling with a
     call in flight) instead of staying pending on a turn that will never end."""
-    conn = ctx.thread.store.conn
-    running = [r[0] for r in conn.execute(
-        "SELECT turn_id FROM turns WHERE thread_key=? AND status='running'",
-        (ctx.thread.key,)).fetchall()]
+    running = _running_turns(ctx)
     if turn in running:
         return  # a steer into the running turn
     for other in running:
@@ -134,52 +144,86 @@ def _start_turn(ctx: HookContext, turn: str) -> None:
                                 source=ctx.source, session=ctx.session)
 
 
-def _settle_from_transcript(ctx: HookContext, turn: str) -> None:
-    """Calls of the ending turn with no outcome: the transcript may hold their result (a call
+def _settle_from_transcript(ctx: HookContext, turns) -> None:
+    """Calls of ``turns`` with no outcome: the transcript may hold their result (a call
     refused by a permission rule gets no PostToolUse). Codex calls finished without an exit
-    code (its PostToolUse has none) get theirs. See :mod:`.outcomes`."""
-    row = ctx.thread.store.conn.execute(
-        "SELECT data FROM turns WHERE thread_key=? AND turn_id=?", (ctx.thread.key, turn)
-    ).fetchone()
-    open_calls = (json.loads(row[0]).get("open_calls") or []) if row else []
-    no_code = []
-    if ctx.runtime == "codex":
-        no_code = [r[0] for r in ctx.thread.store.conn.execute(
-            "SELECT call_id FROM tool_calls WHERE thread_key=? AND status='ok'"
-            " AND json_extract(data, '$.turn_id')=?"
-            " AND json_extract(data, '$.outcome.exit_code') IS NULL",
-            (ctx.thread.key, turn)).fetchall()]
+    code (its PostToolUse has none) get theirs. Run at Stop (the ending turn) and at PreCompact
+    (the turns still running: a compaction mid-turn hands the model a checkpoint before any
+    Stop). One bounded read of the transcript's tail; see :mod:`.outcomes`."""
+    conn = ctx.thread.store.conn
+    open_calls: list[str] = []
+    no_code: list[str] = []
+    for turn in turns:
+        row = conn.execute("SELECT data FROM turns WHERE thread_key=? AND turn_id=?",
+                           (ctx.thread.key, turn)).fetchone()
+        open_calls += (json.loads(row[0]).get("open_calls") or []) if row else []
+        if ctx.runtime == "codex":
+            no_code += [r[0] for r in conn.execute(
+                "SELECT call_id FROM tool_calls WHERE thread_key=? AND status='ok'"
+                " AND json_extract(data, '$.turn_id')=?"
+                " AND json_extract(data, '$.outcome.exit_code') IS NULL",
+                (ctx.thread.key, turn)).fetchall()]
     if not open_calls and not no_code:
         return
+    from ..store.view import SqlStateView
     from .outcomes import find_outcomes
 
-    found = find_outcomes(ctx.payload.get("transcript_path"), [*open_calls, *no_code])
+    view = SqlStateView(conn, ctx.thread.key)
+    records = {key: view.get_call(key) for key in [*open_calls, *no_code]}
+    wanted = [(key, rec.runtime_call_id or key, rec.turn_id)
+              for key, rec in records.items() if rec is not None]
+    found = find_outcomes(ctx.payload.get("transcript_path"), wanted)
     for call_id, outcome in found.items():
         if call_id in open_calls:
             ctx.thread.tool_finished(call_id, outcome["status"], exit_code=outcome["exit_code"],
-                                     output=_excerpt(outcome["output"]), turn_id=turn,
+                                     output=_excerpt(outcome["output"]),
+                                     turn_id=records[call_id].turn_id,
                                      source=f"{ctx.source}:transcript", session=ctx.session)
         elif outcome["exit_code"] is not None:
             ctx.record(ev.TOOL_EXIT_CODE, {"call_id": call_id, "exit_code": outcome["exit_code"]})
 
 
 def _carry_into(ctx: HookContext, turn: str) -> None:
-    """Before a turn completes cleanly: inputs still pending or interrupted on turns that are
-    over were in the context this turn worked from (the conversation, or the checkpoint we
-    delivered), so they are delivered into it and its completion decides them. Not when the turn
-    leaves a call without an outcome: then they keep their own state rather than waiting on a
-    call that is not theirs. Reconciling inputs wait for their decision either way."""
-    row = ctx.thread.store.conn.execute(
-        "SELECT data FROM turns WHERE thread_key=? AND turn_id=?", (ctx.thread.key, turn)
-    ).fetchone()
-    if row is None:
-        return
-    record = json.loads(row[0])
-    if record.get("status") != "running" or record.get("open_calls"):
-        return
-    for rec in ctx.thread.inputs(("pending", "interrupted")):
-        if rec.turn_id != turn:
-            ctx.thread.deliver(rec.input_id, turn, source=ctx.source, session=ctx.session)
+    """Before a turn completes cleanly: inputs left pending or interrupted on turns that are
+    over are delivered into it, so its completion decides them (the rule of
+    :mod:`statemachine.carry`, which the transcript importer applies too)."""
+    from statemachine.carry import carried_into
+
+    from ..store.view import SqlStateView
+
+    for input_id in carried_into(SqlStateView(ctx.thread.store.conn, ctx.thread.key), turn):
+        ctx.thread.deliver(input_id, turn, source=ctx.source, session=ctx.session)
+
+
+def _queued_twin(ctx: HookContext, text: str, input_id: str | None) -> str | None:
+    if input_id and ctx.thread.store.conn.execute(
+            "SELECT 1 FROM inputs WHERE thread_key=? AND input_id=?",
+            (ctx.thread.key, input_id)).fetchone():
+        return None  # a known id: admission says duplicate
+    from statemachine.carry import queued_twin
+
+    from ..store.view import SqlStateView
+
+    twin = queued_twin(SqlStateView(ctx.thread.store.conn, ctx.thread.key), text)
+    return twin.input_id if twin is not None else None
+
+
+def admit_prompt(ctx: HookContext, text: str, turn: str, input_id: str | None = None):
+    """Admit one prompt into ``turn`` (a new turn cuts any other still running); without an
+    id, the id is a hash of its position in the turn. Shared by the prompt hook and the API."""
+    _start_turn(ctx, turn)
+    ordinal = 0
+    if not input_id:
+        ordinal = _admitted_in_turn(ctx.thread.store.conn, ctx.thread.key, turn)
+    twin = _queued_twin(ctx, text, input_id)
+    if twin is not None:
+        # an import left this text queued (the file ended while it waited): this prompt sends
+        # it; one input, delivered into this turn (statemachine.carry.queued_twin)
+        result = ctx.thread.deliver(twin, turn, source=ctx.source, session=ctx.session)
+        result.input_id = twin
+        return result
+    return ctx.thread.admit(text, input_id=input_id, turn_id=turn, ordinal=ordinal,
+                            source=ctx.source, session=ctx.session)
 
 
 def on_user_prompt(ctx: HookContext) -> dict | None:
@@ -204,15 +248,11 @@ def on_user_prompt(ctx: HookContext) -> dict | None:
         count = conn.execute("SELECT count(*) FROM inputs WHERE thread_key=?",
                              (ctx.thread.key,)).fetchone()[0]
         turn = f"prompt-{count + 1}"
-    _start_turn(ctx, turn)
-    ordinal = 0
-    if not input_id:
-        ordinal = _admitted_in_turn(conn, ctx.thread.key, turn)
-    result = ctx.thread.admit(text, input_id=input_id, turn_id=turn, ordinal=ordinal,
-                              source=ctx.source, session=ctx.session)
+    result = admit_prompt(ctx, text, turn, input_id)
     if ctx.thread.row["needs_context"]:
         # A new context generation reached a prompt with no delivery recorded (the compact
-        # SessionStart was deferred or dropped): inject it here instead.
+        # SessionStart was deferred or dropped), or a state the model has not seen (a
+        # reconciliation decision recorded from the command line): inject it here.
         from .. import boundary
 
         return boundary.context_answer(ctx.thread, ctx.runtime, "UserPromptSubmit",
@@ -267,7 +307,7 @@ def on_stop(ctx: HookContext) -> None:
             ctx.thread.turn_aborted(turn, reason=str(p.get("error") or "stop_failure"),
                                     source=ctx.source, session=ctx.session)
         else:
-            _settle_from_transcript(ctx, turn)
+            _settle_from_transcript(ctx, [turn])
             _carry_into(ctx, turn)
             ctx.thread.turn_completed(turn, source=ctx.source, session=ctx.session)
     return None
@@ -300,6 +340,8 @@ def on_pre_compact(ctx: HookContext) -> None:
     from .. import boundary
 
     trigger = str(ctx.payload.get("trigger") or "auto")
+    # the checkpoint must not call a failed command ok: settle what the transcript already says
+    _settle_from_transcript(ctx, _running_turns(ctx))
     boundary.before_compaction(ctx.thread, trigger=trigger, source_tag=ctx.source,
                                transcript_path=ctx.payload.get("transcript_path"))
     return None
@@ -315,11 +357,9 @@ def on_post_compact(ctx: HookContext) -> None:
 
 def on_session_end(ctx: HookContext) -> None:
     reason = str(ctx.payload.get("reason") or "other")
-    for turn in ctx.engine.store.conn.execute(
-        "SELECT turn_id FROM turns WHERE thread_key=? AND status='running'", (ctx.thread.key,)
-    ).fetchall():
+    for turn in _running_turns(ctx):
         # the session ended while a turn still ran: that turn was cut, not completed
-        ctx.thread.turn_aborted(turn[0], reason=f"session_end:{reason}", source=ctx.source)
+        ctx.thread.turn_aborted(turn, reason=f"session_end:{reason}", source=ctx.source)
     ctx.record(ev.SESSION_ENDED, {"reason": reason})
     ctx.engine.store.end_sessions(ctx.thread.key)
     return None
@@ -341,9 +381,23 @@ HANDLERS = {
 }
 
 
-def handle(runtime: str, payload: dict) -> dict | None:
+#: the engine of a hook process that ends with ``os._exit``: kept referenced, so that nothing
+#: closes (and checkpoints) the store before the process ends
+_LEFT_OPEN: list[Engine] = []
+
+
+def handle(runtime: str, payload: dict, *, ending: bool = False) -> dict | None:
+    """Run the event's handler. ``ending``: the process ends right after (``os._exit``), so
+    the store is left for the OS to release instead of closed: every transaction was already
+    committed durably, and closing would only checkpoint the WAL (see ``hooks.end_process``)."""
     handler = HANDLERS.get(str(payload.get("hook_event_name") or ""))
     if handler is None:
         return None  # unknown events are not ours to judge
-    with Engine() as engine:
+    engine = Engine()
+    try:
         return handler(HookContext(runtime, payload, engine))
+    finally:
+        if ending:
+            _LEFT_OPEN.append(engine)
+        else:
+            engine.close()

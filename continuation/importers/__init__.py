@@ -153,11 +153,14 @@ def import_transcript(runtime: str, path, *, engine=None, session_over: bool | N
         new_cursor = {"path": resolved, "offset": reader.cursor,
                       "prefix_sha256": reader.cursor_digest, "records": report.records_read,
                       "size": _size(path), "runtime": runtime}
-        Applier(thread, timeline, report, source=f"import:{runtime}", skip_upto=skip_upto,
-                session_over=over, cursor=new_cursor, owner_unknown=owner_unknown).run()
+        applier = Applier(thread, timeline, report, source=f"import:{runtime}",
+                          skip_upto=skip_upto, session_over=over, cursor=new_cursor,
+                          owner_unknown=owner_unknown)
+        applier.run()
         states = {r.input_id: r.state for r in thread.inputs()}
         for p in report.prompts:
             if p.get("kind") == "input":
+                p["input_id"] = applier.alias.get(p["input_id"], p["input_id"])
                 p["state"] = states.get(p["input_id"], "unknown")
         return report
     finally:

@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from statemachine import events as ev
+from statemachine.carry import carried_into, queued_twin
 from statemachine.lifecycle import allowed
 
 from ..store.view import SqlStateView
@@ -93,6 +94,8 @@ class Applier:
         self.cursor = cursor
         self.view = SqlStateView(thread.store.conn, thread.key)
         self.conn = thread.store.conn
+        #: transcript input id -> the id it was recorded under (a queued twin, see _op_admit)
+        self.alias: dict[str, str] = {}
 
     def _load(self) -> None:
         """What is already recorded, read inside the import's transaction (a hook writing
@@ -147,6 +150,17 @@ class Applier:
         if self.view.get_input(d["input_id"]) is not None:
             self.report.duplicates += 1
             return []
+        twin = self._twin(d) if d["turn_id"] else None
+        if twin is not None:
+            # this prompt was recorded already under another id: an earlier import of the
+            # shorter file left it queued (no turn), or the hooks delivered that queued input
+            # into this turn. It is the same input: delivered, never admitted twice.
+            self.alias[d["input_id"]] = twin.input_id
+            self.report.duplicates += 1
+            if twin.turn_id == d["turn_id"] or not allowed(twin.state, "delivered"):
+                return []
+            return [(ev.INPUT_DELIVERED, {"input_id": twin.input_id, "turn_id": d["turn_id"],
+                                          "via": "import:queued_then_sent"})]
         self.report.inputs_admitted += 1
         data = {"input_id": d["input_id"], "text": d["text"], "turn_id": d["turn_id"],
                 "ordinal": d["ordinal"], "queued": d["queued"],
@@ -155,7 +169,21 @@ class Applier:
             data["attachments"] = d["attachments"]
         return [(ev.INPUT_ADMITTED, data)]
 
+    def _twin(self, d):
+        """The input this prompt already is under another id (see ``_op_admit``)."""
+        twin = queued_twin(self.view, d["text"])
+        if twin is not None:
+            return twin
+        turn = self.view.get_turn(d["turn_id"])
+        for input_id in (turn.input_ids if turn else []):
+            rec = self.view.get_input(input_id)
+            if rec is not None and rec.text == d["text"] and rec.queued \
+                    and rec.admitted_seq < turn.started_seq:
+                return rec  # a queued input the hooks delivered into this turn
+        return None
+
     def _op_deliver(self, d):
+        d = {**d, "input_id": self.alias.get(d["input_id"], d["input_id"])}
         rec = self.view.get_input(d["input_id"])
         if rec is None or not allowed(rec.state, "delivered"):
             return self._known()
@@ -201,7 +229,14 @@ class Applier:
             out = self._reopen_cut(d["turn_id"])
             if not out:
                 return self._known()
+        out += self._carry(d["turn_id"])
         return out + [(ev.TURN_COMPLETED, {"turn_id": d["turn_id"], "via": f"import:{d['how']}"})]
+
+    def _carry(self, turn_id) -> list:
+        """The hooks' rule for inputs left interrupted or pending on ended turns: the turn that
+        completes cleanly next decides them (:mod:`statemachine.carry`)."""
+        return [(ev.INPUT_DELIVERED, {"input_id": i, "turn_id": turn_id, "via": "import:carry"})
+                for i in carried_into(self.view, turn_id)]
 
     def _last_end(self, turn_id) -> dict | None:
         """The latest recorded end (completed / aborted) of ``turn_id``, with its source."""
@@ -263,6 +298,7 @@ class Applier:
         return [(ev.BOUNDARY, data)]
 
     def _op_rollback(self, d):
+        d = {**d, "input_ids": [self.alias.get(i, i) for i in d["input_ids"]]}
         recs = [self.view.get_input(i) for i in d["input_ids"]]
         live = [r for r in recs if r is not None and r.state not in ("rolled_back", "superseded")]
         if not live:
@@ -304,6 +340,7 @@ class Applier:
                 if text:
                     out += self._op_claim({"text": text, "turn_id": turn_id,
                                            "via": "import:inferred_end"})
+                out += self._carry(turn_id)
                 out.append((ev.TURN_COMPLETED, {"turn_id": turn_id, "via": "import:inferred_end"}))
                 continue
             out.append((ev.TURN_ABORTED, {"turn_id": turn_id, "reason": reason}))

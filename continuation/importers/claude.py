@@ -44,6 +44,13 @@ from __future__ import annotations
 
 import re
 
+from ..claude_synthetic import (
+    notification_kind,
+    synthetic_reply,
+    system_prompt_kind,
+    unknown_outcome_placeholder,
+)
+from .claude_queue import Entry, InputQueue
 from .timeline import Timeline
 
 INTERRUPT_PREFIX = "[Request interrupted by user"
@@ -97,6 +104,13 @@ def _tool_output(content) -> str:
     return "" if content is None else str(content)
 
 
+def _prompt_text(prompt) -> str:
+    if isinstance(prompt, list):
+        blocks, _ = _content({"content": prompt})
+        return _texts(blocks or [])
+    return prompt if isinstance(prompt, str) else ""
+
+
 class ClaudeParser:
     runtime = "claude"
 
@@ -108,10 +122,11 @@ class ClaudeParser:
         self.parent: dict[str, str | None] = {}  # uuid -> parentUuid (the conversation DAG)
         self.prompt_uuids: list[tuple[str, str]] = []  # (record uuid, input id), in order
         self.prompt_texts: dict[str, str] = {}  # promptId -> first text seen with it
-        self.queue: list[dict] = []  # typed while busy, not yet delivered
+        self.queue = InputQueue()  # typed while busy, not yet delivered (see claude_queue)
         self.boundaries: set[str] = set()  # compact_boundary uuids
         self.last_command: dict | None = None  # the latest command, until a prompt follows
         self.absorbed: list[str] = []  # queued texts already given to a running turn
+        self.folded_by_order: dict[str, str] = {}  # text -> input id, folded without evidence
         # the file shows explicit turn ends (a non-null stop_reason, stop_hook_summary,
         # turn_duration): a turn without one was cut mid-reply, never silently completed
         self.explicit_ends = False
@@ -174,8 +189,11 @@ class ClaudeParser:
         if results:
             for b in results:
                 self._tool_result(b)
+            # a queued text folded into the turn inside a tool result (the model got it)
+            self._received("\n".join(_tool_output(b.get("content")) for b in results))
             return
         if r.get("isMeta"):
+            self._received(_texts(blocks))
             return self._skip("user:meta")
         if r.get("isCompactSummary"):
             self._compact_summary(r)
@@ -188,12 +206,17 @@ class ClaudeParser:
         stripped = text.strip()
         if stripped.startswith(INTERRUPT_PREFIX):
             if self._busy():
+                self.queue.settle(self.current, interrupted=True)
                 self.tl.abort_turn(self.current, "user_interrupt", interrupt=True)
             else:
                 self.report.interrupts += 1
             return
         if stripped.startswith(META_PREFIXES):
+            self._received(text)
             return self._skip("user:local_command_output")
+        kind = system_prompt_kind(r, stripped)
+        if kind:
+            return self._system_prompt(r, kind, text)
         command = _COMMAND.search(stripped) if stripped.startswith(("<command-name>", "<command-message>")) else None
         if command:
             return self._command(r, command.group(1), stripped)
@@ -204,7 +227,8 @@ class ClaudeParser:
     def _command(self, r: dict, name: str, text: str) -> None:
         if not name.startswith("/"):
             name = "/" + name
-        queued = self._take_queued(name) is not None
+        taken = self._take_queued(name)
+        queued = taken is not None and taken.alive
         handled = "boundary" if name == "/compact" else "local command"
         entries = self.tl.command(name, handled_as=handled, turn_id=r.get("promptId"),
                                   queued=queued)
@@ -231,10 +255,31 @@ class ClaudeParser:
         if prompt_id:
             self.prompt_texts.setdefault(prompt_id, text)
         self._check_rewind(r)
-        # a new prompt while the previous turn still runs: it ended unseen (older transcripts
-        # do not persist stop_reason), or it was cut with a call in flight / never answered
+        taken = self._take_queued(text)
+        queued = (taken is not None and taken.alive) or queued
+        self._end_running(except_turn=turn_id)
+        self.current = turn_id
+        if turn_id:
+            self.tl.turn(turn_id)
+        folded = self.folded_by_order.pop(text.strip(), None) if taken is None else None
+        if folded is not None:
+            # a content-less remove was taken (by queue order) as folding this text into an
+            # earlier turn, and here it is sent as a prompt: the same input, never admitted twice
+            self.report.duplicates += 1
+            input_id = folded
+        else:
+            input_id = self.tl.admit(text, turn_id=turn_id, input_id=input_id, queued=queued,
+                                     attachments=attachments, deliver=queued)
+        if uuid:
+            self.prompt_uuids.append((uuid, input_id))
+
+    def _end_running(self, except_turn: str | None = None) -> None:
+        """A new prompt (or a runtime notification) starts a turn while the previous one still
+        runs: it ended unseen (older transcripts do not persist stop_reason), or it was cut
+        with a call in flight / never answered."""
+        self._settle_removals()
         for t in self.tl.running():
-            if t.turn_id == turn_id:
+            if t.turn_id == except_turn:
                 continue
             if t.open_calls:
                 self.tl.cut_turn(t.turn_id, "a new prompt arrived while a tool call had no result")
@@ -245,14 +290,24 @@ class ClaudeParser:
                 self.tl.cut_turn(t.turn_id, "a new prompt arrived before the reply ended")
             else:  # an old transcript: turn ends were never persisted
                 self.tl.complete_turn(t.turn_id, how="inferred_next_prompt")
-        queued = self._take_queued(text) is not None or queued
+
+    def _system_prompt(self, r: dict, kind: str, text: str) -> None:
+        """A ``<task-notification>`` or another record Claude Code sends as a user message: a
+        runtime fact, never an input. Sent while idle (a prompt id of its own), the model's
+        answer to it is a turn of its own with no user input (so it decides nothing; see
+        :mod:`statemachine.carry`); sent into the running turn, that turn simply goes on."""
+        self._skip(f"user:{kind}")
+        self.report.system_prompts += 1
+        self._take_queued(text)
+        prompt_id = r.get("promptId") if isinstance(r.get("promptId"), str) else None
+        if self._busy() and prompt_id in (None, self.current):
+            return  # folded into the running turn (no prompt turn of its own): nothing ends
+        self.last_command = None
+        turn_id = prompt_id or (r.get("uuid") if isinstance(r.get("uuid"), str) else None)
+        self._end_running(except_turn=turn_id)
         self.current = turn_id
         if turn_id:
             self.tl.turn(turn_id)
-        input_id = self.tl.admit(text, turn_id=turn_id, input_id=input_id, queued=queued,
-                                 attachments=attachments, deliver=queued)
-        if uuid:
-            self.prompt_uuids.append((uuid, input_id))
 
     def _compact_summary(self, r: dict) -> None:
         self._skip("user:compact_summary")
@@ -267,6 +322,17 @@ class ClaudeParser:
             self._malformed("tool_result without tool_use_id")
             return
         output = _tool_output(b.get("content"))
+        if unknown_outcome_placeholder(output):
+            # Claude Code's stand-in written on resume for a call whose process died: no
+            # outcome (the call stays unknown), and proof that its turn was cut
+            self.report.placeholder_results += 1
+            call = self.tl.calls.get(call_id)
+            if call is not None and call["turn_id"]:
+                self._settle_removals(call["turn_id"])
+                self.tl.cut_turn(call["turn_id"], "the session ended during a tool call"
+                                 " (Claude Code's placeholder result on resume)")
+            return
+        self.queue.turn_alive()
         self.tl.tool_finished(call_id, "error" if b.get("is_error") else "ok", output=output)
 
     def _assistant(self, r: dict) -> None:
@@ -277,6 +343,11 @@ class ClaudeParser:
             return
         if dropped:
             self._malformed(f"{dropped} content item(s) that are not objects")
+        if synthetic_reply(r):
+            # written by Claude Code itself ("No response requested.", API error texts): not
+            # model output and never a turn end (an API error's turn is cut by what follows)
+            return self._skip("assistant:synthetic")
+        self.queue.turn_alive()
         if self.last_command is not None and not self._busy() and not r.get("isApiErrorMessage"):
             self._promote_command()
         turn = self.current
@@ -305,6 +376,7 @@ class ClaudeParser:
         if stop not in TURN_END_STOPS and turn and self._busy():
             t = self.tl.turns[turn]
             if not t.open_calls:
+                self._settle_removals(turn)
                 self.tl.complete_turn(turn, how=f"stop_reason:{stop}")
 
     def _system(self, r: dict) -> None:
@@ -319,6 +391,8 @@ class ClaudeParser:
             self.explicit_ends = True
             self.tl.infer_completion_at_end = False
             if self._busy():
+                self.queue.turn_alive()
+                self._settle_removals(self.current)
                 self.tl.complete_turn(self.current, how=str(sub))
             self._skip(f"system:{sub}")
         else:
@@ -329,18 +403,48 @@ class ClaudeParser:
         content = r.get("content") if isinstance(r.get("content"), str) else None
         self._skip(f"queue-operation:{op}")
         if op == "enqueue" and content is not None and self._busy():
-            self.queue.append({"text": content, "line": self.tl.line, "turn": self.current})
+            self.queue.enqueue(Entry(content, self.tl.line, self.current,
+                                     system=notification_kind(content) is not None))
         elif op == "remove" and content is not None and content in self.absorbed:
             self.absorbed.remove(content)  # the queued_command attachment already gave it
-        elif op == "remove" and content is not None and self._busy() and \
-                not any(q["text"] == content for q in self.queue):
-            # newer Claude Code: the queued text is given to the running turn (steering)
-            if content.strip().startswith("/"):
-                self.tl.command(content.strip().split()[0], handled_as="local command",
-                                turn_id=self.current, queued=True)
-                self.report.queued += 1
-            else:
-                self.tl.admit(content, turn_id=self.current, queued=True, deliver=True)
+        elif op == "remove" and content is not None:
+            taken = self.queue.take(content)
+            if self._busy() and not (taken is not None and taken.system) \
+                    and notification_kind(content) is None:
+                # newer Claude Code: the queued text is given to the running turn (steering)
+                self._steer(content, self.current)
+        elif op == "remove" and content is None and self._busy():
+            # 2.1.39: which entry left is decided by what follows (see claude_queue)
+            self.queue.remove_unnamed(self.current, self.tl.line)
+        elif op == "popAll":
+            self.queue.pop_all()
+
+    def _steer(self, text: str, turn: str | None) -> str | None:
+        """A queued text folded into ``turn`` while it runs: admitted queued, delivered to it."""
+        if text.strip().startswith(("/", "<command-name>")):
+            name = _COMMAND.search(text)
+            self.tl.command(name.group(1) if name else text.strip().split()[0],
+                            handled_as="local command", turn_id=turn, queued=True)
+            self.report.queued += 1
+            return None
+        return self.tl.admit(text, turn_id=turn, queued=True, deliver=True)
+
+    def _received(self, blob: str) -> None:
+        """The model was given ``blob``: queued texts it carries were folded into the turn."""
+        if not self._busy():
+            return
+        for entry in self.queue.received_in(blob):
+            self._steer(entry.text, self.current)
+
+    def _settle_removals(self, turn: str | None = None) -> None:
+        """Content-less removals of ``turn`` (or all) with no evidence: decided by queue order
+        before the turn ends (see claude_queue)."""
+        for entry, into in self.queue.settle(turn):
+            if not entry.system and into and into in self.tl.turns \
+                    and self.tl.turns[into].status == "running":
+                self.folded_by_order[entry.text.strip()] = self._steer(entry.text, into)
+            elif not entry.system:
+                self.queue.enqueue(entry)  # its turn is over: still waiting
 
     def _queued_command(self, r: dict) -> None:
         """Newer Claude Code writes input typed while the agent works as an ``attachment`` of
@@ -349,36 +453,25 @@ class ClaudeParser:
         origin = a.get("origin") if isinstance(a.get("origin"), dict) else {}
         if a.get("isMeta") or a.get("commandMode", "prompt") != "prompt" or \
                 origin.get("kind", "human") != "human":
+            self._take_queued(_prompt_text(a.get("prompt")))  # its queue entry left
             return self._skip("attachment:queued_command(not typed by the user)")
-        prompt = a.get("prompt")
-        if isinstance(prompt, list):
-            blocks, _ = _content({"content": prompt})
-            text = _texts(blocks or [])
-        else:
-            text = prompt if isinstance(prompt, str) else ""
+        text = _prompt_text(a.get("prompt"))
         if not text.strip():
             return self._skip("attachment:queued_command(empty)")
         self._take_queued(text)
-        if text.strip().startswith(("/", "<command-name>")):
-            name = _COMMAND.search(text)
-            self.tl.command(name.group(1) if name else text.strip().split()[0],
-                            handled_as="local command", turn_id=self.current, queued=True)
-            self.report.queued += 1
-            return
-        if self._busy():
-            self.tl.admit(text, turn_id=self.current, queued=True, deliver=True)
-            self.absorbed.append(text)
+        if self._busy() or text.strip().startswith(("/", "<command-name>")):
+            self._steer(text, self.current)
+            if self._busy() and not text.strip().startswith(("/", "<command-name>")):
+                self.absorbed.append(text)
         else:
             self._prompt(r, text, [], queued=True)
 
-    def _take_queued(self, text: str) -> dict | None:
-        for i, q in enumerate(self.queue):
-            if q["text"].strip() == text.strip() or (
-                    text.startswith("/") and q["text"].strip().split()[:1] == [text]):
-                if text.startswith("/"):
-                    self.report.queued += 1  # a command typed while busy (not an input)
-                return self.queue.pop(i)
-        return None
+    def _take_queued(self, text: str) -> Entry | None:
+        command = text.startswith("/")
+        entry = self.queue.take(text, command=command)
+        if entry is not None and command:
+            self.report.queued += 1  # a command typed while busy (not an input)
+        return entry
 
     def _check_rewind(self, r: dict) -> None:
         """Two prompts under one parent: the earlier branch was abandoned by a rewind.
@@ -427,12 +520,16 @@ class ClaudeParser:
         return False
 
     def finish(self) -> None:
-        for q in self.queue:
+        # removals made in a turn still running at the end are not decided: the file may grow
+        # and show where the text went; until then their entries wait like any queued input
+        for q in self.queue.entries:
+            if q.system or q.returned:
+                continue  # a runtime notification, or a draft the user never sent
             # typed while busy and never delivered: still waiting for the model
-            if q["text"].strip().startswith("/"):
-                self.tl.command(q["text"].strip().split()[0], handled_as="never run", queued=True)
+            if q.text.strip().startswith("/"):
+                self.tl.command(q.text.strip().split()[0], handled_as="never run", queued=True)
                 self.report.queued += 1
             else:
-                self.tl.admit(q["text"], turn_id=None, queued=True)
-        self.queue = []
+                self.tl.admit(q.text, turn_id=None, queued=True)
+        self.queue = InputQueue()
         self.tl.finish()

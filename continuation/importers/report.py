@@ -38,6 +38,8 @@ class ImportReport:
     interrupts: int = 0  # user interrupts and aborted turns
     cut_turns: list[dict] = field(default_factory=list)  # turns that never completed
     queued: int = 0  # inputs typed while a turn was running
+    system_prompts: int = 0  # runtime notices sent as user messages (<task-notification>)
+    placeholder_results: int = 0  # runtime stand-ins for results never recorded (no outcome)
     commands: list[dict] = field(default_factory=list)
     repeated_tool_calls: list[dict] = field(default_factory=list)
     # what the import did
@@ -75,6 +77,8 @@ class ImportReport:
             "tool_calls_unpaired": self.tool_calls_unpaired,
             "compactions": self.compactions, "rollbacks": self.rollbacks,
             "interrupts": self.interrupts, "cut_turns": self.cut_turns, "queued": self.queued,
+            "system_prompts": self.system_prompts,
+            "placeholder_results": self.placeholder_results,
             "commands": self.commands,
             "repeated_tool_calls": self.repeated_tool_calls,
             "repeated_tool_calls_total": self.repeated_tool_calls_total,
@@ -100,8 +104,13 @@ class ImportReport:
         for p in shown:
             what = p.get("state") or p.get("kind")
             out.append(f"    - [{what}] {_clip(p.get('text'), 70)}")
+        if self.system_prompts:
+            out.append(f"  runtime notifications sent as user messages (not inputs): "
+                       f"{self.system_prompts}")
         out.append(f"  tool calls: {self.tool_calls_seen} seen, {self.tool_calls_paired} paired, "
-                   f"{len(self.tool_calls_unpaired)} without outcome")
+                   f"{len(self.tool_calls_unpaired)} without outcome"
+                   + (f" ({self.placeholder_results} with the runtime's 'outcome unknown'"
+                      " placeholder)" if self.placeholder_results else ""))
         for r in self.repeated_tool_calls:
             out.append(f"    repeated: {r['tool']} {_clip(r['args_text'], 50)} ran {r['count']} times "
                        f"in one turn ({r['repeats']} repeats) for {_clip(r['inputs'], 40)}")

@@ -13,10 +13,12 @@ import base64
 import hashlib
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 from filelock import FileLock
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from ..paths import ensure_private_dir
 from .errors import InstallError
 from .jsonfile import atomic_write
 
@@ -39,6 +41,9 @@ class BackupRecord(BaseModel):
     created_dirs: list[str] = []
     installed_sha256: str
     installed_at: str
+    # settings we changed so that the runtime runs hooks at all: dotted path -> value before
+    # (None: absent); put back on uninstall when they still hold our value
+    enabled_settings: dict[str, Any] = {}
 
     def original_bytes(self) -> bytes | None:
         return None if self.original_b64 is None else base64.b64decode(self.original_b64)
@@ -72,8 +77,8 @@ class BackupStore:
         self.lock_path = self.folder / f"{runtime}-{key}.lock"
 
     def lock(self) -> FileLock:
-        self.folder.mkdir(parents=True, exist_ok=True)
-        return FileLock(str(self.lock_path), timeout=30)
+        ensure_private_dir(self.folder)
+        return FileLock(str(self.lock_path), timeout=30, mode=0o600)
 
     def load(self) -> BackupRecord | None:
         try:

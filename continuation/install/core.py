@@ -24,10 +24,11 @@ from .backup import BackupRecord, BackupStore, sha256_hex
 from .claude import CLAUDE
 from .codex import CODEX
 from .errors import InstallError
+from .gemini import GEMINI
 from .jsonfile import JsonDocument, atomic_write, fsync_dir, read_json_object, render
 from .target import HookTarget, Runtime, Scope, hook_command_line, render_command
 
-TARGETS: dict[str, HookTarget] = {"codex": CODEX, "claude": CLAUDE}
+TARGETS: dict[str, HookTarget] = {"codex": CODEX, "claude": CLAUDE, "gemini": GEMINI}
 
 Outcome = Literal["installed", "updated", "already-installed", "restored", "removed-entries", "not-installed"]
 
@@ -106,9 +107,11 @@ def install(
     store = BackupStore(state_home, runtime, scope, path)
     with store.lock():
         doc = read_json_object(path)
-        where = str(path)
-        merged = hooks_section.merge_ours(doc.data, target.desired_groups(hook_command), target.is_ours, where)
-        had_ours = bool(hooks_section.events_with_ours(doc.data, target.is_ours, where))
+        where, skip = str(path), target.hook_settings_keys
+        merged = hooks_section.merge_ours(doc.data, target.desired_groups(hook_command), target.is_ours,
+                                          where, skip)
+        merged, enabled = target.enable(merged)
+        had_ours = bool(hooks_section.events_with_ours(doc.data, target.is_ours, where, skip))
         message = target.install_message(path, scope, project_dir=project_dir)
         if doc.exists and merged == doc.data:
             return InstallReport(
@@ -128,11 +131,17 @@ def install(
             if had_ours:
                 # Our entries are there but nothing says what the file was before them
                 # (state home wiped, older install): "before" is this file without them.
-                original = _render_like(doc, hooks_section.remove_ours(doc.data, target.is_ours, where))
+                original = _render_like(doc, hooks_section.remove_ours(doc.data, target.is_ours, where, skip))
             record = BackupRecord.for_original(runtime, scope, path, original, created, new_bytes)
+            record.enabled_settings = enabled
         else:
-            record = record.model_copy(update={"installed_sha256": sha256_hex(new_bytes)})
+            record = record.model_copy(update={"installed_sha256": sha256_hex(new_bytes),
+                                               "enabled_settings": {**enabled, **record.enabled_settings}})
         store.save(record)
+        if enabled:
+            warnings.append(f"set {', '.join(sorted(enabled))} to true so that {runtime} runs hooks "
+                            "(uninstall puts the old value back)")
+        warnings += target.warnings(merged)
         warnings += _other_scope_warning(target, scope, project_dir=project_dir, home=home, env=env)
         return InstallReport(
             runtime=runtime, scope=scope, action="install", path=path,
@@ -148,7 +157,8 @@ def _other_scope_warning(target, scope: str, *, project_dir: Path, home: Path,
     other_path = target.config_path(other, project_dir=project_dir, home=home, env=env)
     try:
         doc = read_json_object(other_path)
-        ours = hooks_section.events_with_ours(doc.data, target.is_ours, str(other_path))
+        ours = hooks_section.events_with_ours(doc.data, target.is_ours, str(other_path),
+                                              target.hook_settings_keys)
     except InstallError:
         return []
     if not ours:
@@ -220,8 +230,8 @@ def uninstall(
                 events=list(target.events), message=f"continuation hooks uninstalled: {what}.", warnings=warnings,
             )
         doc = read_json_object(path)
-        where = str(path)
-        found = hooks_section.events_with_ours(doc.data, target.is_ours, where)
+        where, skip = str(path), target.hook_settings_keys
+        found = hooks_section.events_with_ours(doc.data, target.is_ours, where, skip)
         if not found:
             store.delete()
             return InstallReport(
@@ -229,7 +239,9 @@ def uninstall(
                 events=events, message=f"no continuation hooks in {path}; nothing changed.",
                 warnings=record_warnings,
             )
-        cleaned = hooks_section.remove_ours(doc.data, target.is_ours, where)
+        cleaned = hooks_section.remove_ours(doc.data, target.is_ours, where, skip)
+        if record is not None:
+            cleaned = target.restore(cleaned, record.enabled_settings)
         atomic_write(path, _render_like(doc, cleaned), mode_from=path)
         store.delete()
         warnings = list(record_warnings)
@@ -274,7 +286,8 @@ def status(
     }
     try:
         doc = read_json_object(path)
-        found = hooks_section.events_with_ours(doc.data, target.is_ours, str(path))
+        found = hooks_section.events_with_ours(doc.data, target.is_ours, str(path),
+                                               target.hook_settings_keys)
     except InstallError as exc:
         result.update(valid=False, error=str(exc))
         return result

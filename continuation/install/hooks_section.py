@@ -56,13 +56,17 @@ def _group_handlers(group: Any) -> list[Any]:
     return []
 
 
-def events_with_ours(data: Mapping[str, Any], is_ours: IsOurs, where: str = "config") -> dict[str, list[str]]:
-    """Event name -> the commands of our handlers found under it."""
+def events_with_ours(data: Mapping[str, Any], is_ours: IsOurs, where: str = "config",
+                     skip: frozenset[str] = frozenset()) -> dict[str, list[str]]:
+    """Event name -> the commands of our handlers found under it. ``skip``: keys of the hooks
+    object that are settings, not events (Gemini CLI's ``enabled``, ``disabled``...)."""
     found: dict[str, list[str]] = {}
     hooks = _hooks_mapping(data, where)
     if not hooks:
         return found
     for event, groups in hooks.items():
+        if event in skip:
+            continue
         for group in _check_groups(event, groups, where):
             for handler in _group_handlers(group):
                 if _handler_is_ours(handler, is_ours):
@@ -70,7 +74,8 @@ def events_with_ours(data: Mapping[str, Any], is_ours: IsOurs, where: str = "con
     return found
 
 
-def remove_ours(data: dict[str, Any], is_ours: IsOurs, where: str = "config") -> dict[str, Any]:
+def remove_ours(data: dict[str, Any], is_ours: IsOurs, where: str = "config",
+                skip: frozenset[str] = frozenset()) -> dict[str, Any]:
     """A copy of ``data`` without our handlers (and containers emptied by that)."""
     result = copy.deepcopy(data)
     hooks = _hooks_mapping(result, where)
@@ -78,7 +83,7 @@ def remove_ours(data: dict[str, Any], is_ours: IsOurs, where: str = "config") ->
         return result
     for event in list(hooks):
         groups = hooks[event]
-        if not isinstance(groups, list):
+        if event in skip or not isinstance(groups, list):
             continue
         kept_groups = []
         removed_any = False
@@ -97,7 +102,7 @@ def remove_ours(data: dict[str, Any], is_ours: IsOurs, where: str = "config") ->
                 hooks[event] = kept_groups
             else:
                 del hooks[event]
-    if isinstance(result.get("hooks"), dict) and not result["hooks"] and events_with_ours(data, is_ours, where):
+    if isinstance(result.get("hooks"), dict) and not result["hooks"] and events_with_ours(data, is_ours, where, skip):
         del result["hooks"]
     return result
 
@@ -107,6 +112,7 @@ def merge_ours(
     desired: Mapping[str, dict[str, Any]],
     is_ours: IsOurs,
     where: str = "config",
+    skip: frozenset[str] = frozenset(),
 ) -> dict[str, Any]:
     """A copy of ``data`` whose hooks hold exactly ``desired`` (event -> our group) as ours.
 
@@ -118,9 +124,12 @@ def merge_ours(
         result["hooks"] = {}
         hooks = result["hooks"]
     for event, groups in hooks.items():
-        _check_groups(event, groups, where)
+        if event not in skip:
+            _check_groups(event, groups, where)
 
     for event in list(hooks):
+        if event in skip:
+            continue
         groups = hooks[event]
         want = desired.get(event)
         kept_groups: list[Any] = []

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-Runtime = Literal["codex", "claude"]
+Runtime = Literal["codex", "claude", "gemini"]
 Scope = Literal["user", "project"]
 
 
@@ -65,6 +65,22 @@ class HookTarget:
 
     def desired_groups(self, hook_command: str) -> dict[str, dict[str, Any]]:
         return {event: self.group_for(event, hook_command) for event in self.events}
+
+    #: keys of the ``hooks`` object that are settings, not events (left alone)
+    hook_settings_keys: frozenset[str] = frozenset()
+
+    def enable(self, data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        """``data`` with whatever setting the runtime needs to run hooks at all, and the
+        previous values of what changed (dotted path -> value, ``None``: absent)."""
+        return data, {}
+
+    def restore(self, data: dict[str, Any], changed: Mapping[str, Any]) -> dict[str, Any]:
+        """Undo :meth:`enable` where the setting still holds the value we wrote."""
+        return data
+
+    def warnings(self, data: Mapping[str, Any]) -> list[str]:
+        """What in the installed file would still keep our hooks from running."""
+        return []
 
     def trust(
         self, path: Path, scope: Scope, data: Mapping[str, Any], *, project_dir: Path, home: Path, env: Mapping[str, str]

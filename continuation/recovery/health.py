@@ -2,7 +2,8 @@
 is wrong, a one-line suggestion. Nothing here changes anything unless ``fix=True``.
 
 Checks: store (file, schema version, ``PRAGMA integrity_check``, derived tables = replay of the
-log), checkpoints (stored capsules verify against their sha256), workspace locks, orphaned
+log), checkpoints (stored capsules verify against their sha256; each snapshot ref names the
+commit its checkpoint records), workspace locks, orphaned
 snapshot refs (``refs/continuation/<thread>`` whose thread no longer exists), disk usage of the
 state home, stale temp files, and the hooks (installed? trusted?) of Codex CLI and Claude Code.
 """
@@ -36,22 +37,33 @@ def damaged_store_advice(path: Path) -> str:
             f"place; the capsules under capsules/ stay readable meanwhile")
 
 
-def check_store(path: Path) -> tuple[list[Finding], bool]:
-    """Findings, and whether the store can be opened for the other checks."""
+def check_store(path: Path, *, read_only: bool = False) -> tuple[list[Finding], bool]:
+    """Findings, and whether the store can be opened for the other checks. ``read_only``: the
+    state home cannot be written, so SQLite cannot make its shared-memory file: read the
+    file as immutable."""
     from ..store.schema import SCHEMA_VERSION
 
     if not path.exists():
         return [Finding("store", INFO, f"no store yet at {path} (nothing recorded)")], False
-    try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=10)
+    def read(mode: str):
+        conn = sqlite3.connect(f"file:{path}?{mode}", uri=True, timeout=10)
         try:
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
-            rows = [r[0] for r in conn.execute("PRAGMA integrity_check").fetchall()]
+            return (conn.execute("PRAGMA user_version").fetchone()[0],
+                    [r[0] for r in conn.execute("PRAGMA integrity_check").fetchall()])
         finally:
             conn.close()
+
+    try:
+        version, rows = read("immutable=1" if read_only else "mode=ro")
     except sqlite3.DatabaseError as exc:
-        return [Finding("store", PROBLEM, f"the store {path} cannot be read: {exc}",
-                        damaged_store_advice(path))], False
+        try:  # a full disk: SQLite cannot grow its shared-memory file, the file may be fine
+            version, rows = read("immutable=1")
+        except sqlite3.DatabaseError:
+            return [Finding("store", PROBLEM, f"the store {path} cannot be read: {exc}",
+                            damaged_store_advice(path))], False
+        return [Finding("store", PROBLEM, f"the store {path} can be read only as an immutable "
+                        f"file ({exc}): is the state home full?",
+                        "free space in the state home")], False
     out = []
     if version > SCHEMA_VERSION:
         out.append(Finding("store.version", PROBLEM,
@@ -241,6 +253,62 @@ def check_refs(engine, *, fix: bool = False) -> list[Finding]:
     return out or [Finding("refs", OK, f"no orphaned snapshot refs in {len(roots)} workspace(s)")]
 
 
+def check_checkpoint_refs(engine) -> list[Finding]:
+    """Every checkpoint's snapshot ref must name the commit the checkpoint records: a ref moved
+    by another snapshot leaves the recorded commit unprotected, and ``git gc`` then deletes the
+    files a rewind of that checkpoint needs. A ref that is gone (``gc --keep`` pruned it, or it
+    was deleted) is counted, not blamed."""
+    import json
+
+    from ..workspace import list_snapshot_refs
+
+    by_root: dict[str, list[tuple[str, str, str, int]]] = {}
+    for thread_key, cp_id, generation, text in engine.store.conn.execute(
+            "SELECT thread_key, checkpoint_id, generation, workspace FROM checkpoints"
+            " WHERE workspace IS NOT NULL ORDER BY thread_key, generation"):
+        try:
+            ws = json.loads(text)
+        except ValueError:
+            continue
+        if not isinstance(ws, dict):
+            continue
+        ref, commit, root = ws.get("snapshot_ref"), ws.get("snapshot_commit"), ws.get("root")
+        if all(isinstance(v, str) and v for v in (ref, commit, root)):
+            by_root.setdefault(root, []).append((cp_id, ref, commit, generation))
+    out: list[Finding] = []
+    checked = gone = 0
+    for root, items in sorted(by_root.items()):
+        if not Path(root).is_dir():
+            continue
+        try:
+            names = {r.ref: r.commit for r in list_snapshot_refs(root, state_home=engine.home)}
+        except Exception as exc:
+            out.append(Finding("checkpoints.refs", WARN, f"cannot list snapshot refs in {root}: {exc}"))
+            continue
+        for cp_id, ref, commit, generation in items:
+            checked += 1
+            named = names.get(ref)
+            if named is None:
+                gone += 1
+            elif named != commit:
+                out.append(Finding(
+                    "checkpoints.refs", PROBLEM,
+                    f"checkpoint {cp_id} (generation {generation}) records snapshot {commit[:12]} "
+                    f"but its ref {ref} names {named[:12]} in {root}: nothing keeps the recorded "
+                    "snapshot, and after `git gc` its files cannot be restored",
+                    "take a new checkpoint (`continuation checkpoint`) so that the current files "
+                    "are protected; rewind the files to another checkpoint",
+                    data={"checkpoint": cp_id, "ref": ref, "recorded": commit, "ref_names": named,
+                          "root": root}))
+    if not out:
+        message = f"{checked} checkpoint snapshot ref(s) name the commit their checkpoint records"
+        if gone:
+            message += f"; {gone} ref(s) are gone (pruned or deleted: those files cannot be restored)"
+        out.append(Finding("checkpoints.refs", OK if not gone else INFO, message,
+                           data={"checked": checked, "gone": gone}))
+    return out
+
+
 def check_interrupted(engine) -> list[Finding]:
     """Threads whose owner is gone without a clean end (reported, never recorded here)."""
     from .interrupted import detect
@@ -263,7 +331,7 @@ def check_hooks(home: Path, project_dir: Path, user_home: Path | None = None) ->
     user_home = user_home or Path.home()
     out = []
     installed_any = False
-    for runtime in ("codex", "claude"):
+    for runtime in ("codex", "claude", "gemini"):
         for scope in ("user", "project"):
             try:
                 st = status(runtime, scope, project_dir=project_dir, home=user_home, state_home=home)
@@ -284,6 +352,11 @@ def check_hooks(home: Path, project_dir: Path, user_home: Path | None = None) ->
                                    f"run `continuation install --runtime {runtime} --scope {scope}`"))
                 continue
             trust = st.get("trust")
+            if runtime == "gemini" and trust and not trust.get("all_trusted"):
+                out.append(Finding("hooks", PROBLEM, f"{where}: installed but switched off in the "
+                                   "Gemini CLI settings (hooksConfig.enabled false, or 'continuation' "
+                                   "in hooksConfig.disabled)", trust.get("howto")))
+                continue
             if trust and not trust.get("all_trusted"):
                 states = ", ".join(f"{e}={s}" for e, s in sorted(trust.get("hooks", {}).items())
                                    if s != "trusted")
@@ -305,28 +378,128 @@ def check_hooks(home: Path, project_dir: Path, user_home: Path | None = None) ->
     return out
 
 
+def home_writable(home: Path) -> str | None:
+    """None when the state home can be written, else why not (one line)."""
+    if not home.is_dir():
+        return None
+    probe = home / f".doctor-probe-{os.getpid()}"
+    try:
+        os.close(os.open(probe, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+        os.unlink(probe)
+        return None
+    except OSError as exc:
+        return exc.strerror or str(exc)
+
+
+#: below this, the next boundary (a capsule, a snapshot) may not fit
+LOW_SPACE_BYTES = 1024 * 1024
+
+
+def check_home(home: Path) -> list[Finding]:
+    import shutil
+
+    why = home_writable(home)
+    if why is None:
+        free = shutil.disk_usage(home).free
+        if free < LOW_SPACE_BYTES:
+            return [Finding("home", PROBLEM, f"the state home {home} is full ({_human(free)} "
+                            "free): hooks cannot record what happens",
+                            "free space on its file system or point CONTINUATION_HOME elsewhere",
+                            data={"free_bytes": free})]
+        return [Finding("home", OK, f"state home {home} is writable ({_human(free)} free)",
+                        data={"free_bytes": free})]
+    return [Finding("home", PROBLEM, f"the state home {home} cannot be written ({why}): hooks "
+                    "record nothing until it can (they still answer, so your agent goes on)",
+                    "remount it read-write, free space, or point CONTINUATION_HOME at a "
+                    "writable folder", data={"error": why})]
+
+
+def check_lost_writes(home: Path, *, fix: bool = False) -> list[Finding]:
+    """What the trace that survives a full disk says (:mod:`continuation.lost_writes`)."""
+    import time
+
+    from .. import lost_writes
+
+    record = lost_writes.read(home)
+    out = []
+
+    def when(ts) -> str:
+        return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts)) if ts else "?"
+
+    if record.get("lost"):
+        by_event = ", ".join(f"{k} {v}" for k, v in sorted((record.get("events") or {}).items()))
+        out.append(Finding(
+            "lost_writes", PROBLEM,
+            f"{record['lost']} hook event(s) could not be recorded between "
+            f"{when(record.get('first_at'))} and {when(record.get('last_at'))}"
+            + (f" ({by_event})" if by_event else "")
+            + f"; last error: {record.get('last_error')}",
+            "free space in (or make writable) the state home; the inputs and tool calls of those "
+            "events are missing from the record. `continuation doctor --fix` clears this report",
+            data={k: record.get(k) for k in ("lost", "first_at", "last_at", "events",
+                                             "last_error")}))
+    reset = record.get("store_reset")
+    if reset:
+        out.append(Finding(
+            "store.reset", PROBLEM,
+            f"the store {reset.get('path')} was {reset.get('detail')} at {when(reset.get('at'))} "
+            "and recreated empty: everything recorded before is lost",
+            "restore it from a backup if you have one; the capsules under capsules/ still hold "
+            "the last checkpoints. `continuation doctor --fix` clears this report",
+            data=reset))
+    if out and fix:
+        lost_writes.clear(home)
+        return [Finding(f.check, OK, f"cleared the report: {f.message}") for f in out]
+    return out or [Finding("lost_writes", OK, "no hook event was lost")]
+
+
+def _guarded(check: str, run, *args, **kwargs) -> list[Finding]:
+    """A check that cannot run (an unreadable or read-only folder) is one finding, never a
+    crash of the doctor."""
+    try:
+        found = run(*args, **kwargs)
+    except OSError as exc:
+        return [Finding(check, PROBLEM, f"cannot check: {exc.strerror or exc}"
+                        + (f" ({exc.filename})" if getattr(exc, "filename", None) else ""))]
+    return found if isinstance(found, list) else [found]
+
+
 def run_checks(home: Path, *, project_dir: Path, fix: bool = False, hooks: bool = True,
                user_home: Path | None = None, min_temp_age: float | None = None) -> list[Finding]:
     from ..engine import STORE_FILE, Engine
 
     home = Path(home)
-    findings, usable = check_store(home / STORE_FILE)
-    if usable:
+    read_only = home_writable(home) is not None
+    findings = check_home(home) if home.is_dir() else []
+    found, usable = check_store(home / STORE_FILE, read_only=read_only)
+    findings += found
+    if usable and read_only:
+        findings.append(Finding("store", INFO, "the derived state, checkpoints, refs and "
+                                "sessions are not checked while the state home is read-only"))
+    elif usable:
         try:
             with Engine(home, create=False) as engine:
                 findings += check_derived(engine, fix=fix)
                 findings += check_checkpoints(engine)
                 findings += check_refs(engine, fix=fix)
+                findings += check_checkpoint_refs(engine)
                 findings += check_interrupted(engine)
         except Exception as exc:
             findings.append(Finding("store", PROBLEM, f"cannot open the store: {exc}",
                                     damaged_store_advice(home / STORE_FILE)))
     if home.is_dir():
-        findings += check_locks(home)
-        findings += check_temps(home, fix=fix, min_age=min_temp_age)
-        findings.append(disk_usage(home))
+        findings += _guarded("lost_writes", check_lost_writes, home, fix=fix and not read_only)
+        if not read_only:  # taking a lock needs a writable file
+            findings += _guarded("locks", check_locks, home)
+        findings += _guarded("temps", check_temps, home, fix=fix and not read_only,
+                             min_age=min_temp_age)
+        findings += _guarded("disk", disk_usage, home)
+        if not read_only:
+            from .. import lost_writes
+
+            lost_writes.ensure(home)  # allocate the trace while there is room
     if hooks:
-        findings += check_hooks(home, project_dir, user_home)
+        findings += _guarded("hooks", check_hooks, home, project_dir, user_home)
     return findings
 
 

@@ -160,12 +160,12 @@ def plan_rewind(engine: Engine, selector: str, mode: str, *, reason: str = "") -
 
 def plan_files(engine: Engine, thread: Thread, cp: cps.Checkpoint):
     from ..workspace import WorkspaceError, plan_restore
-    from ..workspace_link import session_written_paths
+    from ..workspace_link import session_created_paths
 
     ref = workspace_ref(cp)
     try:
         return plan_restore(ref, state_home=engine.home,
-                            session_created=session_written_paths(thread, after_seq=cp.seq))
+                            session_created=session_created_paths(thread, after_seq=cp.seq))
     except WorkspaceError as exc:
         raise RewindError(f"cannot plan the files restore: {exc}") from None
 

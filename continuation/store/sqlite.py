@@ -107,14 +107,25 @@ class _Transaction:
 class SqliteStore:
     def __init__(self, path, *, create: bool = True):
         self._path = os.fspath(path)
-        if not os.path.exists(self._path):
+        try:
+            size = os.stat(self._path).st_size
+        except FileNotFoundError:
             if not create:
-                raise StoreError(f"no store at {self._path}")
-            from ..paths import ensure_private_dir
+                raise StoreError(f"no store at {self._path}") from None
+            self._create()
+            size = None
+        if size == 0 and create:
+            # A store is born whole (see _create), so an empty one was truncated: its events
+            # are gone. SQLite would silently start afresh; say so, and remember it.
+            from .. import lost_writes
 
-            ensure_private_dir(os.path.dirname(self._path) or ".")
-            fd = os.open(self._path, os.O_CREAT | os.O_RDWR, 0o600)
-            os.close(fd)
+            lost_writes.note_store_reset(os.path.dirname(self._path) or ".", self._path,
+                                         "found truncated to 0 bytes")
+        home = os.path.dirname(self._path) or "."
+        if not os.path.exists(os.path.join(home, "lost-writes.json")):
+            from .. import lost_writes  # allocated while there is room: see lost_writes
+
+            lost_writes.ensure(home)
         try:
             self.conn = sqlite3.connect(
                 self._path, timeout=BUSY_TIMEOUT_S, isolation_level=None
@@ -136,6 +147,42 @@ class SqliteStore:
             self._migrate()
 
     # -- setup -------------------------------------------------------------------------------
+    def _create(self) -> None:
+        """Build the empty store beside its place, then link it in: a store file is never seen
+        half-made (0 bytes), so an empty one later means it was truncated. Two processes
+        creating it at once: the first link wins, the other's copy is dropped."""
+        from ..paths import ensure_private_dir
+
+        folder = os.path.dirname(self._path) or "."
+        ensure_private_dir(folder)
+        tmp = f"{self._path}.{os.getpid()}.{time.time_ns()}.new"
+        try:
+            os.close(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600))
+            conn = sqlite3.connect(tmp, isolation_level=None)
+            try:
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("BEGIN IMMEDIATE")
+                for statement in ";".join(MIGRATIONS[:SCHEMA_VERSION]).split(";"):
+                    if statement.strip():
+                        conn.execute(statement)
+                conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+                conn.execute("COMMIT")
+            finally:
+                conn.close()  # checkpoints the WAL into the file and removes it
+            try:
+                os.link(tmp, self._path)
+            except FileExistsError:
+                pass  # another process made it first
+            except OSError:  # no hard links here: rename (which refuses to replace on Windows)
+                if not os.path.exists(self._path):
+                    os.rename(tmp, self._path)
+        finally:
+            for leftover in (tmp, tmp + "-wal", tmp + "-shm"):
+                try:
+                    os.unlink(leftover)
+                except OSError:
+                    pass
+
     def _migrate(self) -> None:
         if self.conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
             self.conn.execute("PRAGMA journal_mode=WAL")
@@ -301,7 +348,9 @@ class SqliteStore:
         if etype == ev.ASSISTANT_CLAIM:
             c.execute("INSERT INTO claims (thread_key, seq, turn_id, text) VALUES (?,?,?,?)",
                       (key, seq, data.get("turn_id"), _sql_text(data.get("text", ""))))
-        elif etype == ev.BOUNDARY:
+        elif etype in (ev.BOUNDARY, ev.RECONCILED, ev.INPUT_REOPENED):
+            # a new context generation, or a state the model has not seen (a decision recorded
+            # outside its conversation): the next SessionStart or UserPromptSubmit delivers it
             c.execute("UPDATE threads SET needs_context=1 WHERE thread_key=?", (key,))
         elif etype == ev.CONTEXT_DELIVERED:
             c.execute(
@@ -383,6 +432,12 @@ class SqliteStore:
         """The thread's inputs in admission order (only those in ``states`` when given)."""
         view = SqlStateView(self.conn, thread_key)
         return view.all_inputs() if states is None else view.inputs_in_states(states)
+
+    def newest_inputs(self, thread_key: str, limit: int) -> list[InputRecord]:
+        return SqlStateView(self.conn, thread_key).newest_inputs(limit)
+
+    def input_counts(self, thread_key: str) -> dict:
+        return SqlStateView(self.conn, thread_key).input_counts()
 
     def tool_calls(self, thread_key: str, statuses=None) -> list[ToolCallRecord]:
         view = SqlStateView(self.conn, thread_key)

@@ -40,6 +40,19 @@ class SqlStateView:
         ).fetchall()
         return [InputRecord.from_row(json.loads(r[0])) for r in rows]
 
+    def newest_inputs(self, limit: int):
+        """The ``limit`` most recently admitted inputs, oldest first (decodes only those)."""
+        rows = self.conn.execute(
+            "SELECT data FROM inputs WHERE thread_key=? ORDER BY admitted_seq DESC LIMIT ?",
+            (self.key, limit)).fetchall()
+        return [InputRecord.from_row(json.loads(r[0])) for r in reversed(rows)]
+
+    def input_counts(self) -> dict:
+        """How many inputs are in each state (from the state index, nothing decoded)."""
+        return dict(self.conn.execute(
+            "SELECT state, count(*) FROM inputs WHERE thread_key=? GROUP BY state ORDER BY state",
+            (self.key,)).fetchall())
+
     def inputs_in_states(self, states):
         """Inputs in the given states (indexed by state: no scan of a long history)."""
         states = list(states)

@@ -85,6 +85,7 @@ _EXPORTS = {
     "gc_shadow": "retention",
     "list_snapshot_refs": "retention",
     "prune_thread_refs": "retention",
+    "release_snapshot": "retention",
     "GcReport": "retention",
     "gc_workspaces": "retention",
     "list_workspaces": "retention",
@@ -119,7 +120,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .restore import apply_restore, plan_restore, plan_undo
     from .retention import (
         GcReport, SnapshotRefInfo, delete_thread_refs, gc_shadow, gc_workspaces, list_snapshot_refs,
-        list_workspaces, prune_thread_refs,
+        list_workspaces, prune_thread_refs, release_snapshot,
     )
     from .snapshot import take_snapshot
     from .lookup import latest_snapshot, load_snapshot
@@ -157,6 +158,7 @@ __all__ = [
     "plan_restore",
     "plan_undo",
     "prune_thread_refs",
+    "release_snapshot",
     "snapshot_ref_name",
     "take_snapshot",
     "validate_thread_key",

@@ -3,19 +3,28 @@
 Every command gets an explicit GIT_DIR, GIT_WORK_TREE and GIT_INDEX_FILE (so variables inherited
 from a parent git process cannot redirect it), an empty hooks folder (no hook, including
 ``reference-transaction`` and ``post-index-change``, can run), no fsmonitor, no split index, no
-reflog, no signing, and a fixed author/committer identity. GitPython is imported lazily here.
+reflog, no signing, and a fixed author/committer identity.
+
+The commands are plumbing run as processes (``write-tree``, ``commit-tree``, ``update-ref``,
+``diff``...): nothing here uses GitPython's repository objects, so they run through
+``subprocess`` directly. Importing GitPython for its process runner cost every boundary
+~70 ms (issue 15); code that needs its object API imports it where it uses it.
 """
 
 from __future__ import annotations
 
 import os
-import tempfile
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from ..paths import ensure_private_dir
 from .errors import GitFailure, WorkspaceError
 from .layout import StateLayout
+
+#: the git executable (``GIT_PYTHON_GIT_EXECUTABLE`` is honoured, as GitPython did)
+GIT = os.environ.get("GIT_PYTHON_GIT_EXECUTABLE") or "git"
 
 IDENTITY = {
     "GIT_AUTHOR_NAME": "continuation",
@@ -41,14 +50,6 @@ def _config_args(layout: StateLayout) -> list[str]:
     for key, value in settings.items():
         args += ["-c", f"{key}={value}"]
     return args
-
-
-def _git_command_class():
-    try:
-        import git  # GitPython; heavy (~100 ms), so only at boundaries
-    except ImportError as exc:  # GitPython also raises ImportError when no git executable is found
-        raise WorkspaceError(f"workspace snapshots need GitPython and a git executable: {exc}") from exc
-    return git.Git
 
 
 @dataclass(frozen=True)
@@ -96,32 +97,24 @@ class GitTarget:
         optional_locks: bool = True,
     ) -> tuple[int, bytes, str]:
         """Run ``git <args>``; return (exit code, stdout bytes, stderr text)."""
-        command = ["git", *_config_args(self.layout), *args]
-        git_cls = _git_command_class()
-        runner = git_cls(str(self.work_tree))
-        stream = None
+        command = [GIT, *_config_args(self.layout), *args]
         try:
-            if stdin is not None:
-                stream = tempfile.TemporaryFile()
-                stream.write(stdin)
-                stream.seek(0)
-            status, out, err = runner.execute(
+            proc = subprocess.run(
                 command,
-                istream=stream,
-                with_extended_output=True,
-                with_exceptions=False,
-                stdout_as_string=False,
-                strip_newline_in_stdout=False,
-                env=self.env(index, optional_locks=optional_locks),
+                input=stdin,
+                stdin=None if stdin is not None else subprocess.DEVNULL,
+                capture_output=True,
+                cwd=str(self.work_tree),
+                # messages in C locale, as GitPython ran them (errors are matched in English)
+                env={**os.environ, "LANGUAGE": "C", "LC_ALL": "C",
+                     **self.env(index, optional_locks=optional_locks)},
             )
-        except OSError as exc:
-            raise WorkspaceError(f"cannot run git: {exc}") from exc
-        finally:
-            if stream is not None:
-                stream.close()
-        if check and status != 0:
-            raise GitFailure(args, status, err if isinstance(err, str) else err.decode("utf-8", "replace"))
-        return status, out, err if isinstance(err, str) else err.decode("utf-8", "replace")
+        except OSError as exc:  # no git executable, or the work tree vanished
+            raise WorkspaceError(f"cannot run git (workspace snapshots need a git executable): {exc}") from exc
+        err = proc.stderr.decode("utf-8", "replace")
+        if check and proc.returncode != 0:
+            raise GitFailure(args, proc.returncode, err)
+        return proc.returncode, proc.stdout, err
 
     def out(self, args: list[str], **kwargs) -> str:
         return self.run(args, **kwargs)[1].decode("utf-8", "surrogateescape").strip()
@@ -169,8 +162,12 @@ def open_shadow_target(root: Path, layout: StateLayout, *, create: bool) -> GitT
             return None
         layout.ensure()
         empty_template = layout.tmp_dir / "empty-template"
-        empty_template.mkdir(parents=True, exist_ok=True)
+        ensure_private_dir(empty_template)
         target.run(["init", "--quiet", f"--template={empty_template}"])
+        try:
+            os.chmod(git_dir, 0o700)  # git init ignores our privacy: its mode is 0777 - umask
+        except OSError:
+            pass
         (git_dir / "info").mkdir(exist_ok=True)
     return target
 

@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..paths import ensure_private_dir
 from .errors import InvalidThreadKey, WorkspaceError
 
 REF_NAMESPACE = "refs/continuation"
@@ -125,7 +126,7 @@ class StateLayout:
 
     def ensure(self) -> None:
         for folder in (self.threads_dir, self.tmp_dir, self.no_hooks_dir):
-            folder.mkdir(parents=True, exist_ok=True)
+            ensure_private_dir(folder)
 
     def scratch_index(self, label: str) -> Path:
         return self.tmp_dir / f"{label}.{os.getpid()}.{time.time_ns()}.index"

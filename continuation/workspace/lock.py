@@ -16,7 +16,7 @@ def workspace_lock(layout: StateLayout, timeout: float = DEFAULT_LOCK_TIMEOUT) -
     from filelock import FileLock, Timeout  # lazy: keeps `import continuation.workspace` cheap
 
     layout.ensure()
-    lock = FileLock(str(layout.lock_path), timeout=timeout)
+    lock = FileLock(str(layout.lock_path), timeout=timeout, mode=0o600)
     try:
         lock.acquire()
     except Timeout as exc:

@@ -25,8 +25,14 @@ MANIFEST_VERSION = 1
 Entry = dict[str, object]
 
 
-def metadata_checkpoint(ws: Workspace, thread_key: str, generation: int, policy: WorkspacePolicy) -> WorkspaceRef:
-    """Write a manifest for the workspace; the caller holds the workspace lock."""
+def metadata_checkpoint(ws: Workspace, thread_key: str, generation: int, policy: WorkspacePolicy,
+                        *, claim: bool = False) -> WorkspaceRef:
+    """Write a manifest for the workspace; the caller holds the workspace lock.
+
+    ``claim``: never overwrite another checkpoint's manifest; take the next free generation
+    (manifests are only written under the workspace lock, so the check cannot race)."""
+    while claim and ws.layout.manifest_path(thread_key, generation).exists():
+        generation += 1
     matcher = effective_matcher(ws, policy.exclude)
     previous = _latest_manifest(ws, thread_key)
     ref = WorkspaceRef(

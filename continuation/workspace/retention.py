@@ -98,6 +98,27 @@ def prune_thread_refs(
         return _delete(target, doomed)
 
 
+def release_snapshot(ref, *, state_home: Path | str) -> bool:
+    """Give back a claimed generation no checkpoint will record (its checkpoint lost the race
+    for the generation in the store): delete the ref only while it still names this snapshot's
+    commit (git compares and deletes atomically), or the manifest. True when something went."""
+    from .model import WorkspaceRef
+
+    if not isinstance(ref, WorkspaceRef):
+        ref = WorkspaceRef.from_dict(ref)
+    ws = resolve_workspace(ref.root, state_home)
+    if ref.kind == "metadata" and ref.manifest_path:
+        Path(ref.manifest_path).unlink(missing_ok=True)
+        return True
+    if not (ref.snapshot_ref and ref.snapshot_commit):
+        return False
+    target = content_target(ws, create=False)
+    if target is None:
+        return False
+    code, _, _ = target.run(["update-ref", "--no-deref", "-d", ref.snapshot_ref, ref.snapshot_commit], check=False)
+    return code == 0
+
+
 def _delete(target: GitTarget, refs: list[SnapshotRefInfo]) -> int:
     if not refs:
         return 0

@@ -6,7 +6,7 @@ import json
 import os
 from pathlib import Path
 
-from .errors import GitFailure
+from .errors import GitFailure, WorkspaceError
 from .gitrun import GitTarget
 from .layout import HOME_TRAILER, snapshot_ref_name, validate_generation, validate_thread_key
 from .lock import DEFAULT_LOCK_TIMEOUT, workspace_lock
@@ -33,6 +33,7 @@ def take_snapshot(
     state_home: Path | str,
     policy: WorkspacePolicy = WorkspacePolicy(),
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+    claim: bool = False,
 ) -> WorkspaceRef:
     """Checkpoint the workspace at ``root`` for ``thread_key`` at context ``generation``.
 
@@ -42,7 +43,11 @@ def take_snapshot(
     branch, index, stash, config, hooks and ``git status`` are unchanged (see ``treebuild``).
     Outside git: the same in a shadow repository under the state home. Policy ``metadata``: a
     manifest (path, size, mode, mtime, sha256); ``none``: the root only. Snapshotting the same
-    generation twice moves its ref to the newer commit.
+    generation twice moves its ref to the newer commit, unless ``claim``: then the generation is
+    allocated with the ref itself (git creates the ref only if it does not exist, and a
+    manifest is only written where none is), and when another process holds it the next free
+    generation is taken; ``ref.generation`` says which. A checkpoint's ref therefore always
+    names the commit the checkpoint records (two racing checkpoints moved one ref).
     """
     validate_thread_key(thread_key)
     validate_generation(generation)
@@ -53,8 +58,9 @@ def take_snapshot(
         if policy.mode == "metadata":
             from .manifest import metadata_checkpoint
 
-            return metadata_checkpoint(ws, thread_key, generation, policy)
-        return snapshot_locked(ws, thread_key, snapshot_ref_name(thread_key, generation), generation, policy)
+            return metadata_checkpoint(ws, thread_key, generation, policy, claim=claim)
+        return snapshot_locked(ws, thread_key, snapshot_ref_name(thread_key, generation), generation, policy,
+                               claim=claim)
 
 
 def _describe(ws: Workspace, kind: str, thread_key: str, generation: int | None, policy: WorkspacePolicy) -> WorkspaceRef:
@@ -75,8 +81,13 @@ def snapshot_locked(
     ref_name: str,
     generation: int | None,
     policy: WorkspacePolicy,
+    *,
+    claim: bool = False,
 ) -> WorkspaceRef:
-    """Build, commit and name one snapshot. The caller holds the workspace lock."""
+    """Build, commit and name one snapshot. The caller holds the workspace lock.
+
+    ``claim``: create the generation's ref only where none exists, else move on to the next
+    generation (see ``take_snapshot``)."""
     target = content_target(ws, create=True)
     assert target is not None
     layout = ws.layout
@@ -110,11 +121,7 @@ def snapshot_locked(
             ref.detached = built.branch is None
             ref.unborn = built.head is None
             ref.in_progress = in_progress_operation(target.git_dir)
-        args = ["commit-tree", "--no-gpg-sign", built.tree, "-F", "-"]
-        if built.head:
-            args[2:2] = ["-p", built.head]
-        commit = target.out(args, stdin=commit_message(ref, layout.home_id).encode(
-            "utf-8", "surrogateescape"))
+        commit = _commit(target, ref, built.head, layout.home_id)
         _stage("commit-tree")
         _clear_stale_ref_lock(target, ref_name)
         if target.kind == "git":  # against HEAD (the commit's parent), or empty when unborn
@@ -123,16 +130,20 @@ def snapshot_locked(
             base, diff_args = "previous-snapshot", ["diff-tree", "-r", "-z", "--no-renames", previous_tree, built.tree]
         else:
             base, diff_args = "none", []
-        _, diff_raw = parallel(
-            lambda: target.run(["update-ref", "--no-deref", ref_name, commit]),
+        # the diff reads the commit's tree and parent only, which a renamed claim keeps
+        commit, diff_raw = parallel(
+            lambda: _claim_ref(target, ref, commit, built.head, layout.home_id) if claim
+            else _set_ref(target, ref_name, commit),
             lambda: target.run(diff_args, check=False)[1] if diff_args else b"",
         )
+        ref_name = ref.snapshot_ref
         _stage("update-ref")
         if target.kind == "shadow":  # git repositories re-seed from the user's index every time
+            _private(scratch)  # git writes index files 0666 minus the umask
             os.replace(scratch, layout.thread_index(thread_key))
             write_json_atomic(
                 layout.thread_record(thread_key),
-                {"tree": built.tree, "commit": commit, "ref": ref_name, "generation": generation},
+                {"tree": built.tree, "commit": commit, "ref": ref_name, "generation": ref.generation},
                 durable=False,  # a stat cache and a diff base: losing it costs time, not data
             )
     finally:
@@ -141,6 +152,43 @@ def snapshot_locked(
     changes = _parse_raw_diff(diff_raw) if base != "none" else {}
     ref.dirty = tree_dirty_summary(changes, built, base=base)
     return ref
+
+
+def _commit(target: GitTarget, ref: WorkspaceRef, head: str | None, home_id: str) -> str:
+    args = ["commit-tree", "--no-gpg-sign", ref.snapshot_tree or "", "-F", "-"]
+    if head:
+        args[2:2] = ["-p", head]
+    return target.out(args, stdin=commit_message(ref, home_id).encode("utf-8", "surrogateescape"))
+
+
+def _set_ref(target: GitTarget, ref_name: str, commit: str) -> str:
+    target.run(["update-ref", "--no-deref", ref_name, commit])
+    return commit
+
+
+#: generations tried past the requested one before a claim gives up
+CLAIM_ATTEMPTS = 64
+
+
+def _claim_ref(target: GitTarget, ref: WorkspaceRef, commit: str, head: str | None, home_id: str) -> str:
+    """Create ``ref.snapshot_ref`` for ``commit`` only if no such ref exists (``update-ref`` with
+    the zero id as the old value is atomic in git); when it exists, another checkpoint owns that
+    generation: re-commit under the next one. Returns the commit the claimed ref names."""
+    assert ref.thread_key is not None and ref.generation is not None
+    for _ in range(CLAIM_ATTEMPTS):
+        zero = "0" * len(commit)
+        code, _, err = target.run(["update-ref", "--no-deref", ref.snapshot_ref or "", commit, zero],
+                                  check=False)
+        if code == 0:
+            return commit
+        taken, _, _ = target.run(["rev-parse", "--verify", "--quiet", ref.snapshot_ref or ""], check=False)
+        if taken != 0:  # the ref is free: the update failed for another reason
+            raise GitFailure(["update-ref", ref.snapshot_ref or "", commit, zero], code, err)
+        ref.generation += 1
+        ref.snapshot_ref = snapshot_ref_name(ref.thread_key, ref.generation)
+        _clear_stale_ref_lock(target, ref.snapshot_ref)
+        commit = _commit(target, ref, head, home_id)  # the message names the ref and generation
+    raise WorkspaceError(f"no free snapshot generation for {ref.thread_key} after {CLAIM_ATTEMPTS} tries")
 
 
 def commit_message(ref: WorkspaceRef, home_id: str | None = None) -> str:
@@ -159,6 +207,13 @@ def _clear_stale_ref_lock(target: GitTarget, ref_name: str) -> None:
     """A snapshot killed inside update-ref leaves ``<ref>.lock``; under our lock it is stale."""
     assert target.common_dir is not None
     (target.common_dir / (ref_name + ".lock")).unlink(missing_ok=True)
+
+
+def _private(path: Path) -> None:
+    try:
+        os.chmod(path, 0o600)
+    except OSError:
+        pass  # best effort (Windows)
 
 
 def _write_shadow_excludes(target: GitTarget, patterns) -> None:

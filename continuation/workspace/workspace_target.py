@@ -11,6 +11,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..paths import ensure_private_dir, open_private
 from .gitrun import GitTarget, find_git_entry, open_git_target, open_shadow_target
 from .layout import StateLayout, canonical_root
 
@@ -78,10 +79,11 @@ def write_json_atomic(path: Path, data: object, *, durable: bool = True) -> None
 
     durable=False skips the fsync for caches that are rebuilt when lost.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
+    ensure_private_dir(path.parent)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.{time.time_ns()}.tmp")
     try:
-        with open(tmp, "w", encoding="utf-8") as handle:
+        with open(open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), "w",
+                  encoding="utf-8") as handle:
             json.dump(data, handle, sort_keys=True)
             if durable:
                 handle.flush()

@@ -1,0 +1,256 @@
+"""The text of a fresh context from its parts, and its fit into a runtime's inline limit.
+
+No pydantic and no capsule model here: a boundary that answers from a checkpoint's stored
+rendering (SessionStart after a compaction) imports only this module and
+:mod:`capsule.textclip`; :mod:`capsule.assemble` builds the same messages from a capsule model.
+
+Order (fixed): current instructions, first and unchanged; the capsule data block; the inputs
+that are still actionable, verbatim; then queued input. Roles keep them apart: instructions are
+``"instructions"``, the capsule is ``"data"``, inputs are ``"user"``.
+
+For hook injection (one string), :meth:`AssembledContext.as_text` joins them; each user input
+is wrapped in its own markers carrying a nonce derived from its id and text, so a text cannot
+close its own wrapper or the capsule's.
+
+Per-target limits: Claude Code moves hook ``additionalContext`` longer than 10,000 characters to
+a file, and Codex cuts the middle out of one longer than 10,000, so
+:meth:`AssembledContext.fit_inline` returns an inline part within the limit that says where the
+full text is, plus the bytes the caller writes to that file. Characters are counted as
+JavaScript does (UTF-16 code units: an emoji counts 2), which is never less than a count of
+code points, so the limit holds for either runtime.
+"""
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+from .textclip import render_literal, scrub
+
+Role = Literal["instructions", "data", "user"]
+MessageKind = Literal["instructions", "capsule", "actionable_input", "queued_input"]
+CLAUDE_CODE_INLINE_LIMIT = 10_000
+# Codex CLI 0.171.0 passes hook additionalContext whole up to 10,000 characters and cuts the
+# middle out of a longer one (measured by tests/e2e/test_codex_e2e.py).
+CODEX_INLINE_LIMIT = 10_000
+MIN_INLINE_LIMIT = 512
+INPUT_MARKER = "CONTINUATION-USER-INPUT"
+
+
+@dataclass(frozen=True)
+class ContextTarget:
+    """Where the context goes, and how much of it may be inline there."""
+
+    name: str = "generic"
+    inline_limit_chars: int | None = None  # None: no limit
+
+    @classmethod
+    def claude_code_hook(cls) -> ContextTarget:
+        return cls(name="claude_code_hook", inline_limit_chars=CLAUDE_CODE_INLINE_LIMIT)
+
+    @classmethod
+    def codex_hook(cls) -> ContextTarget:
+        return cls(name="codex_hook", inline_limit_chars=CODEX_INLINE_LIMIT)
+
+
+@dataclass(frozen=True)
+class ContextMessage:
+    role: Role
+    kind: MessageKind
+    text: str  # instructions and inputs verbatim; the capsule as its rendered block
+    input_id: str | None = None
+    state: str | None = None
+    clipped: bool = False  # an input whose full text was not available (capsule copy was cut)
+    pointer: str = ""
+
+
+class _InputLike(Protocol):
+    id: str
+    state: str
+    text: str | None
+
+
+def js_len(text: str) -> int:
+    """Length as JavaScript counts it (UTF-16 code units)."""
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
+
+
+def _input_nonce(input_id: str, text: str) -> str:
+    h = hashlib.sha256()
+    for part in (input_id, text):
+        raw = part.encode("utf-8", "surrogatepass")
+        h.update(len(raw).to_bytes(8, "big"))
+        h.update(raw)
+    return h.hexdigest()[:16]
+
+
+def _input_block(msg: ContextMessage, body: str | None = None) -> str:
+    """A user input between its own markers (``body`` replaces the text when shortened)."""
+    nonce = _input_nonce(msg.input_id or "", msg.text)
+    label = "queued user input" if msg.kind == "queued_input" else "user input"
+    head = (
+        f"<<<{INPUT_MARKER} {nonce} BEGIN {label} id={render_literal(msg.input_id or '')} "
+        f"state={msg.state or '-'}{' clipped' if msg.clipped else ''}>>>"
+    )
+    return f"{head}\n{msg.text if body is None else body}\n<<<{INPUT_MARKER} {nonce} END>>>"
+
+
+def _message_text(msg: ContextMessage) -> str:
+    if msg.kind in ("actionable_input", "queued_input"):
+        return _input_block(msg)
+    return msg.text.rstrip("\n") if msg.kind == "capsule" else msg.text
+
+
+@dataclass(frozen=True)
+class InlineContext:
+    """What to inject inline, and what to write to the spill file (``spill_bytes`` None: none)."""
+
+    text: str
+    spilled: bool
+    spill_path: str | None
+    spill_bytes: bytes | None
+    full_chars: int
+
+
+@dataclass(frozen=True)
+class AssembledContext:
+    messages: tuple[ContextMessage, ...]
+    target: ContextTarget = field(default_factory=ContextTarget)
+
+    def as_text(self) -> str:
+        """All messages as one string (always UTF-8 encodable: lone surrogates, which no
+        runtime could receive anyway, become U+FFFD)."""
+        return scrub("\n\n".join(_message_text(m) for m in self.messages) + "\n")[0]
+
+    def fit_inline(self, limit_chars: int | None = None, spill_path: str | None = None) -> InlineContext:
+        """The inline part within ``limit_chars`` (default: the target's), pointing to
+        ``spill_path`` for the rest; ``spill_bytes`` is the full text in UTF-8 to write there."""
+        full = self.as_text()
+        limit = limit_chars if limit_chars is not None else self.target.inline_limit_chars
+        size = js_len(full)
+        if limit is None or size <= limit:
+            return InlineContext(full, False, None, None, size)
+        if limit < MIN_INLINE_LIMIT:
+            raise ValueError(f"limit_chars must be at least {MIN_INLINE_LIMIT} (got {limit})")
+        if not spill_path:
+            raise ValueError("spill_path is required: the context exceeds the inline limit")
+        spill = full.encode("utf-8")
+        text = scrub(_fit(self.messages, limit, spill_path, size))[0]
+        return InlineContext(text, True, spill_path, spill, size)
+
+
+def _fit(messages: Sequence[ContextMessage], limit: int, spill_path: str, full_chars: int) -> str:
+    where = render_literal(spill_path)
+    header = (
+        f"[continuation] The fresh context below was shortened to fit {limit} characters. "
+        f"The full text ({full_chars} characters) is in the file {where}: read it for anything "
+        "marked as moved there."
+    )
+    sep = "\n\n"
+
+    def stub(m: ContextMessage) -> str:
+        label = {"instructions": "instructions", "capsule": "checkpoint data block",
+                 "actionable_input": "user input", "queued_input": "queued user input"}[m.kind]
+        ident = f" id={render_literal(m.input_id)}" if m.input_id else ""
+        return f"[{label}{ident}: {js_len(m.text)} characters, moved to the file {where}]"
+
+    stubs = [stub(m) for m in messages]
+    pieces = list(stubs)
+    used = js_len(header) + sum(js_len(p) + len(sep) for p in pieces) + 1
+    if used > limit:  # too many messages even for stubs: one line for all of them
+        line = f"[{len(messages)} messages, moved to the file {where}]"
+        return _clip_chars(header + sep + line, limit - 1) + "\n"
+    # Give room in priority order; the capsule leaves a share for the inputs behind it.
+    order = sorted(range(len(messages)), key=lambda i: ("instructions", "capsule", "actionable_input", "queued_input").index(messages[i].kind))
+    for i in order:
+        m = messages[i]
+        room = limit - used + js_len(stubs[i])
+        if m.kind == "capsule":
+            later = sum(js_len(_message_text(x)) for x in messages if x.kind in ("actionable_input", "queued_input"))
+            room -= min(later, (limit - used) * 3 // 10)
+        piece = _shrink(m, room, where)
+        if piece is not None:
+            used += js_len(piece) - js_len(stubs[i])
+            pieces[i] = piece
+    return header + sep + sep.join(pieces) + "\n"
+
+
+def _clip_chars(text: str, limit: int) -> str:
+    while js_len(text) > limit:
+        text = text[: max(0, len(text) - max(1, js_len(text) - limit))]
+    return text
+
+
+def _shrink(m: ContextMessage, room: int, where: str) -> str | None:
+    """``m`` as text within ``room`` characters: whole if it fits, else a well-formed shortened
+    form (never for instructions: they are whole or moved), else None."""
+    whole = _message_text(m)
+    if js_len(whole) <= room:
+        return whole
+    if m.kind == "instructions":
+        return None
+    if m.kind == "capsule":
+        lines = whole.split("\n")
+        head, body, end = lines[:1], lines[1:-1], lines[-1]
+        kept: list[str] = []
+        note = "[{} more lines of this block moved to the file " + where + "]"
+        budget = room - js_len(head[0]) - js_len(end) - js_len(note.format(len(body))) - 3
+        for line in body:
+            if js_len(line) + 1 > budget:
+                break
+            kept.append(line)
+            budget -= js_len(line) + 1
+        if len(kept) < 8:  # not even the preamble and the objective: leave a stub
+            return None
+        return "\n".join([*head, *kept, note.format(len(body) - len(kept)), end])
+    # a user input: a prefix of its text, inside its own markers
+    tail = f"\n[... {js_len(m.text)} characters in all; the rest moved to the file {where}]"
+    frame = js_len(_input_block(m, "")) + js_len(tail)
+    if room - frame < 64:
+        return None
+    prefix = _clip_chars(m.text[: room - frame], room - frame)
+    return _input_block(m, prefix + tail)
+
+
+def _as_messages(items: Iterable[_InputLike], kind: MessageKind) -> list[ContextMessage]:
+    out = []
+    for item in items:
+        text = scrub(item.text or "")[0]
+        out.append(ContextMessage(role="user", kind=kind, text=text, input_id=scrub(item.id)[0],
+                                  state=item.state, pointer=getattr(item, "pointer", "") or ""))
+    return out
+
+
+def assemble_rendered(
+    instructions: str | None,
+    rendered: str,
+    queued_inputs: Sequence[_InputLike] = (),
+    actionable_inputs: Sequence[_InputLike] = (),
+    target: ContextTarget | None = None,
+    capsule_inputs: Sequence[ContextMessage] | None = None,
+) -> AssembledContext:
+    """The messages of a fresh context, in order, from the capsule's rendered block.
+
+    ``actionable_inputs``: the full texts of the inputs still actionable (anything with ``id``,
+    ``state``, ``text``); inputs in state ``queued`` among them move behind the others with
+    ``queued_inputs``. ``capsule_inputs`` replaces them by messages already made (the capsule's
+    own copies, see :func:`capsule.assemble.assemble_context`)."""
+    messages: list[ContextMessage] = []
+    if instructions:
+        messages.append(ContextMessage(role="instructions", kind="instructions", text=instructions))
+    messages.append(ContextMessage(role="data", kind="capsule", text=rendered))
+    if capsule_inputs is not None:
+        messages += capsule_inputs
+        late: list[ContextMessage] = []
+    else:
+        given = list(actionable_inputs)
+        messages += _as_messages((i for i in given if i.state != "queued"), "actionable_input")
+        late = _as_messages((i for i in given if i.state == "queued"), "queued_input")
+    seen = {m.input_id for m in messages + late if m.input_id}
+    for m in _as_messages(queued_inputs, "queued_input"):
+        if m.input_id not in seen:
+            seen.add(m.input_id)
+            late.append(m)
+    messages += late
+    return AssembledContext(tuple(messages), target or ContextTarget())

@@ -1,0 +1,160 @@
+"""Gemini CLI hooks, translated to the events :mod:`.handlers` records for every runtime.
+
+Gemini CLI 0.61.0 sends (``HookEventHandler.createBaseInput``) ``session_id``,
+``transcript_path``, ``cwd``, ``hook_event_name`` and ``timestamp``, plus per event:
+
+| Gemini | fields | recorded as |
+|---|---|---|
+| SessionStart | ``source``: startup / resume / clear | SessionStart |
+| BeforeAgent | ``prompt`` | UserPromptSubmit |
+| BeforeTool | ``tool_name``, ``tool_input`` | PreToolUse |
+| AfterTool | ``tool_name``, ``tool_input``, ``tool_response`` {llmContent, returnDisplay, error} | PostToolUse |
+| AfterAgent | ``prompt``, ``prompt_response``, ``stop_hook_active`` | Stop |
+| PreCompress | ``trigger``: manual / auto | PreCompact (see :mod:`.gemini_compress`) |
+| SessionEnd | ``reason``: exit / clear / logout / prompt_input_exit / other | SessionEnd |
+
+Ids: Gemini gives a hook no prompt id, turn id or tool-call id, only ``session_id``. BeforeAgent
+fires once per prompt (``hasFiredBeforeAgent`` per prompt id), so each one opens turn
+``prompt-N`` (N-th turn of the thread) and its input id is the hash of (thread, turn, 0, text),
+as for Codex. A tool call is ``prompt-N:call-K`` (K-th BeforeTool of the turn); AfterTool closes
+the oldest open call of the turn with the same tool name and input.
+
+Text: in ``gemini -p`` the SessionStart answer is put before the prompt as
+``<hook_context>...</hook_context>``, and BeforeAgent then sends it as part of ``prompt``; such
+leading blocks are not user input and are removed.
+
+Delivery after a compression: Gemini fires no SessionStart when it compresses, and PreCompress
+runs inside the turn, after BeforeAgent. The first hook after the boundary whose
+``additionalContext`` Gemini adds to what the model reads AND keeps in the history carries
+the assembled context: AfterTool (appended to the tool result of the running turn; measured:
+it is in the very next model request), else the next BeforeAgent (added to the prompt), else
+SessionStart(resume). Gemini escapes ``<`` and ``>`` in additionalContext as ``&lt;``/``&gt;``.
+"""
+from __future__ import annotations
+
+import json
+import re
+
+_LEADING_HOOK_CONTEXT = re.compile(r"\A(?:\s*<hook_context>.*?</hook_context>)+\s*", re.S)
+_EXIT_CODE = re.compile(r"Exit Code:\s*(-?\d+)")
+
+EVENTS = {
+    "SessionStart": "SessionStart",
+    "BeforeAgent": "UserPromptSubmit",
+    "BeforeTool": "PreToolUse",
+    "AfterTool": "PostToolUse",
+    "AfterAgent": "Stop",
+    "PreCompress": "PreCompact",
+    "SessionEnd": "SessionEnd",
+}
+
+
+def user_text(prompt) -> str:
+    """The prompt without the hook context Gemini put in front of it."""
+    if not isinstance(prompt, str):
+        return "" if prompt is None else str(prompt)
+    return _LEADING_HOOK_CONTEXT.sub("", prompt, count=1)
+
+
+def _running_turn(conn, key: str) -> str | None:
+    row = conn.execute(
+        "SELECT turn_id FROM turns WHERE thread_key=? AND status='running'"
+        " ORDER BY json_extract(data, '$.started_seq') DESC LIMIT 1", (key,)).fetchone()
+    return row[0] if row else None
+
+
+def _next_turn(conn, key: str) -> str:
+    count = conn.execute("SELECT count(*) FROM turns WHERE thread_key=?", (key,)).fetchone()[0]
+    return f"prompt-{count + 1}"
+
+
+def _calls_of_turn(conn, key: str, turn: str) -> list[tuple[str, str, dict]]:
+    rows = conn.execute(
+        "SELECT call_id, status, data FROM tool_calls WHERE thread_key=?"
+        " AND json_extract(data, '$.turn_id')=? ORDER BY started_seq", (key, turn)).fetchall()
+    return [(r[0], r[1], json.loads(r[2])) for r in rows]
+
+
+def _same_call(record: dict, payload: dict) -> bool:
+    return record.get("tool") == str(payload.get("tool_name") or "") and \
+        record.get("args") == _args(payload)
+
+
+def _args(payload: dict) -> dict:
+    args = payload.get("tool_input")
+    return args if isinstance(args, dict) else {"input": args}
+
+
+def _tool_response(payload: dict) -> dict:
+    """Gemini's ``tool_response`` in the shape :func:`.handlers._tool_status` reads."""
+    response = payload.get("tool_response")
+    if not isinstance(response, dict):
+        return {"output": response}
+    out = dict(response)
+    if response.get("error"):
+        out["is_error"] = True
+    content = response.get("llmContent")
+    text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
+    match = _EXIT_CODE.search(text or "")
+    if match and payload.get("tool_name") == "run_shell_command":
+        out["exit_code"] = int(match.group(1))
+    return out
+
+
+def translate(payload: dict, conn, thread_key: str) -> dict | None:
+    """The payload in the shared vocabulary, or ``None`` for an event we do not record."""
+    event = str(payload.get("hook_event_name") or "")
+    shared = EVENTS.get(event)
+    if shared is None:
+        return None
+    out = dict(payload, hook_event_name=shared)
+    if event == "BeforeAgent":
+        out["prompt"] = user_text(payload.get("prompt"))
+        out["turn_id"] = _next_turn(conn, thread_key)
+    elif event in ("BeforeTool", "AfterTool", "AfterAgent"):
+        turn = _running_turn(conn, thread_key)
+        if turn is None:
+            return None if event != "AfterAgent" else out  # a tool outside any turn we saw
+        out["turn_id"] = turn
+        calls = _calls_of_turn(conn, thread_key, turn)
+        if event == "BeforeTool":
+            out["call_id"] = f"{turn}:call-{len(calls) + 1}"
+        elif event == "AfterTool":
+            open_same = [c for c in calls if c[2].get("finished_seq") is None and _same_call(c[2], payload)]
+            if not open_same:
+                return None  # its BeforeTool never reached us: nothing to close
+            out["call_id"] = open_same[0][0]
+            out["tool_response"] = _tool_response(payload)
+        else:
+            message = payload.get("prompt_response")
+            out["last_assistant_message"] = message if isinstance(message, str) else None
+    return out
+
+
+def handle(payload: dict) -> dict | None:
+    """Record one Gemini hook payload; the answer Gemini reads (``hookSpecificOutput``)."""
+    from ..engine import Engine
+    from . import handlers
+
+    event = str(payload.get("hook_event_name") or "")
+    if event not in EVENTS:
+        return None
+    with Engine() as engine:
+        ctx = handlers.HookContext("gemini", payload, engine)
+        shared = translate(payload, ctx.thread.store.conn, ctx.thread.key)
+        if shared is None:
+            return None
+        if event == "PreCompress":
+            from .gemini_compress import will_compress
+
+            if not will_compress(payload):
+                return None
+        ctx.payload, ctx.event = shared, shared["hook_event_name"]
+        answer = handlers.HANDLERS[ctx.event](ctx)
+        if event == "AfterTool" and ctx.thread.row["needs_context"]:
+            from .. import boundary
+
+            answer = boundary.context_answer(ctx.thread, "gemini", event, via="after_tool")
+    if answer and isinstance(answer.get("hookSpecificOutput"), dict):
+        answer["hookSpecificOutput"]["hookEventName"] = event
+    return answer

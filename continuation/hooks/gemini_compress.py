@@ -1,0 +1,80 @@
+"""Will Gemini CLI compress after this ``PreCompress``?
+
+Gemini CLI 0.61.0 fires ``PreCompress`` with ``trigger: "auto"`` before EVERY model request of a
+turn (``ChatCompressionService.compress`` fires the hook first and only then compares the last
+prompt's token count with its threshold; measured with the real binary: a one-prompt session
+with one tool call sends two). A checkpoint per model request would cost a workspace snapshot
+and a tokenizer each time, and a boundary per request would re-inject the context every turn.
+So an ``auto`` trigger is a boundary only when the CLI's own first test passes: the prompt
+token count it last recorded (the newest ``tokens.input`` in the session file,
+``transcript_path``) is at least ``model.compressionThreshold`` (settings: the project's
+``.gemini/settings.json`` over the user's, default 0.5) of the model's window (1,048,576
+tokens; 256,000 for Gemma 4). ``manual`` (``/compress``) always compresses.
+
+Known misses, both on the safe side (an extra checkpoint, never a lost one): the CLI may still
+find nothing to compress (too little history before the newest prompt), and a resumed session
+starts from an estimate of the history instead of the recorded count.
+"""
+from __future__ import annotations
+
+import json
+import os
+
+DEFAULT_THRESHOLD = 0.5
+DEFAULT_WINDOW = 1_048_576
+GEMMA_4_WINDOW = 256_000
+TAIL_BYTES = 1 << 20
+
+
+def _last_recorded(transcript_path: str | None) -> tuple[int | None, str | None]:
+    """(prompt tokens, model) of the newest Gemini message that recorded its usage."""
+    if not transcript_path or not os.path.isfile(transcript_path):
+        return None, None
+    with open(transcript_path, "rb") as fh:
+        size = fh.seek(0, os.SEEK_END)
+        fh.seek(max(0, size - TAIL_BYTES))
+        lines = fh.read().split(b"\n")
+    for line in reversed(lines):
+        if b'"tokens"' not in line:
+            continue
+        try:
+            record = json.loads(line.decode("utf-8", "replace"))
+        except ValueError:
+            continue
+        tokens = record.get("tokens") if isinstance(record, dict) else None
+        if record.get("type") == "gemini" and isinstance(tokens, dict) \
+                and isinstance(tokens.get("input"), int):
+            return tokens["input"], record.get("model") if isinstance(record.get("model"), str) else None
+    return None, None
+
+
+def _settings_threshold(cwd: str | None, env) -> float:
+    home = env.get("GEMINI_CLI_HOME") or os.path.expanduser("~")
+    candidates = []
+    if cwd:
+        candidates.append(os.path.join(cwd, ".gemini", "settings.json"))
+    candidates.append(os.path.join(home, ".gemini", "settings.json"))
+    for path in candidates:
+        try:
+            with open(path, encoding="utf-8") as fh:
+                data = json.load(fh)
+        except (OSError, ValueError):
+            continue
+        value = (data.get("model") or {}).get("compressionThreshold") if isinstance(data, dict) else None
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+            return float(value)
+    return DEFAULT_THRESHOLD
+
+
+def window(model: str | None) -> int:
+    return GEMMA_4_WINDOW if model and model.startswith("gemma-4") else DEFAULT_WINDOW
+
+
+def will_compress(payload: dict, env=None) -> bool:
+    if str(payload.get("trigger") or "auto") == "manual":
+        return True
+    tokens, model = _last_recorded(payload.get("transcript_path"))
+    if tokens is None:
+        return False
+    threshold = _settings_threshold(payload.get("cwd"), os.environ if env is None else env)
+    return tokens >= threshold * window(model)

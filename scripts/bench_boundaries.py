@@ -1,0 +1,301 @@
+#!/usr/bin/env python3
+"""Boundaries and reads against git and sqlite baselines, measured side by side in one run.
+
+Builds a repository (default 20,000 files of 4 KiB, about 82 MB) and a state home holding two
+threads on it: one of 1,000 events and one of 100,000 (20,000 inputs). Every command runs as a
+process through an installed copy of ``continuation`` (see ``benchlib.install``), and each
+round interleaves the operations with their baselines so both see the same load:
+
+- PreCompact hook (capsule + incremental snapshot after a few edits) vs ``git stash create``;
+- SessionStart(compact) answer vs ``python -c pass``;
+- ``rewind CP --files --yes`` restoring 25 changed files vs ``git restore --source=<snapshot
+  commit> --worktree -- .`` restoring the same 25, at 1,000 and at 100,000 events;
+- ``continuation status`` of the 100,000-event thread vs a GROUP BY of its inputs' states in
+  python + sqlite3;
+- PreCompact at 100,000 vs 1,000 events;
+- the capsule build (in this process) after a conversation rewind vs before it, at 100,000
+  events.
+
+Prints one line per measure with both medians, the ratio and the spread of the runs.
+Usage: python scripts/bench_boundaries.py [--files 20000] [--events 100000] [--runs 5] [--keep]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
+
+from benchlib import install, median_ms, spread, timed  # noqa: E402
+
+WORDS = "alpha beta gamma delta return import class def self value index tree commit blob".split()
+SMALL, BIG = "bench-small", "bench-big"
+
+
+def text_blob(rng: random.Random, size: int) -> bytes:
+    out, length = [], 0
+    while length < size:
+        line = " ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 12))) + f" {rng.randint(0, 10**9)}\n"
+        out.append(line)
+        length += len(line)
+    return "".join(out).encode()[:size]
+
+
+def git(repo: Path, *args: str, env=None) -> str:
+    return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True,
+                          env=env).stdout
+
+
+def build_repo(repo: Path, files: int, size: int, rng: random.Random) -> list[Path]:
+    repo.mkdir()
+    git(repo, "init", "-q")
+    paths = []
+    for i in range(files):
+        path = repo / f"pkg{i // 1000:02d}" / f"mod{(i // 100) % 10}" / f"file{i:05d}.py"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(text_blob(rng, size))
+        paths.append(path)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "generated")
+    return paths
+
+
+def populate(home: Path, session: str, events: int, workspace: Path, checkpoint_before: int = 0):
+    """A Claude Code thread of ``events`` events (input, tool start/finish, claim, turn end per
+    turn); with ``checkpoint_before``, a checkpoint (no snapshot) that many events before the end."""
+    from continuation import boundary
+    from continuation.engine import Engine
+
+    with Engine(home) as engine:
+        thread = engine.thread("claude", session, workspace_root=str(workspace))
+        turn, batch = 0, []
+        mark = events - checkpoint_before if checkpoint_before else None
+
+        def flush():
+            if batch:
+                engine.store.append_many(thread.key, batch, source="bench")
+                batch.clear()
+
+        while thread.row["last_seq"] + len(batch) < events - 5:
+            t = f"t{turn}"
+            batch += [("input_admitted", {"input_id": f"in{turn}", "turn_id": t,
+                                          "text": f"request {turn}: tidy module {turn % 50} and rerun its tests"}),
+                      ("tool_started", {"call_id": f"c{turn}", "tool": "Bash", "turn_id": t,
+                                        "args": {"command": f"pytest tests/test_mod{turn % 50}.py"}}),
+                      ("tool_finished", {"call_id": f"c{turn}", "status": "ok", "turn_id": t}),
+                      ("assistant_claim", {"text": f"module {turn % 50} tidied", "turn_id": t}),
+                      ("turn_completed", {"turn_id": t})]
+            turn += 1
+            if len(batch) >= 5000:
+                flush()
+            if mark and thread.row["last_seq"] + len(batch) >= mark:
+                flush()
+                boundary.commit_checkpoint(thread, reason="manual", snapshot=False)
+                mark = None
+        flush()
+        thread.admit("finish the migration and report", turn_id="tlast", source="bench")
+        return thread.key
+
+
+def hook_payload(session: str, repo: Path, event: str, **extra) -> bytes:
+    return json.dumps({"session_id": session, "cwd": str(repo), "hook_event_name": event,
+                       "transcript_path": "", **extra}).encode()
+
+
+def newest_checkpoint(home: Path, thread_key: str) -> tuple[str, str]:
+    """(checkpoint id, snapshot commit) of the thread's newest checkpoint."""
+    import sqlite3
+
+    conn = sqlite3.connect(home / "store.sqlite3")
+    cp_id, workspace = conn.execute(
+        "SELECT checkpoint_id, workspace FROM checkpoints WHERE thread_key=?"
+        " ORDER BY generation DESC LIMIT 1", (thread_key,)).fetchone()
+    conn.close()
+    ws = json.loads(workspace or "{}")
+    return cp_id, ws.get("commit") or ws.get("snapshot_commit") or ws.get("snapshot_ref") or ""
+
+
+def row(label: str, ours: list[float], base_label: str, base: list[float], goal: str) -> dict:
+    ratio = median_ms(ours) / median_ms(base)
+    paired = sorted(o / b for o, b in zip(ours, base))
+    return {"measure": label, "ms": round(median_ms(ours), 1), "baseline": base_label,
+            "baseline_ms": round(median_ms(base), 1), "ratio": round(ratio, 2),
+            "paired": (round(paired[0], 2), round(paired[-1], 2)), "goal": goal,
+            "runs": (spread(ours), spread(base))}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--files", type=int, default=20_000)
+    ap.add_argument("--size", type=int, default=4096)
+    ap.add_argument("--events", type=int, default=100_000, help="events of the long thread")
+    ap.add_argument("--small-events", type=int, default=1_000)
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--keep", action="store_true")
+    args = ap.parse_args()
+
+    base = Path(tempfile.mkdtemp(prefix="bench-boundaries-"))
+    try:
+        return run(args, base)
+    finally:
+        if args.keep:
+            print(f"kept {base}")
+        else:
+            shutil.rmtree(base, ignore_errors=True)
+
+
+def run(args, base: Path) -> int:
+    rng = random.Random(1234)
+    gitenv_home = base / "home"
+    gitenv_home.mkdir()
+    (gitenv_home / ".gitconfig").write_text(
+        "[init]\n\tdefaultBranch = main\n[user]\n\tname = bench\n\temail = b@e\n")
+    os.environ.update({"HOME": str(gitenv_home), "GIT_CONFIG_GLOBAL": str(gitenv_home / ".gitconfig"),
+                       "GIT_CONFIG_NOSYSTEM": "1"})
+    t0 = time.perf_counter()
+    inst = install(base)
+    repo = (base / "repo")
+    paths = build_repo(repo, args.files, args.size, rng)
+    repo = repo.resolve()
+    home = base / "state"
+    env = {**inst.env, "HOME": str(gitenv_home), "CONTINUATION_HOME": str(home)}
+    os.environ["CONTINUATION_HOME"] = str(home)
+    small_key = populate(home, SMALL, args.small_events, repo)
+    big_key = populate(home, BIG, args.events, repo, checkpoint_before=1_000)
+    total_mb = sum(p.stat().st_size for p in paths) / 1e6
+    print(f"setup: {args.files} files, {total_mb:.0f} MB; threads of {args.small_events} and "
+          f"{args.events} events; {time.perf_counter() - t0:.0f}s")
+
+    cmd = [inst.command]
+    hook = [*cmd, "hook", "--runtime", "claude"]
+
+    def precompact(session):
+        return timed(hook, env, hook_payload(session, repo, "PreCompact", trigger="auto"))[0]
+
+    def session_start(session):
+        took, proc = timed(hook, env, hook_payload(session, repo, "SessionStart", source="compact"))
+        assert b"additionalContext" in proc.stdout, proc.stdout[:200]
+        return took
+
+    groupby = [inst.python, "-c",
+               "import sqlite3, sys\n"
+               "c = sqlite3.connect(sys.argv[1])\n"
+               "for s, n in c.execute('SELECT state, count(*) FROM inputs WHERE thread_key=?"
+               " GROUP BY state ORDER BY state', (sys.argv[2],)):\n"
+               "    print(s, n)\n", str(home / "store.sqlite3"), big_key]
+    # warm-up: first snapshots of both threads, the file cache, git's index refresh
+    git(repo, "status", "--porcelain")
+    for session in (SMALL, BIG):
+        precompact(session)
+        session_start(session)
+    timed(groupby, env)
+    timed([*cmd, "status", "--thread", BIG], env)
+
+    s = {k: [] for k in ("stash", "pass", "pc_small", "pc_big", "ss", "status", "groupby")}
+    edits = iter(rng.sample(paths, args.runs * 3))
+    for _ in range(args.runs):
+        for path in [next(edits) for _ in range(3)]:
+            path.write_bytes(path.read_bytes() + b"# edited\n")
+        s["stash"].append(timed(["git", "stash", "create"], env, cwd=repo)[0])
+        s["pc_small"].append(precompact(SMALL))
+        s["pass"].append(timed([inst.python, "-c", "pass"], env)[0])
+        s["ss"].append(session_start(SMALL))
+        s["pc_big"].append(precompact(BIG))
+        session_start(BIG)
+        s["groupby"].append(timed(groupby, env)[0])
+        s["status"].append(timed([*cmd, "status", "--thread", BIG], env)[0])
+
+    # rewind --files to the newest checkpoints (taken just above, same worktree state)
+    precompact(SMALL)
+    precompact(BIG)
+    cp_small, _ = newest_checkpoint(home, small_key)
+    cp_big, commit = newest_checkpoint(home, big_key)
+    commit = git(repo, "rev-parse", commit).strip()
+    r = {k: [] for k in ("small", "big", "restore")}
+    victims = rng.sample(paths, 25)
+
+    def damage():
+        for path in victims:
+            path.write_bytes(path.read_bytes() + b"# broken by the agent\n")
+
+    for _ in range(args.runs):
+        damage()
+        r["small"].append(timed([*cmd, "rewind", cp_small, "--files", "--yes"], env)[0])
+        damage()
+        r["restore"].append(timed(["git", "restore", f"--source={commit}", "--worktree", "--", "."],
+                                  env, cwd=repo)[0])
+        damage()
+        r["big"].append(timed([*cmd, "rewind", cp_big, "--files", "--yes"], env)[0])
+    assert not git(repo, "diff", "--stat", commit, "--", *[str(p) for p in victims])
+
+    # capsule build at 100k events, before and after a conversation rewind (in this process)
+    from continuation import checkpoints
+    from continuation.engine import Engine
+
+    def builds(n):
+        out = []
+        with Engine(home) as engine:
+            thread = engine.get_thread(big_key)
+            gen = int(thread.row["generation"]) + 1
+            for _ in range(n):
+                t = time.perf_counter()
+                checkpoints.build(thread, generation=gen, reason="bench")
+                out.append(time.perf_counter() - t)
+        return out
+
+    plain = builds(args.runs)
+    import sqlite3
+
+    conn = sqlite3.connect(home / "store.sqlite3")
+    (early,) = conn.execute("SELECT checkpoint_id FROM checkpoints WHERE thread_key=? AND reason='manual'"
+                            " ORDER BY generation LIMIT 1", (big_key,)).fetchone()
+    conn.close()
+    timed([*cmd, "rewind", early, "--conversation", "--yes"], env)
+    rewound = builds(args.runs)
+
+    rows = [
+        row("PreCompact hook (capsule + snapshot), incremental", s["pc_small"],
+            "`git stash create`", s["stash"], "<= 3x"),
+        row("SessionStart(compact) answer", s["ss"], "`python -c pass`", s["pass"], "<= 4x"),
+        row(f"rewind CP --files --yes, 25 files, {args.small_events}-event thread", r["small"],
+            "`git restore --source=<commit> --worktree`", r["restore"], "<= 5x"),
+        row(f"rewind CP --files --yes, 25 files, {args.events}-event thread", r["big"],
+            "`git restore --source=<commit> --worktree`", r["restore"], "<= 5x"),
+        row(f"rewind at {args.events} vs {args.small_events} events", r["big"],
+            f"rewind at {args.small_events}", r["small"], "flat (~1x)"),
+        row(f"`continuation status`, {args.events} events", s["status"],
+            "GROUP BY in python+sqlite3", s["groupby"], "<= 2x"),
+        row(f"PreCompact at {args.events} vs {args.small_events} events", s["pc_big"],
+            f"PreCompact at {args.small_events}", s["pc_small"], "<= 1.2x"),
+        row(f"capsule build after a rewind, {args.events} events", rewound,
+            "the build without rewind", plain, "<= 1.1x"),
+    ]
+    if args.json:
+        print(json.dumps(rows, indent=1))
+        return 0
+    print("| measure | ms | baseline | baseline ms | ratio | target | paired runs |")
+    print("|---|---|---|---|---|---|---|")
+    for x in rows:
+        print(f"| {x['measure']} | {x['ms']:.0f} | {x['baseline']} | {x['baseline_ms']:.0f} | "
+              f"{x['ratio']:.2f}x | {x['goal']} | {x['paired'][0]}-{x['paired'][1]} |")
+    try:
+        print(f"load average while measuring: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    except (AttributeError, OSError):
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,88 @@
+"""Helpers shared by the benchmark scripts: an installed copy of the command, timing, medians.
+
+Why an installed copy: the development venv installs the package in editable mode, whose
+import hook (a ``.pth`` file) imports ``pathlib`` and ``re`` in every interpreter started from
+that venv (~14 ms, baseline included), and this machine sets ``PYTHONDONTWRITEBYTECODE=1``, so a
+hook started with ``PYTHONPATH`` on the source tree recompiles the package every time. A user's
+``pip install`` has neither: it compiles the bytecode once and starts a console-script launcher.
+:func:`install` reproduces that in a temporary folder: a fresh venv (no editable hook) whose
+site-packages point at the development venv's dependencies, the three packages copied and
+compiled, and pip's own launcher script for ``continuation``.
+"""
+from __future__ import annotations
+
+import compileall
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import sysconfig
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("continuation", "capsule", "statemachine")
+
+#: pip's console-script launcher, as ``pip install`` writes it
+LAUNCHER = """#!{python}
+# -*- coding: utf-8 -*-
+import re
+import sys
+from continuation.cli import main
+if __name__ == '__main__':
+    sys.argv[0] = re.sub(r'(-script\\.pyw|\\.exe)?$', '', sys.argv[0])
+    sys.exit(main())
+"""
+
+
+@dataclass
+class Installed:
+    python: str  # the installed venv's interpreter (the baseline starts this one too)
+    command: str  # the ``continuation`` launcher
+    env: dict  # environment for children: no PYTHONPATH, bytecode as installed
+
+
+def install(base: Path) -> Installed:
+    """A non-editable install of this source tree under ``base`` (see the module docstring)."""
+    venv = base / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    bindir = venv / ("Scripts" if os.name == "nt" else "bin")
+    python = bindir / ("python.exe" if os.name == "nt" else "python")
+    site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                               check=True, capture_output=True, text=True).stdout.strip())
+    for name in PACKAGES:
+        shutil.copytree(ROOT / name, site / name, ignore=shutil.ignore_patterns("__pycache__"))
+        compileall.compile_dir(str(site / name), quiet=1)
+    # the dependencies (pydantic, GitPython, tiktoken...) from the venv running this script; a
+    # path line in a .pth does not run that folder's own .pth files (the editable hook)
+    deps = sysconfig.get_paths()["purelib"]
+    (site / "bench-deps.pth").write_text(deps + "\n", encoding="utf-8")
+    command = bindir / "continuation"
+    command.write_text(LAUNCHER.format(python=python), encoding="utf-8")
+    command.chmod(0o755)
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYTHONPATH", "PYTHONDONTWRITEBYTECODE", "VIRTUAL_ENV", "CONTINUATION_FAULT")}
+    env["PATH"] = f"{bindir}{os.pathsep}{env.get('PATH', '')}"
+    return Installed(str(python), str(command), env)
+
+
+def timed(cmd: list[str], env: dict, stdin: bytes = b"", cwd=None, check: bool = True):
+    """(seconds, completed process) of one run."""
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, input=stdin, capture_output=True, env=env, cwd=cwd)
+    took = time.perf_counter() - start
+    if check and proc.returncode != 0:
+        raise RuntimeError(f"{cmd[:3]} exited {proc.returncode}: "
+                           f"{proc.stderr.decode(errors='replace')[-400:]}")
+    return took, proc
+
+
+def median_ms(samples: list[float]) -> float:
+    return statistics.median(samples) * 1000
+
+
+def spread(samples: list[float]) -> str:
+    ms = sorted(round(s * 1000) for s in samples)
+    return f"{ms[0]}-{ms[-1]} ms"

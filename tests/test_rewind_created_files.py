@@ -1,0 +1,149 @@
+"""Issue 14 item 2: `rewind --files` deletes only files a SUCCESSFUL agent call created.
+
+Files the user made after the checkpoint were deleted because the agent had attempted a Write
+that was denied or failed, or had run an Edit (which never creates a file). Driven through the
+real hook handler (Claude Code and Codex payload shapes) in a temporary git repository."""
+from __future__ import annotations
+
+import pytest
+from test_rewind_support import HookSession
+from workspace_repos import git_home, make_repo  # noqa: F401 (git_home is a fixture)
+
+from continuation import checkpoints as cps
+from continuation.engine import Engine
+from continuation.rewind.operation import plan_rewind, rewind
+from continuation.tool_files import created_paths, written_paths
+
+PATCH = ("*** Begin Patch\n*** Add File: pkg/added.py\n+print('new')\n"
+         "*** Update File: README.md\n@@\n-hello\n+hello again\n"
+         "*** Update File: old_name.py\n*** Move to: pkg/moved.py\n@@\n-x = 1\n+x = 2\n"
+         "*** End Patch\n")
+
+
+@pytest.fixture
+def repo(tmp_path, git_home, home):
+    return make_repo(tmp_path / "repo", {"README.md": "hello\n", "old_name.py": "x = 1\n"})
+
+
+def user_writes(repo, name: str, text: str = "the user's own work\n") -> None:
+    path = repo / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def claude_calls_after_a_checkpoint(home, repo) -> HookSession:
+    s = HookSession(home, repo)
+    s.start()
+    p1 = s.prompt("first")
+    s.stop(p1)
+    s.compact()  # the checkpoint rewound to
+    p2 = s.prompt("try some writes")
+
+    def attempt(tool, name, event, **extra):
+        call = f"toolu_{name.replace('/', '_').replace('.', '_')}"
+        tool_input = {"file_path": str(repo / name), "content": "agent\n", **extra}
+        s.send("PreToolUse", prompt_id=p2, tool_name=tool, tool_input=tool_input, tool_use_id=call)
+        return call, tool_input
+
+    # denied by the user: the call never ran; the user then makes the file
+    call, args = attempt("Write", "denied.txt", "PermissionDenied")
+    s.send("PermissionDenied", prompt_id=p2, tool_name="Write", tool_input=args, tool_use_id=call,
+           reason="the user said no")
+    user_writes(repo, "denied.txt")
+    # failed: the tool reported an error; the user then makes the file
+    call, args = attempt("Write", "failed.txt", "PostToolUseFailure")
+    s.send("PostToolUseFailure", prompt_id=p2, tool_name="Write", tool_input=args,
+           tool_use_id=call, error="EACCES: permission denied")
+    user_writes(repo, "failed.txt")
+    # an Edit of a file the user made after the checkpoint: it never creates the file
+    user_writes(repo, "edited.txt", "one\n")
+    s.tool(p2, "Edit", {"file_path": str(repo / "edited.txt"), "old_string": "one",
+                        "new_string": "two"}, write={"edited.txt": "two\n"})
+    # a Write with no outcome (the session died): not known to have created anything
+    s.tool(p2, "Write", {"file_path": str(repo / "unknown.txt"), "content": "?"},
+           finish=False, write={"unknown.txt": "?"})
+    # a Write the runtime answered as an update of a file the user had made
+    user_writes(repo, "updated.txt")
+    call, args = attempt("Write", "updated.txt", "PostToolUse")
+    s.send("PostToolUse", prompt_id=p2, tool_name="Write", tool_input=args, tool_use_id=call,
+           tool_response={"type": "update", "filePath": str(repo / "updated.txt")})
+    # what the agent really created
+    s.write_file(p2, "agent.txt", "agent\n")
+    s.tool(p2, "Edit", {"file_path": str(repo / "via-edit.txt"), "old_string": "",
+                        "new_string": "made by Edit\n"}, write={"via-edit.txt": "made by Edit\n"})
+    user_writes(repo, "plain-user.txt")
+    s.stop(p2)
+    return s
+
+
+def test_files_rewind_deletes_only_what_a_successful_agent_call_created(home, repo):
+    s = claude_calls_after_a_checkpoint(home, repo)
+    with Engine(home) as e:
+        t = s.thread(e)
+        cp = cps.list_checkpoints(t)[0]
+        plan = plan_rewind(e, cp.checkpoint_id, "files")
+        assert plan.files.deleted == ["agent.txt", "via-edit.txt"]
+        kept = ["denied.txt", "edited.txt", "failed.txt", "plain-user.txt", "unknown.txt",
+                "updated.txt"]
+        assert plan.files.kept == kept
+        described = plan.describe()
+        assert all(f"keep      {name}" in described for name in kept)
+        result = rewind(e, cp.checkpoint_id, "files")
+    assert result.files["deleted"] == ["agent.txt", "via-edit.txt"]
+    assert not (repo / "agent.txt").exists() and not (repo / "via-edit.txt").exists()
+    for name in kept:
+        assert (repo / name).exists(), f"{name} was deleted although the agent never created it"
+
+
+def test_codex_apply_patch_added_and_moved_files_are_deleted_updates_restored(home, repo):
+    s = HookSession(home, repo, runtime="codex")
+    s.start()
+    s.send("UserPromptSubmit", turn_id="turn-1", prompt="first")
+    s.send("Stop", turn_id="turn-1", last_assistant_message="ok")
+    s.send("PreCompact", turn_id="turn-1", trigger="auto")
+    s.send("UserPromptSubmit", turn_id="turn-2", prompt="patch it")
+    s.send("PreToolUse", turn_id="turn-2", tool_name="apply_patch", tool_input={"input": PATCH},
+           tool_use_id="call-1")
+    user_writes(repo, "pkg/added.py", "print('new')\n")
+    user_writes(repo, "README.md", "hello again\n")
+    (repo / "old_name.py").unlink()
+    user_writes(repo, "pkg/moved.py", "x = 2\n")
+    s.send("PostToolUse", turn_id="turn-2", tool_name="apply_patch", tool_input={"input": PATCH},
+           tool_response="Success. Updated the following files:\nA pkg/added.py\nM README.md",
+           tool_use_id="call-1")
+    # a patch through the shell that failed to apply: it created nothing
+    failed = PATCH.replace("pkg/added.py", "pkg/user.py").replace("pkg/moved.py", "pkg/user2.py")
+    s.send("PreToolUse", turn_id="turn-2", tool_name="shell",
+           tool_input={"command": ["apply_patch", failed]}, tool_use_id="call-2")
+    s.send("PostToolUse", turn_id="turn-2", tool_name="shell",
+           tool_input={"command": ["apply_patch", failed]},
+           tool_response={"exit_code": 1, "output": "error: patch does not apply"},
+           tool_use_id="call-2")
+    user_writes(repo, "pkg/user.py")
+    s.send("Stop", turn_id="turn-2", last_assistant_message="patched")
+    with Engine(home) as e:
+        cp = cps.list_checkpoints(s.thread(e))[0]
+        result = rewind(e, cp.checkpoint_id, "files")
+    assert result.files["deleted"] == ["pkg/added.py", "pkg/moved.py"]
+    assert sorted(result.files["restored"] + result.files["recreated"]) == ["README.md",
+                                                                             "old_name.py"]
+    assert (repo / "pkg" / "user.py").exists()
+    assert (repo / "README.md").read_text() == "hello\n"
+
+
+@pytest.mark.parametrize(("tool", "args", "created"), [
+    ("Write", {"file_path": "a.txt", "content": ""}, ["a.txt"]),
+    ("Edit", {"file_path": "a.txt", "old_string": "x", "new_string": "y"}, []),
+    ("Edit", {"file_path": "a.txt", "old_string": "", "new_string": "y"}, ["a.txt"]),
+    ("MultiEdit", {"file_path": "a.txt", "edits": [{"old_string": "", "new_string": "y"}]},
+     ["a.txt"]),
+    ("MultiEdit", {"file_path": "a.txt", "edits": [{"old_string": "x", "new_string": "y"}]}, []),
+    ("NotebookEdit", {"notebook_path": "n.ipynb", "new_source": "x"}, []),
+    ("apply_patch", {"input": PATCH}, ["pkg/added.py", "pkg/moved.py"]),
+    ("exec_command", {"cmd": "apply_patch <<'EOF'\n" + PATCH + "EOF"},
+     ["pkg/added.py", "pkg/moved.py"]),
+    ("Bash", {"command": "touch a.txt"}, []),
+])
+def test_which_calls_create_files(tool, args, created):
+    assert created_paths(tool, args) == created
+    assert set(created) <= set(written_paths(tool, args))
