@@ -252,7 +252,7 @@ class _Builder:
             tokens, exact = -(-counted * total // max(1, sample_bytes)), False
         return Cut(
             field=group,
-            items=len(dropped),
+            items=sum(e.items for e in dropped),
             original_bytes=total,
             original_tokens=tokens,
             original_tokens_exact=exact,
@@ -337,7 +337,7 @@ class _Builder:
         total = sum(e.original_bytes for e in members)
         # numbers as wide as the real ones can get (tokens never exceed bytes here by much)
         probe = Cut(
-            field=group, items=len(members), original_bytes=total, original_tokens=total * 2 + 9,
+            field=group, items=sum(e.items for e in members), original_bytes=total, original_tokens=total * 2 + 9,
             original_tokens_exact=False, kept_bytes=0, kept_tokens=0, sha256="0" * 64,
             pointer=pointer, last_pointer=pointer,
         )
@@ -482,7 +482,7 @@ class _Builder:
                 objective_max_bytes=limits.objective_bytes,
                 cursor_max_bytes=limits.cursor_bytes,
                 replaced_surrogates=sk.replaced_surrogates,
-                dropped={**{g: len(m) for g, m in groups.items()},
+                dropped={**{g: sum(e.items for e in m) for g, m in groups.items()},
                          **{n.field: n.items for n in self.source.not_gathered}},
             ),
         )

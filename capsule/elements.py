@@ -122,6 +122,7 @@ class Element:
     pointer: str = ""
     parent: Element | None = None  # set on a text that belongs to a row
     pre_cuts: list[PendingCut] = dc_field(default_factory=list)  # clips made whatever the budget
+    items: int = 1  # what a cut counts when it is dropped (a work-ledger group: its calls)
     # caches filled by the budgeter
     capped: str | None = None
     cost: tuple[int, int] | None = None
@@ -255,6 +256,7 @@ def _ledger(source: CapsuleSource, s: _Scrubber) -> list[Element]:
                 line=lambda o, c: render.work_done_line(o, clipped=c),
                 full=s.text(g.args), original=g.args,
                 field=f"work_done[{row_fields['pointer']}].args", pointer=row_fields["pointer"],
+                items=g.count,
             ))
             k += 1
     return elements
