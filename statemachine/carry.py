@@ -11,12 +11,16 @@ into it just before its completion (so they become ``handled`` with it). Not whe
   the model answered a runtime fact, not the user);
 - the input is ``reconciling`` (it waits for its own decision) or ``queued`` (never seen).
 
-Used by the Stop hook and by the transcript importer, so a hook-recorded thread and an
-imported one of the same session end in the same states.
+The other input decided by what comes later: a text left ``queued`` with no turn (an import
+of a file that ended while it waited) that the user's next prompt sends. That prompt is its
+delivery, not a second input (:func:`queued_twin`).
+
+Used by the hooks and by the transcript importer, so a hook-recorded thread and an imported one
+of the same session end in the same states.
 """
 from __future__ import annotations
 
-from .lifecycle import INTERRUPTED, PENDING
+from .lifecycle import INTERRUPTED, PENDING, QUEUED
 
 
 def carried_into(view, turn_id: str | None) -> list[str]:
@@ -26,3 +30,9 @@ def carried_into(view, turn_id: str | None) -> list[str]:
         return []
     return [r.input_id for r in view.inputs_in_states((PENDING, INTERRUPTED))
             if r.turn_id != turn_id]
+
+
+def queued_twin(view, text: str):
+    """The still-queued input with exactly ``text`` that never reached a turn, or ``None``."""
+    return next((r for r in view.inputs_in_states((QUEUED,))
+                 if not r.turn_id and r.text == text), None)

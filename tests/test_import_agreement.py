@@ -99,6 +99,26 @@ def test_grown_file_reimport_admits_the_queued_prompt_once(home, tmp_path):
     assert third.inputs_admitted == 0 and sum(third.events_written.values()) == 0
 
 
+def test_queued_leftover_sent_while_hooks_record_is_one_input(home, tmp_path):
+    """Import of the shorter file, then the live session's hooks see the prompt sent, then the
+    whole file is imported: still one input, decided by its turn."""
+    s = ClaudeScript("g2", tmp_path / "g2.jsonl", cwd=str(tmp_path))
+    s.prompt("p1", "run the tests").tool("t1", "pytest").enqueue("then fix the lint")
+    cut, hooked = len(s.records), len(s.payloads)
+    s.reply("tests pass").prompt("p2", "then fix the lint", typed_while_busy=True)
+    s.tool("t2", "ruff --fix").reply("lint fixed")
+    run_import(home, "claude", s.write(upto=cut), session_over=False)
+    for p in s.payloads[hooked:]:
+        out, code = hooks.run("claude", json.dumps(p).encode())
+        assert code == 0
+    assert _inputs(home, "g2") == {"run the tests": ("handled", False),
+                                   "then fix the lint": ("handled", True)}
+    again = run_import(home, "claude", s.write(), session_over=True)
+    assert again.inputs_admitted == 0
+    assert _inputs(home, "g2") == {"run the tests": ("handled", False),
+                                   "then fix the lint": ("handled", True)}
+
+
 # -- 3-6. hooks-then-import and import-only end in the same states -----------------------------
 def _interrupt_then_next(s):
     s.prompt("p1", "migrate the db").tool("t1", "./migrate.sh").interrupt()

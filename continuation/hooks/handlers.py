@@ -186,6 +186,19 @@ def _carry_into(ctx: HookContext, turn: str) -> None:
         ctx.thread.deliver(input_id, turn, source=ctx.source, session=ctx.session)
 
 
+def _queued_twin(ctx: HookContext, text: str, input_id: str | None) -> str | None:
+    if input_id and ctx.thread.store.conn.execute(
+            "SELECT 1 FROM inputs WHERE thread_key=? AND input_id=?",
+            (ctx.thread.key, input_id)).fetchone():
+        return None  # a known id: admission says duplicate
+    from statemachine.carry import queued_twin
+
+    from ..store.view import SqlStateView
+
+    twin = queued_twin(SqlStateView(ctx.thread.store.conn, ctx.thread.key), text)
+    return twin.input_id if twin is not None else None
+
+
 def on_user_prompt(ctx: HookContext) -> dict | None:
     p = ctx.payload
     text = p.get("prompt")
@@ -212,8 +225,15 @@ def on_user_prompt(ctx: HookContext) -> dict | None:
     ordinal = 0
     if not input_id:
         ordinal = _admitted_in_turn(conn, ctx.thread.key, turn)
-    result = ctx.thread.admit(text, input_id=input_id, turn_id=turn, ordinal=ordinal,
-                              source=ctx.source, session=ctx.session)
+    twin = _queued_twin(ctx, text, input_id)
+    if twin is not None:
+        # an import left this text queued (the file ended while it waited): this prompt sends
+        # it; one input, delivered into this turn (statemachine.carry.queued_twin)
+        result = ctx.thread.deliver(twin, turn, source=ctx.source, session=ctx.session)
+        result.input_id = twin
+    else:
+        result = ctx.thread.admit(text, input_id=input_id, turn_id=turn, ordinal=ordinal,
+                                  source=ctx.source, session=ctx.session)
     if ctx.thread.row["needs_context"]:
         # A new context generation reached a prompt with no delivery recorded (the compact
         # SessionStart was deferred or dropped): inject it here instead.

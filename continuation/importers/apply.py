@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from statemachine import events as ev
-from statemachine.carry import carried_into
+from statemachine.carry import carried_into, queued_twin
 from statemachine.lifecycle import allowed
 
 from ..store.view import SqlStateView
@@ -150,12 +150,15 @@ class Applier:
         if self.view.get_input(d["input_id"]) is not None:
             self.report.duplicates += 1
             return []
-        twin = self._queued_twin(d) if d["turn_id"] else None
+        twin = self._twin(d) if d["turn_id"] else None
         if twin is not None:
-            # an earlier import of this file ended while this text waited in the queue (admitted
-            # `queued`, no turn): this prompt is its delivery, not a second input
+            # this prompt was recorded already under another id: an earlier import of the
+            # shorter file left it queued (no turn), or the hooks delivered that queued input
+            # into this turn. It is the same input: delivered, never admitted twice.
             self.alias[d["input_id"]] = twin.input_id
             self.report.duplicates += 1
+            if twin.turn_id == d["turn_id"] or not allowed(twin.state, "delivered"):
+                return []
             return [(ev.INPUT_DELIVERED, {"input_id": twin.input_id, "turn_id": d["turn_id"],
                                           "via": "import:queued_then_sent"})]
         self.report.inputs_admitted += 1
@@ -166,10 +169,18 @@ class Applier:
             data["attachments"] = d["attachments"]
         return [(ev.INPUT_ADMITTED, data)]
 
-    def _queued_twin(self, d):
-        """A still-queued input with the same text that never reached a turn (see ``_op_admit``)."""
-        return next((r for r in self.view.inputs_in_states(("queued",))
-                     if not r.turn_id and r.text == d["text"]), None)
+    def _twin(self, d):
+        """The input this prompt already is under another id (see ``_op_admit``)."""
+        twin = queued_twin(self.view, d["text"])
+        if twin is not None:
+            return twin
+        turn = self.view.get_turn(d["turn_id"])
+        for input_id in (turn.input_ids if turn else []):
+            rec = self.view.get_input(input_id)
+            if rec is not None and rec.text == d["text"] and rec.queued \
+                    and rec.admitted_seq < turn.started_seq:
+                return rec  # a queued input the hooks delivered into this turn
+        return None
 
     def _op_deliver(self, d):
         d = {**d, "input_id": self.alias.get(d["input_id"], d["input_id"])}

@@ -82,9 +82,40 @@ def plan_restore(
                                       keep_committed)
         for path in new_paths:
             (plan.deleted if path in created else plan.kept).append(path)
+        blocked = _under_kept(ws.root, [*plan.modified, *plan.recreated, *(m.path for m in plan.mode_changes)],
+                              set(plan.deleted))
+        if blocked:
+            plan.modified = [p for p in plan.modified if p not in blocked]
+            plan.recreated = [p for p in plan.recreated if p not in blocked]
+            plan.mode_changes = [m for m in plan.mode_changes if m.path not in blocked]
+            plan.skipped += [SkippedPath(p, why) for p, why in sorted(blocked.items())]
         for bucket in (plan.modified, plan.recreated, plan.deleted, plan.kept):
             bucket.sort()
         return plan
+
+
+def _under_kept(root: Path, paths: list[str], deleting: set[str]) -> dict[str, str]:
+    """Writes under a symlink or a file that now stands where the checkpoint had a folder and
+    that the plan keeps: path -> why it is skipped. Writing them would replace what the preview
+    says is kept (git removes a leading symlink or file to make the folder), and a write
+    through a symlinked folder would land outside the workspace."""
+    kinds: dict[str, str] = {}
+    blocked: dict[str, str] = {}
+    for path in paths:
+        parts = path.split("/")
+        for depth in range(1, len(parts)):
+            prefix = "/".join(parts[:depth])
+            if prefix not in kinds:
+                full = root / prefix
+                kinds[prefix] = ("symbolic link" if full.is_symlink() else "folder" if full.is_dir()
+                                 else "file" if full.exists() else "absent")
+            kind = kinds[prefix]
+            if kind == "folder":
+                continue
+            if kind != "absent" and prefix not in deleting:
+                blocked[path] = f"{prefix} is a {kind} now and is kept; left as is"
+            break
+    return blocked
 
 
 def plan_undo(result: RestoreResult, *, state_home: Path | str) -> RestorePlan:
@@ -149,9 +180,13 @@ def apply_restore(
         changes = _tree_changes(target, safety.snapshot_tree or "", tree)
         not_backed_up = {o.path for o in safety.oversized}
         planned_writes = [*plan.modified, *plan.recreated, *(m.path for m in plan.mode_changes)]
+        # checked again: a symlink or file may have taken a folder's place since the plan
+        blocked = _under_kept(ws.root, planned_writes, set(plan.deleted))
         writes: list[str] = []
         for path in dict.fromkeys(planned_writes):
-            if path in not_backed_up:
+            if path in blocked:
+                result.skipped.append(SkippedPath(path, blocked[path]))
+            elif path in not_backed_up:
                 result.skipped.append(SkippedPath(path, "too large for the safety snapshot; left as is"))
             elif changes.get(path, ("",))[0] in ("M", "T", "A"):
                 writes.append(path)

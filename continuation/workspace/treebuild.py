@@ -138,9 +138,16 @@ def build_tree(
     _stage("status")
     removals: list[str] = []
     additions: list[str] = []
+    # A tracked folder replaced by a symlink: its entries are not there any more (the symlink,
+    # listed as untracked, is); git refuses to even --remove a path "beyond a symbolic link".
+    behind_links = beyond_symlink(target.work_tree, list(built.tracked))
+    for path in behind_links:
+        built.tracked[path] = "D"
     for path, letter in [*built.tracked.items(), *((p, "?") for p in built.untracked)]:
         if matcher.excluded(path):
             built.excluded.append(path)
+            continue
+        if path in behind_links:
             continue
         if letter == "D":
             removals.append(path)
@@ -154,6 +161,9 @@ def build_tree(
             built.oversized.append(OversizedFile(path, info.st_size))
             continue
         additions.append(path)
+    if behind_links:
+        payload = b"".join(p.encode("utf-8", "surrogateescape") + b"\0" for p in behind_links)
+        target.run(["update-index", "--force-remove", "-z", "--stdin"], index=index, stdin=payload)
     if removals or additions:
         payload = b"".join(p.encode("utf-8", "surrogateescape") + b"\0" for p in removals + additions)
         target.run(["update-index", "--add", "--remove", "--replace", "-z", "--stdin"], index=index, stdin=payload)
@@ -163,6 +173,20 @@ def build_tree(
     built.tree = target.out(["write-tree", "--missing-ok"], index=index)
     _stage("write-tree")
     return built
+
+
+def beyond_symlink(root: Path, paths) -> list[str]:
+    """The paths (``a/b/c``) one of whose leading folders is a symbolic link in the work tree
+    (what git calls "beyond a symbolic link"); one lstat per distinct folder."""
+    seen: dict[str, bool] = {}
+
+    def linked(folder: str) -> bool:
+        if folder not in seen:
+            parent = folder.rpartition("/")[0]
+            seen[folder] = (bool(parent) and linked(parent)) or os.path.islink(root / folder)
+        return seen[folder]
+
+    return [p for p in paths if "/" in p and linked(p.rpartition("/")[0])]
 
 
 def _parse_raw_diff(raw: bytes) -> dict[str, str]:
