@@ -46,6 +46,9 @@ def session_file(path: Path) -> Path:
                                {"id": "n2", "type": "user", "content": [{"text": "run the check"}]}]}},
         {"id": "g4", "type": "gemini", "content": "", "toolCalls": [call("c-3", "ls", None)]},
         {"id": "i1", "type": "info", "content": "Request cancelled."},
+        # a resume in another minute: no metadata line here, the compressed history listed again
+        {"$set": {"sessionId": SID}},
+        {"$set": {"messages": [CONTEXT, {"id": "n1", "type": "user", "content": [{"text": "<state_snapshot>s"}]}]}},
         {"id": "u3", "type": "user", "content": [{"text": "and now?"}]},
         {"id": "g5", "type": "gemini", "content": "all done"},
     ]
@@ -58,7 +61,8 @@ def test_import_reads_prompts_calls_and_the_compression(home, tmp_path):
     key = f"gemini-{SID}"
     assert [(p["text"], p["turn_id"]) for p in report.prompts] == [
         ("append a line", "prompt-1"), ("run the check", "prompt-2"), ("and now?", "prompt-3")]
-    assert report.compactions == 1 and report.unknown_types == {}
+    assert report.compactions == 1, "one summary, listed twice"
+    assert report.unknown_types == {}
     with Engine(home) as engine:
         t = engine.find_thread("gemini", SID)
         inputs = {r.text: (r.input_id, r.state) for r in t.inputs()}

@@ -22,9 +22,14 @@ its id is the hash of (thread, turn, 0, text); the K-th tool call of a turn is
 completed when it ended on a text reply with no call left open, else cut. At the end of the
 file the last turn counts as completed on a text reply once the session is over.
 
-Compressions: a ``$set`` of ``sessionId`` after a message of the same process (the chat
-restarted with a compressed history) is recorded as a boundary (trigger ``auto``: the file
-does not say which). Messages a ``$set`` no longer lists (Gemini's rewind) are not rolled back:
+Compressions: the chat restarts with a compressed history, written as a ``$set`` of
+``messages`` whose user message holds the ``<state_snapshot>`` summary; each summary seen for
+the first time is a boundary (trigger ``auto``: the file does not say which).
+
+Files: ``gemini -p --resume`` first opens a throwaway chat (a metadata line and the session
+context, in a file named by the current minute: the same file within that minute, else a new
+stub with no messages) and then goes on in the session's file. Import the file the hooks name
+(``transcript_path``); a stub imports as nothing. Messages a ``$set`` no longer lists (Gemini's rewind) are not rolled back:
 the hooks do not see that rewind either.
 """
 from __future__ import annotations
@@ -70,6 +75,12 @@ def user_text(content) -> str:
     return "\n".join(texts)
 
 
+def _is_snapshot(content) -> bool:
+    parts = content if isinstance(content, list) else [{"text": content}]
+    return any(isinstance(p, dict) and isinstance(p.get("text"), str)
+               and p["text"].lstrip().startswith("<state_snapshot>") for p in parts)
+
+
 def _output(call: dict) -> str:
     result = call.get("result")
     try:
@@ -90,13 +101,12 @@ class GeminiParser:
         self.messages: set[str] = set()  # message ids already read
         self.calls: dict[str, str] = {}  # Gemini call id -> our call id
         self.calls_in_turn: dict[str, int] = {}
-        self.message_since_open = False  # a message was written since the process opened the file
+        self.snapshots: set = set()  # ids of compression summaries seen
 
     def feed(self, record: dict) -> None:
         if "$set" in record:
             return self._set(record["$set"])
         if "sessionId" in record and "type" not in record:
-            self.message_since_open = False
             self.report.skipped_by_type["session_meta"] += 1
             return
         self._message(record)
@@ -104,16 +114,20 @@ class GeminiParser:
     def _set(self, update) -> None:
         if not isinstance(update, dict):
             raise ValueError("$set is not an object")
-        if "sessionId" in update and self.message_since_open:
-            self.tl.boundary("compact", "auto")
         # ``messages`` is the history a process rebuilt (loaded on resume, or compressed: new ids
-        # for old prompts, the summary as a user message): never new input
+        # for old prompts, the summary as a user message): never new input. A summary not seen
+        # before is a compression.
+        messages = update.get("messages")
+        for message in messages if isinstance(messages, list) else []:
+            if isinstance(message, dict) and message.get("type") == "user" \
+                    and message.get("id") not in self.snapshots and _is_snapshot(message.get("content")):
+                self.snapshots.add(message.get("id"))
+                self.tl.boundary("compact", "auto")
         self.report.skipped_by_type["$set"] += 1
 
     def _message(self, record: dict) -> None:
         kind = record.get("type")
         mid = record.get("id")
-        self.message_since_open = True
         if kind == "user":
             if mid in self.messages:
                 return

@@ -110,8 +110,9 @@ def run_scenario(root: Path, gemini: Path) -> dict[str, Any]:
     for name in ("events", "status"):
         out = run_bounded([*cont, name, "--json"], timeout=60, cwd=project, env=env)
         report[name] = json.loads(out.stdout) if out.returncode == 0 else {"error": out.tail()}
-    transcripts = sorted((home / ".gemini" / "tmp").rglob("session-*.jsonl"))
-    report["transcripts"] = [str(t) for t in transcripts]
+    # the session file the hooks name (a resume in another minute leaves a stub file beside it)
+    transcripts = sorted({p["transcript_path"] for p in report["recorded"] if p.get("transcript_path")})
+    report["transcripts"] = transcripts
     if transcripts:  # the session file: into the hooks' store, and into an empty one
         for label, home_dir in (("import_same", state), ("import_fresh", root / "state-import")):
             out = run_bounded([*cont, "import", "gemini", str(transcripts[-1]), "--json"], timeout=120,

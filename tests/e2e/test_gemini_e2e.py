@@ -139,7 +139,7 @@ def test_after_tool_carries_the_context_into_the_next_model_request(report: dict
 
 
 def test_import_of_the_session_file_agrees_with_the_hooks(report: dict) -> None:
-    assert len(report["transcripts"]) == 1, "one session file for the three runs"
+    assert len(report["transcripts"]) == 1, "the hooks name one session file for the three runs"
     same = report["import_same"]
     assert "error" not in same, same
     assert same["inputs_seen"] == 3 and same["inputs_admitted"] == 0 and same["duplicates"] == 3
