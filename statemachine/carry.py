@@ -9,7 +9,11 @@ into it just before its completion (so they become ``handled`` with it). Not whe
   their own state rather than wait on a call that is not theirs);
 - the turn has no user input of its own (a turn Claude Code ran for a ``<task-notification>``:
   the model answered a runtime fact, not the user);
-- the input is ``reconciling`` (it waits for its own decision) or ``queued`` (never seen).
+- the input is ``reconciling`` (it waits for its own decision) or ``queued`` (never seen);
+- the input's current state never reached the model (``awaits_delivery``: a decision recorded
+  with ``continuation reconcile``, a reopening, a crash found afterwards, and no context has
+  been delivered since). The engine makes the next SessionStart or UserPromptSubmit deliver
+  such a state; until then an unrelated turn's completion says nothing about it.
 
 The other input decided by what comes later: a text left ``queued`` with no turn (an import
 of a file that ended while it waited) that the user's next prompt sends. That prompt is its
@@ -29,7 +33,7 @@ def carried_into(view, turn_id: str | None) -> list[str]:
     if turn is None or turn.status != "running" or turn.open_calls or not turn.input_ids:
         return []
     return [r.input_id for r in view.inputs_in_states((PENDING, INTERRUPTED))
-            if r.turn_id != turn_id]
+            if r.turn_id != turn_id and not r.awaits_delivery]
 
 
 def queued_twin(view, text: str):

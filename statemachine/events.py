@@ -13,7 +13,8 @@ Payload fields (all optional unless marked *):
 input_admitted    input_id*, text*, turn_id, queued (bool), ordinal, attachments (list),
                   id_source ("runtime" | "hash")
 input_delivered   input_id*, turn_id      a queued (or interrupted) input given to the model
-tool_started      call_id*, turn_id, tool, args (dict)
+tool_started      call_id*, turn_id, tool, args (dict)   an id held by a call of another turn
+                  names a new call, keyed ``id@turn`` (ids restart per provider process)
 tool_finished     call_id*, status ("ok" | "error" | "unknown"), exit_code, output (excerpt)
 tool_exit_code    call_id*, exit_code*    read later from the runtime's transcript (Codex hooks
                   carry no exit code): a finished call's outcome gains it; non-zero is an error
@@ -28,7 +29,8 @@ assistant_claim   turn_id, text*          kind "claim"
 boundary          kind* ("compact" | "resume" | "clear" | "fork" | "startup"), trigger
                   ("manual" | "auto"), generation
 checkpoint_committed  checkpoint_id*, generation*, reason, sha256, snapshot_ref
-context_delivered generation*, via ("session_start" | "user_prompt" | "cli")
+context_delivered generation*, via ("session_start" | "user_prompt" | "cli")   the model
+                  received every input's current state (clears ``awaits_delivery``)
 session_started / session_ended / settings / plan_updated / background_task: runtime facts
                   that the capsule reports; the lifecycle ignores them.
 

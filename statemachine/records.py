@@ -68,6 +68,10 @@ class InputRecord(_Row):
         # a settled call was not applied (or must be retried): the input cannot be handled yet
         ("work_remains", False),
         ("last_trigger", None),
+        # the current state came from outside the model's conversation (a decision recorded
+        # from the command line, a crash found afterwards) and no context carrying it has been
+        # delivered yet: the next clean turn does not decide this input (statemachine.carry)
+        ("awaits_delivery", False),
     )
     __slots__ = _slots(_FIELDS)
 
@@ -98,5 +102,8 @@ class ToolCallRecord(_Row):
         ("started_at", None),
         ("outcome", {}),
         ("decision", None),  # applied | not_applied | retry_safe (reconciliation)
+        # the runtime's id when the record is keyed ``id@turn`` (the id was reused in a later
+        # turn by a provider that numbers calls per process); None: call_id is the runtime's
+        ("runtime_call_id", None),
     )
     __slots__ = _slots(_FIELDS)

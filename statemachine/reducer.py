@@ -15,6 +15,7 @@ TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs the ho
 
 from . import events as ev
 from .lifecycle import (
+    ACTIONABLE,
     NEW,
     PENDING,
     RECONCILING,
@@ -105,10 +106,18 @@ class ThreadState:
         }
 
 
+#: transitions the model does not witness in its own conversation: a reconciliation decision or
+#: a reopening recorded from the command line, a crash found after the fact. Until a context
+#: carrying the new state is delivered (``context_delivered``), the model has not seen it.
+UNWITNESSED = frozenset({"reconciled", "reopened", "crash_detected",
+                         "crash_detected_with_open_tool"})
+
+
 def _move(view: StateView, rec: InputRecord, trigger: str, seq: int) -> None:
     rec.state = next_state(rec.state, trigger, rec.input_id)
     rec.updated_seq = seq
     rec.last_trigger = trigger
+    rec.awaits_delivery = trigger in UNWITNESSED and rec.state in ACTIONABLE
     view.put_input(rec)
 
 
@@ -167,11 +176,46 @@ def _deliver(view, seq, data) -> str:
     return "applied"
 
 
+def alias_of(call_id: str, turn_id: str) -> str:
+    """The record key of a runtime call id reused in another turn."""
+    return f"{call_id}@{turn_id}"
+
+
+def call_key(view: StateView, call_id: str, turn_id: str | None, *, starting: bool = False) -> str:
+    """The record a runtime call id names in ``turn_id``.
+
+    Some providers number call ids per process (``call_0_0`` again in a later turn): a call
+    id is unique only within its turn. The first call keeps the runtime's id; the same id in
+    another turn is a call of its own, keyed ``id@turn``. An outcome whose call is still open
+    belongs to that call whatever turn the hook names (a late PostToolUse after the next turn
+    started); a start never joins a call of another turn."""
+    if turn_id:
+        alias = alias_of(call_id, turn_id)
+        if view.get_call(alias) is not None:
+            return alias
+    existing = view.get_call(call_id)
+    if existing is None or not turn_id or existing.turn_id in (None, turn_id):
+        return call_id
+    if not starting and existing.status in ("in_flight", "unknown"):
+        return call_id
+    return alias_of(call_id, turn_id)
+
+
+def resolve_call(view: StateView, call_id: str, turn_id: str | None):
+    """The record an event's (call id, turn) names, for readers of the log: the ``id@turn``
+    record when one exists, else the runtime's id."""
+    if turn_id:
+        found = view.get_call(alias_of(call_id, turn_id))
+        if found is not None:
+            return found
+    return view.get_call(call_id)
+
+
 def _tool_started(view, seq, data) -> str:
-    call_id = data["call_id"]
+    turn_id = data.get("turn_id")
+    call_id = call_key(view, data["call_id"], turn_id, starting=True)
     if view.get_call(call_id) is not None:
         return "duplicate"
-    turn_id = data.get("turn_id")
     call = ToolCallRecord(
         call_id=call_id,
         turn_id=turn_id,
@@ -180,6 +224,8 @@ def _tool_started(view, seq, data) -> str:
         started_seq=seq,
         started_at=data.get("started_at"),
     )
+    if call_id != data["call_id"]:
+        call.runtime_call_id = data["call_id"]
     view.put_call(call)
     if turn_id:
         turn = _turn(view, turn_id, seq)
@@ -217,11 +263,13 @@ def _settle_inputs(view, call: ToolCallRecord, seq: int, *, via: str, leaves_wor
 
 
 def _tool_finished(view, seq, data) -> str:
-    call_id = data["call_id"]
+    call_id = call_key(view, data["call_id"], data.get("turn_id"))
     call = view.get_call(call_id)
     if call is None:  # an outcome whose start we never saw (hooks installed mid-call)
         call = ToolCallRecord(call_id=call_id, turn_id=data.get("turn_id"), started_seq=seq,
                               tool=data.get("tool", ""), args=data.get("args") or {})
+        if call_id != data["call_id"]:
+            call.runtime_call_id = data["call_id"]
     elif call.finished_seq is not None:
         return "duplicate"
     if call.status == "rolled_back":
@@ -375,12 +423,25 @@ def _tool_exit_code(view, seq, data) -> str:
     return "applied"
 
 
+def _context_delivered(view, seq, data) -> str:
+    """A context was handed to the model: it carries every input's current state (a delivery
+    commits a checkpoint of the state as of now first), so none awaits delivery any more."""
+    changed = "ignored"
+    for rec in view.inputs_in_states(ACTIONABLE):
+        if rec.awaits_delivery:
+            rec.awaits_delivery = False
+            view.put_input(rec)
+            changed = "applied"
+    return changed
+
+
 _HANDLERS = {
     ev.INPUT_ADMITTED: _admit,
     ev.INPUT_DELIVERED: _deliver,
     ev.TOOL_STARTED: _tool_started,
     ev.TOOL_FINISHED: _tool_finished,
     ev.TOOL_EXIT_CODE: _tool_exit_code,
+    ev.CONTEXT_DELIVERED: _context_delivered,
     ev.TURN_COMPLETED: _turn_completed,
     ev.TURN_ABORTED: _turn_aborted,
     ev.CRASH_DETECTED: _crash_detected,

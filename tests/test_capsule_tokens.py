@@ -128,3 +128,36 @@ def test_unwritable_tiktoken_cache_falls_back_to_the_bundled_file(monkeypatch, n
     text = "Grüße 🚀 def f(x):\n    return x ** 2  # <|endoftext|>"
     assert encoding.name == OFFLINE_NAME
     assert TokenCounter(encoding).count(text) == reference.count(text)
+
+
+def test_parsed_ranks_cache_gives_the_same_ranks_and_survives_damage(tmp_path, monkeypatch):
+    """The parsed BPE ranks are cached (a boundary parses 100k lines otherwise); a cache file
+    that fails its hash is ignored and rewritten, never trusted."""
+    data = b"\n".join(base64.b64encode(bytes([i, j])) + b" " + str(i * 256 + j).encode()
+                      for i in range(40) for j in range(50))
+    sha = hashlib.sha256(data).hexdigest()
+    monkeypatch.setattr(tokens, "_ranks_cache_dir", None)
+    plain = tokens._cached_ranks(data, sha)
+    tokens.set_ranks_cache(tmp_path / "cache")
+    try:
+        first = tokens._cached_ranks(data, sha)
+        [cached] = (tmp_path / "cache").iterdir()
+        monkeypatch.setattr(tokens, "_parse_ranks", lambda d: pytest.fail("parsed again"))
+        assert tokens._cached_ranks(data, sha) == first == plain
+        raw = bytearray(cached.read_bytes())
+        raw[-3] ^= 0xFF
+        cached.write_bytes(bytes(raw))
+        monkeypatch.undo()
+        tokens.set_ranks_cache(tmp_path / "cache")
+        assert tokens._cached_ranks(data, sha) == plain
+        assert cached.read_bytes() != bytes(raw)  # rewritten whole
+    finally:
+        tokens.set_ranks_cache(None)
+
+
+def test_byte_bound_is_never_below_the_exact_count():
+    counter = tokens.get_token_counter()
+    bound = tokens.ByteBoundCounter()
+    for text in ("", "a", "Grüße 🚀 def f(x):\n    return x ** 2", "<|endoftext|>" * 3,
+                 "".join(chr(c) for c in range(32, 3000, 7)), " \n\t" * 50):
+        assert counter.count(text) <= bound.count(text)

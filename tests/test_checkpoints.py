@@ -269,3 +269,68 @@ def test_large_folder_outside_git_is_not_snapshotted_at_a_boundary(home, tmp_pat
     with Engine(home) as e:
         cp = boundary.commit_checkpoint(e.find_thread("claude", "big"), reason="auto")
     assert cp.workspace["kind"] == "shadow"
+
+
+def _without_counts(capsule) -> dict:
+    data = capsule.model_dump(mode="json")
+    for key in ("encoding", "tokens", "bytes"):
+        data["budget"].pop(key)
+    data.pop("created_at")
+    return data
+
+
+def test_a_capsule_that_fits_by_its_byte_bound_loads_no_tokenizer(home):
+    """A small thread's capsule is proven to fit by its UTF-8 size (tokens <= bytes): built
+    without loading tiktoken, recorded as such, and identical to the exactly counted one."""
+    script = r"""
+import json, sys
+from continuation import checkpoints
+from continuation.engine import Engine
+with Engine() as e:
+    t = e.thread("codex", "s1")
+    t.admit("rename the module and rerun its tests", turn_id="t1")
+    t.tool_started("c1", "Bash", {"command": "pytest -q"}, turn_id="t1")
+    cp = checkpoints.commit(t, reason="manual")
+print(json.dumps({"tiktoken": "tiktoken" in sys.modules, "generation": cp.generation}))
+"""
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=120,
+                       env={**os.environ, "CONTINUATION_HOME": str(home)})
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout) == {"tiktoken": False, "generation": 1}
+    from capsule.budget import Budget, build_capsule
+    from capsule.tokens import BYTE_BOUND_NAME, get_token_counter
+    from continuation.capsule_source import gather
+
+    with Engine(home) as e:
+        t = e.find_thread("codex", "s1")
+        loaded = checkpoints.load(t)
+        stored = loaded.capsule
+        exact = build_capsule(gather(t, generation=1, reason="manual",
+                                     upto_seq=loaded.checkpoint.seq),
+                              Budget(), counter=get_token_counter())
+    assert stored.budget.encoding == BYTE_BOUND_NAME and not stored.cuts
+    assert exact.budget.tokens <= stored.budget.tokens <= stored.budget.max_tokens
+    assert _without_counts(stored) == _without_counts(exact)
+
+
+def test_a_capsule_that_needs_cuts_is_counted_with_the_tokenizer(engine, monkeypatch):
+    """When the byte bound cannot prove the fit (a cut is needed), the capsule is built again
+    with exact counts: cuts carry real token numbers and the encoding is the tokenizer's, whose
+    parsed ranks are then cached under the state home."""
+    from capsule import tokens
+    from capsule.budget import Budget
+    from capsule.render import render_capsule
+    from capsule.tokens import BYTE_BOUND_NAME, get_token_counter
+
+    monkeypatch.setattr(tokens, "_default", None)  # this process loads the tokenizer anew
+    t = engine.thread("codex", "s1")
+    for n in range(40):
+        t.admit(f"request {n}: " + "refactor the parser and keep the error messages " * 12,
+                turn_id=f"t{n}")
+        t.turn_completed(f"t{n}")
+    capsule = checkpoints.build(t, generation=1, reason="manual")
+    assert capsule.cuts
+    assert capsule.budget.encoding == get_token_counter().name != BYTE_BOUND_NAME
+    assert capsule.budget.tokens <= Budget().max_tokens
+    assert capsule.budget.tokens == get_token_counter().count(render_capsule(capsule))
+    assert (engine.home / "cache").is_dir() and any((engine.home / "cache").iterdir())

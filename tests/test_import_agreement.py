@@ -81,6 +81,18 @@ def test_entry_removed_then_interrupted_is_a_draft_until_sent(home, tmp_path):
     assert list(got).count("and the docs") == 1
 
 
+def test_text_sent_again_after_an_order_fold_is_not_a_second_input(home, tmp_path):
+    s = ClaudeScript("q4", tmp_path / "q4.jsonl", cwd=str(tmp_path))
+    s.prompt("p1", "index the docs").tool("t1", "make index").enqueue("and the api").remove()
+    s.reply("indexed")
+    s.rec({"type": "user", "promptId": "p2", "message": {"role": "user", "content": "and the api"}})
+    s.reply("api indexed too")
+    report = run_import(home, "claude", s.write(), session_over=True)
+    assert _inputs(home, "q4") == {"index the docs": ("handled", False),
+                                   "and the api": ("handled", True)}
+    assert report.inputs_admitted == 2
+
+
 # -- 2. a grown file re-imported admits nothing twice -----------------------------------------
 def test_grown_file_reimport_admits_the_queued_prompt_once(home, tmp_path):
     s = ClaudeScript("g1", tmp_path / "g1.jsonl", cwd=str(tmp_path))
@@ -117,6 +129,23 @@ def test_queued_leftover_sent_while_hooks_record_is_one_input(home, tmp_path):
     assert again.inputs_admitted == 0
     assert _inputs(home, "g2") == {"run the tests": ("handled", False),
                                    "then fix the lint": ("handled", True)}
+
+
+def test_file_ending_after_a_contentless_remove_decides_it_when_it_grows(home, tmp_path):
+    """The file ends right after the removal: not decided yet (still queued); the grown file
+    shows the text sent as a prompt of its own: one input."""
+    s = ClaudeScript("g3", tmp_path / "g3.jsonl", cwd=str(tmp_path))
+    s.prompt("p1", "build it").tool("t1", "make").enqueue("and ship it")
+    s.rec({"type": "queue-operation", "operation": "dequeue"})
+    cut = len(s.records)
+    s.reply("built")
+    s.rec({"type": "user", "promptId": "p2", "message": {"role": "user", "content": "and ship it"}})
+    s.reply("shipped")
+    run_import(home, "claude", s.write(upto=cut), session_over=False)
+    assert _inputs(home, "g3")["and ship it"] == ("queued", True)
+    second = run_import(home, "claude", s.write(), session_over=True)
+    assert second.inputs_admitted == 0
+    assert _inputs(home, "g3") == {"build it": ("handled", False), "and ship it": ("handled", True)}
 
 
 # -- 3-6. hooks-then-import and import-only end in the same states -----------------------------
@@ -226,6 +255,20 @@ def test_task_notifications_are_not_inputs(home, tmp_path):
     with Engine(home) as e:
         source = gather(e.find_thread("claude", "tn"), generation=1, reason="test")
     assert [i.text for i in source.inputs] == ["start the build in the background"]
+
+
+def test_notification_folded_into_a_running_turn_ends_nothing(home, tmp_path):
+    """A notification row inside the running prompt turn (same prompt id) while a call runs:
+    the turn goes on and completes; its input is handled, the notice is not an input."""
+    s = ClaudeScript("tf", tmp_path / "tf.jsonl", cwd=str(tmp_path))
+    s.prompt("p1", "watch the build").tool("t1", "sleep 60", result=None)
+    s.rec({"type": "user", "promptId": "p1", "message": {"role": "user", "content": NOTIFICATION}})
+    s.rec({"type": "user", "promptId": "p1", "message": {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "t1", "content": "slept"}]}})
+    s.reply("the build finished and I watched it")
+    report = run_import(home, "claude", s.write(), session_over=True)
+    assert _inputs(home, "tf") == {"watch the build": ("handled", False)}
+    assert report.system_prompts == 1 and report.cut_turns == []
 
 
 # -- 7. imported capsules carry the transcript pointer -----------------------------------------

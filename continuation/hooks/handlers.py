@@ -74,18 +74,25 @@ def _tool_status(event_name: str, response) -> tuple[str, int | None]:
 
 
 class HookContext:
-    def __init__(self, runtime: str, payload: dict, engine: Engine):
+    """One event for the handlers. A caller in process (:mod:`continuation.api`) passes the
+    thread it holds open and its own session marker; a hook process opens both per event."""
+
+    def __init__(self, runtime: str, payload: dict, engine: Engine, *,
+                 thread: Thread | None = None, session: dict | None = None,
+                 source: str | None = None):
         self.runtime = runtime
         self.payload = payload
         self.engine = engine
         self.event = str(payload.get("hook_event_name") or "")
-        session_id = payload.get("session_id")
-        if not session_id or not isinstance(session_id, str):
-            raise ValueError("hook payload has no session_id")
-        self.thread = engine.thread(runtime, session_id,
-                                    workspace_root=workspace_root(payload.get("cwd")))
-        self.session = session_marker()
-        self.source = f"hook:{runtime}"
+        if thread is None:
+            session_id = payload.get("session_id")
+            if not session_id or not isinstance(session_id, str):
+                raise ValueError("hook payload has no session_id")
+            thread = engine.thread(runtime, session_id,
+                                   workspace_root=workspace_root(payload.get("cwd")))
+        self.thread = thread
+        self.session = session if session is not None else session_marker()
+        self.source = source or f"hook:{runtime}"
 
     def record(self, etype: str, data: dict):
         return self.thread.record(etype, data, source=self.source, session=self.session)
@@ -158,17 +165,19 @@ def _settle_from_transcript(ctx: HookContext, turns) -> None:
                 (ctx.thread.key, turn)).fetchall()]
     if not open_calls and not no_code:
         return
+    from ..store.view import SqlStateView
     from .outcomes import find_outcomes
 
-    found = find_outcomes(ctx.payload.get("transcript_path"), [*open_calls, *no_code])
+    view = SqlStateView(conn, ctx.thread.key)
+    records = {key: view.get_call(key) for key in [*open_calls, *no_code]}
+    wanted = [(key, rec.runtime_call_id or key, rec.turn_id)
+              for key, rec in records.items() if rec is not None]
+    found = find_outcomes(ctx.payload.get("transcript_path"), wanted)
     for call_id, outcome in found.items():
         if call_id in open_calls:
-            call = ctx.thread.store.conn.execute(
-                "SELECT json_extract(data, '$.turn_id') FROM tool_calls"
-                " WHERE thread_key=? AND call_id=?", (ctx.thread.key, call_id)).fetchone()
             ctx.thread.tool_finished(call_id, outcome["status"], exit_code=outcome["exit_code"],
                                      output=_excerpt(outcome["output"]),
-                                     turn_id=call[0] if call else None,
+                                     turn_id=records[call_id].turn_id,
                                      source=f"{ctx.source}:transcript", session=ctx.session)
         elif outcome["exit_code"] is not None:
             ctx.record(ev.TOOL_EXIT_CODE, {"call_id": call_id, "exit_code": outcome["exit_code"]})
@@ -199,6 +208,24 @@ def _queued_twin(ctx: HookContext, text: str, input_id: str | None) -> str | Non
     return twin.input_id if twin is not None else None
 
 
+def admit_prompt(ctx: HookContext, text: str, turn: str, input_id: str | None = None):
+    """Admit one prompt into ``turn`` (a new turn cuts any other still running); without an
+    id, the id is a hash of its position in the turn. Shared by the prompt hook and the API."""
+    _start_turn(ctx, turn)
+    ordinal = 0
+    if not input_id:
+        ordinal = _admitted_in_turn(ctx.thread.store.conn, ctx.thread.key, turn)
+    twin = _queued_twin(ctx, text, input_id)
+    if twin is not None:
+        # an import left this text queued (the file ended while it waited): this prompt sends
+        # it; one input, delivered into this turn (statemachine.carry.queued_twin)
+        result = ctx.thread.deliver(twin, turn, source=ctx.source, session=ctx.session)
+        result.input_id = twin
+        return result
+    return ctx.thread.admit(text, input_id=input_id, turn_id=turn, ordinal=ordinal,
+                            source=ctx.source, session=ctx.session)
+
+
 def on_user_prompt(ctx: HookContext) -> dict | None:
     p = ctx.payload
     text = p.get("prompt")
@@ -221,22 +248,11 @@ def on_user_prompt(ctx: HookContext) -> dict | None:
         count = conn.execute("SELECT count(*) FROM inputs WHERE thread_key=?",
                              (ctx.thread.key,)).fetchone()[0]
         turn = f"prompt-{count + 1}"
-    _start_turn(ctx, turn)
-    ordinal = 0
-    if not input_id:
-        ordinal = _admitted_in_turn(conn, ctx.thread.key, turn)
-    twin = _queued_twin(ctx, text, input_id)
-    if twin is not None:
-        # an import left this text queued (the file ended while it waited): this prompt sends
-        # it; one input, delivered into this turn (statemachine.carry.queued_twin)
-        result = ctx.thread.deliver(twin, turn, source=ctx.source, session=ctx.session)
-        result.input_id = twin
-    else:
-        result = ctx.thread.admit(text, input_id=input_id, turn_id=turn, ordinal=ordinal,
-                                  source=ctx.source, session=ctx.session)
+    result = admit_prompt(ctx, text, turn, input_id)
     if ctx.thread.row["needs_context"]:
         # A new context generation reached a prompt with no delivery recorded (the compact
-        # SessionStart was deferred or dropped): inject it here instead.
+        # SessionStart was deferred or dropped), or a state the model has not seen (a
+        # reconciliation decision recorded from the command line): inject it here.
         from .. import boundary
 
         return boundary.context_answer(ctx.thread, ctx.runtime, "UserPromptSubmit",

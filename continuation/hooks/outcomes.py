@@ -49,24 +49,56 @@ def _tail_records(path: str):
             yield record
 
 
-def find_outcomes(path: str | None, call_ids) -> dict[str, dict]:
-    """call id -> {status, exit_code, output} for the open calls the transcript answers."""
-    wanted = set(call_ids)
+def _wanted(calls) -> dict[str, list[tuple[str, str | None, bool]]]:
+    """runtime id -> [(record key, turn id, strict)]. A call is a runtime id, or a tuple
+    (record key, runtime id, turn id): a reused id (key != runtime id) matches only an output
+    inside its own turn (``strict``), never the earlier turn's output of the same id."""
+    by_id: dict[str, list] = {}
+    for call in calls:
+        key, raw, turn = (call, call, None) if isinstance(call, str) else call
+        by_id.setdefault(raw, []).append((key, turn, key != raw))
+    return by_id
+
+
+def _matches(turn: str | None, strict: bool, current: str | None) -> bool:
+    if turn is None or (current is None and not strict):
+        return True
+    return current == turn
+
+
+def find_outcomes(path: str | None, calls) -> dict[str, dict]:
+    """record key -> {status, exit_code, output} for the calls the transcript answers.
+
+    ``calls``: runtime ids, or (record key, runtime id, turn id) tuples. Codex rollouts mark
+    turns (``task_started`` / ``turn_context`` with ``turn_id``): an output is taken for a call
+    only within the call's turn when the rollout says which turn it is in (a provider that
+    numbers calls per process reuses ``call_0`` in a later turn)."""
+    wanted = _wanted(calls)
     if not path or not wanted or not os.path.isfile(path):
         return {}
     found: dict[str, dict] = {}
+    current: str | None = None
+
+    def take(raw, outcome):
+        for key, turn, strict in wanted.get(raw, ()):
+            if _matches(turn, strict, current):
+                found[key] = outcome
+
     for record in _tail_records(path):
         message = record.get("message")
+        payload = record.get("payload")
+        if isinstance(payload, dict) and isinstance(payload.get("turn_id"), str) and (
+                record.get("type") == "turn_context" or payload.get("type") == "task_started"):
+            current = payload["turn_id"]
         if record.get("type") == "user" and isinstance(message, dict) \
                 and isinstance(message.get("content"), list):
             for block in message["content"]:
                 if isinstance(block, dict) and block.get("type") == "tool_result" \
                         and block.get("tool_use_id") in wanted \
                         and not unknown_outcome_placeholder(_text(block.get("content"))):
-                    found[block["tool_use_id"]] = {
+                    take(block["tool_use_id"], {
                         "status": "error" if block.get("is_error") else "ok",
-                        "exit_code": None, "output": _text(block.get("content"))}
-        payload = record.get("payload")
+                        "exit_code": None, "output": _text(block.get("content"))})
         if record.get("type") == "response_item" and isinstance(payload, dict) \
                 and payload.get("type") in ("function_call_output", "custom_tool_call_output") \
                 and payload.get("call_id") in wanted:
@@ -74,6 +106,6 @@ def find_outcomes(path: str | None, call_ids) -> dict[str, dict]:
             output = output if isinstance(output, str) else json.dumps(output)
             match = _EXIT.search(output)
             code = int(match.group(1)) if match else None
-            found[payload["call_id"]] = {"status": "error" if code else "ok",
-                                         "exit_code": code, "output": output}
+            take(payload["call_id"], {"status": "error" if code else "ok",
+                                      "exit_code": code, "output": output})
     return found

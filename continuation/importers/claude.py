@@ -126,6 +126,7 @@ class ClaudeParser:
         self.boundaries: set[str] = set()  # compact_boundary uuids
         self.last_command: dict | None = None  # the latest command, until a prompt follows
         self.absorbed: list[str] = []  # queued texts already given to a running turn
+        self.folded_by_order: dict[str, str] = {}  # text -> input id, folded without evidence
         # the file shows explicit turn ends (a non-null stop_reason, stop_hook_summary,
         # turn_duration): a turn without one was cut mid-reply, never silently completed
         self.explicit_ends = False
@@ -260,8 +261,15 @@ class ClaudeParser:
         self.current = turn_id
         if turn_id:
             self.tl.turn(turn_id)
-        input_id = self.tl.admit(text, turn_id=turn_id, input_id=input_id, queued=queued,
-                                 attachments=attachments, deliver=queued)
+        folded = self.folded_by_order.pop(text.strip(), None) if taken is None else None
+        if folded is not None:
+            # a content-less remove was taken (by queue order) as folding this text into an
+            # earlier turn, and here it is sent as a prompt: the same input, never admitted twice
+            self.report.duplicates += 1
+            input_id = folded
+        else:
+            input_id = self.tl.admit(text, turn_id=turn_id, input_id=input_id, queued=queued,
+                                     attachments=attachments, deliver=queued)
         if uuid:
             self.prompt_uuids.append((uuid, input_id))
 
@@ -285,14 +293,17 @@ class ClaudeParser:
 
     def _system_prompt(self, r: dict, kind: str, text: str) -> None:
         """A ``<task-notification>`` or another record Claude Code sends as a user message: a
-        runtime fact, never an input. The model's answer to it is a turn of its own, with no
-        user input (so it decides nothing; see :mod:`statemachine.carry`)."""
+        runtime fact, never an input. Sent while idle (a prompt id of its own), the model's
+        answer to it is a turn of its own with no user input (so it decides nothing; see
+        :mod:`statemachine.carry`); sent into the running turn, that turn simply goes on."""
         self._skip(f"user:{kind}")
         self.report.system_prompts += 1
-        self.last_command = None
         self._take_queued(text)
-        turn_id = r.get("promptId") if isinstance(r.get("promptId"), str) else None
-        turn_id = turn_id or (r.get("uuid") if isinstance(r.get("uuid"), str) else None)
+        prompt_id = r.get("promptId") if isinstance(r.get("promptId"), str) else None
+        if self._busy() and prompt_id in (None, self.current):
+            return  # folded into the running turn (no prompt turn of its own): nothing ends
+        self.last_command = None
+        turn_id = prompt_id or (r.get("uuid") if isinstance(r.get("uuid"), str) else None)
         self._end_running(except_turn=turn_id)
         self.current = turn_id
         if turn_id:
@@ -402,21 +413,21 @@ class ClaudeParser:
                     and notification_kind(content) is None:
                 # newer Claude Code: the queued text is given to the running turn (steering)
                 self._steer(content, self.current)
-        elif op in ("remove", "dequeue") and content is None and self._busy():
+        elif op == "remove" and content is None and self._busy():
             # 2.1.39: which entry left is decided by what follows (see claude_queue)
             self.queue.remove_unnamed(self.current, self.tl.line)
         elif op == "popAll":
             self.queue.pop_all()
 
-    def _steer(self, text: str, turn: str | None) -> None:
+    def _steer(self, text: str, turn: str | None) -> str | None:
         """A queued text folded into ``turn`` while it runs: admitted queued, delivered to it."""
         if text.strip().startswith(("/", "<command-name>")):
             name = _COMMAND.search(text)
             self.tl.command(name.group(1) if name else text.strip().split()[0],
                             handled_as="local command", turn_id=turn, queued=True)
             self.report.queued += 1
-            return
-        self.tl.admit(text, turn_id=turn, queued=True, deliver=True)
+            return None
+        return self.tl.admit(text, turn_id=turn, queued=True, deliver=True)
 
     def _received(self, blob: str) -> None:
         """The model was given ``blob``: queued texts it carries were folded into the turn."""
@@ -431,7 +442,7 @@ class ClaudeParser:
         for entry, into in self.queue.settle(turn):
             if not entry.system and into and into in self.tl.turns \
                     and self.tl.turns[into].status == "running":
-                self._steer(entry.text, into)
+                self.folded_by_order[entry.text.strip()] = self._steer(entry.text, into)
             elif not entry.system:
                 self.queue.enqueue(entry)  # its turn is over: still waiting
 
@@ -509,7 +520,8 @@ class ClaudeParser:
         return False
 
     def finish(self) -> None:
-        self._settle_removals()
+        # removals made in a turn still running at the end are not decided: the file may grow
+        # and show where the text went; until then their entries wait like any queued input
         for q in self.queue.entries:
             if q.system or q.returned:
                 continue  # a runtime notification, or a draft the user never sent

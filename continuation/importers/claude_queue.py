@@ -3,8 +3,9 @@
 ``queue-operation`` records: ``enqueue`` (with the text), then one of ``dequeue`` (the head
 becomes the next prompt: a ``user`` record follows), ``remove`` (taken out to be folded into
 the running turn, or cancelled) and ``popAll`` (all of it put back into the prompt box for
-editing). Newer versions name the text on ``remove``; 2.1.39 writes ``remove`` (and
-``dequeue``) with no content, so which entry left must be read from what follows:
+editing). Newer versions name the text on ``remove``; 2.1.39 writes ``remove`` with no
+content, so which entry left must be read from what follows (a ``dequeue`` needs no decision:
+the prompt record after it names its text):
 
 1. evidence that the model received a queued text: a ``user`` record (a prompt, a meta record,
    a tool result) whose text is the queued text or carries it in Claude Code's "the user sent

@@ -52,6 +52,40 @@ def reconciliation_notice(thread, items: list[ReconcileItem] | None = None):
                         pointer=f"event:{thread.key}:{min(i.started_seq for i in items)}")
 
 
+DECISION_PRIORITY = 85
+DECISION_TITLE = "Settled by the user: tool calls whose outcome was unknown"
+_DECISION_TEXT = {
+    "applied": "applied: it took effect; do not run it again",
+    "not_applied": "not applied: it did not take effect; its work is still to do",
+    "retry_safe": "retry-safe: running it again is safe",
+}
+
+
+def decision_notice(thread):
+    """The user's reconciliation decisions about the calls of inputs still open, as a capsule
+    notice (None when there are none): a decision is a state the model did not witness, so the
+    next context says it in words next to the input it reopened."""
+    from capsule.source import SourceNotice
+
+    open_inputs = thread.inputs(("pending", "interrupted", "reconciling"))
+    turns = {r.turn_id for r in open_inputs if r.turn_id}
+    decided = [c for c in thread.tool_calls(("reconciled",)) if c.turn_id in turns]
+    if not decided:
+        return None
+    lines = ["These tool calls had no recorded outcome; the user has since decided what they did "
+             "(`continuation reconcile`, a runtime fact):"]
+    for c in decided:
+        lines.append(f"call {c.call_id}: {c.tool or '?'} {args_text(c.args)} - "
+                     f"{_DECISION_TEXT.get(c.decision or '', c.decision or '?')}")
+    for r in open_inputs:
+        if r.turn_id in {c.turn_id for c in decided}:
+            lines.append(f"input {r.input_id} is {r.state}: its turn was cut after these calls. "
+                         "Continue it from after them and do only what remains of it; if they "
+                         "were its last step, nothing remains: say so.")
+    return SourceNotice(title=DECISION_TITLE, lines=lines, priority=DECISION_PRIORITY,
+                        pointer=f"event:{thread.key}:{min(c.finished_seq or c.started_seq for c in decided)}")
+
+
 def _when(ts: float | None) -> str:
     if not ts:
         return "unknown time"

@@ -348,7 +348,9 @@ class SqliteStore:
         if etype == ev.ASSISTANT_CLAIM:
             c.execute("INSERT INTO claims (thread_key, seq, turn_id, text) VALUES (?,?,?,?)",
                       (key, seq, data.get("turn_id"), _sql_text(data.get("text", ""))))
-        elif etype == ev.BOUNDARY:
+        elif etype in (ev.BOUNDARY, ev.RECONCILED, ev.INPUT_REOPENED):
+            # a new context generation, or a state the model has not seen (a decision recorded
+            # outside its conversation): the next SessionStart or UserPromptSubmit delivers it
             c.execute("UPDATE threads SET needs_context=1 WHERE thread_key=?", (key,))
         elif etype == ev.CONTEXT_DELIVERED:
             c.execute(

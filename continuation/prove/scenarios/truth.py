@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 
 from ..payloads import PayloadShape
+from ..report import NotAvailable
+from ..sandbox import wait_for
 from ..session import SimSession
 from . import scenario
-from .common import catalog, request
+from .common import catalog, context_states, request
 
 
 def _shape(s: SimSession) -> PayloadShape:
@@ -80,3 +82,109 @@ def failed_mid_turn(box, r):
             not any(("call_ls" in x or "call_exit" in x) and "finished: ok" in x for x in finished),
             f"facts: {finished}")
     r.expect_states(s, {"A": "handled"})
+
+
+@scenario(21, "a call id reused in a later turn is its own call: reconciled after kill -9, not retried")
+def reused_call_id(box, r):
+    ws = box.workspace("ws")
+    cat = catalog(request("A", "list the release notes folder", 0),
+                  request("B", "deploy the release to staging", 0))
+    s = r.track(SimSession(box, "s21", runtime="codex", cwd=ws, catalog=cat))
+    shape = _shape(s)
+    # a provider that numbers its calls per process: `call_0_0` in both turns
+    s.run([{"op": "start"}, {"op": "prompt", "key": "A", "turn": "t1"},
+           *_call_steps(shape, "t1", "call_0_0", "ls release-notes"),
+           {"op": "stop", "turn": "t1", "message": "Listed."},
+           {"op": "prompt", "key": "B", "turn": "t2"},
+           *_call_steps(shape, "t2", "call_0_0", "./deploy staging", finished=False)])
+    # the runtime's process is gone (it exited inside the call: no Stop, no SessionEnd)
+    engine, th = s.thread()
+    try:
+        calls = {c.call_id: (c.args.get("command"), c.status) for c in th.tool_calls()}
+    finally:
+        engine.close()
+    r.equal("both calls named call_0_0 are recorded, each in its own turn", calls,
+            {"call_0_0": ("ls release-notes", "ok"),
+             "call_0_0@t2": ("./deploy staging", "in_flight")})
+    rec = box.cli("recover", "--json")
+    r.check("`continuation recover` ran", rec.returncode == 0,
+            rec.stderr.decode(errors="replace")[-300:])
+    r.expect_states(s, {"A": "handled", "B": "reconciling"}, " after recover")
+    listed = box.cli("reconcile", "--thread", s.session_id, "--json")
+    try:
+        waiting = json.loads(listed.stdout.decode() or "{}").get("calls", [])
+    except ValueError:
+        waiting = []
+    r.equal("reconcile lists the deploy (the reused id's second call) as unknown",
+            [(c["call_id"], c["args"].get("command")) for c in waiting],
+            [("call_0_0@t2", "./deploy staging")])
+    s.run([{"op": "start", "source": "resume"}])
+    ctx = s.contexts()
+    text = ctx[-1] if ctx else ""
+    r.check("the resumed context asks to reconcile the deploy before any retry",
+            "reconcile_tool_call" in text and "call_0_0@t2" in text, text[-600:])
+
+
+def _killed_in_second_call(box, r, name: str, cat: dict) -> tuple[SimSession, str | None]:
+    """A Codex session killed (SIGKILL) inside B's second tool call, then `recover`."""
+    ws = box.workspace(f"ws-{name}")
+    s = r.track(SimSession(box, name, runtime="codex", cwd=ws, catalog=cat))
+    proc = s.start([{"op": "start"}, {"op": "prompt", "key": "B", "turn": "t1"},
+                    {"op": "act", "limit": 1, "hang": True}])
+    hung = wait_for(lambda: any(x.get("kind") == "hanging" for x in s.log()), timeout=60)
+    r.check(f"{name}: the runtime blocked inside B's second call", hung)
+    proc.kill()
+    proc.wait(timeout=30)
+    rec = box.cli("recover", "--json")
+    r.check(f"{name}: `continuation recover` ran", rec.returncode == 0,
+            rec.stderr.decode(errors="replace")[-300:])
+    return s, next((x["call"] for x in s.log() if x.get("kind") == "hanging"), None)
+
+
+@scenario(22, "a reconciliation decision reaches the model at the next resume or prompt")
+def decision_delivered(box, r):
+    for cmd in ("recover", "reconcile"):
+        if not box.has_command(cmd):
+            raise NotAvailable(f"`continuation {cmd}`")
+    cat = catalog(request("B", "run the release migration against staging", 2),
+                  request("C", "what does the release checklist say about rollbacks?", 0))
+
+    # --not-applied, then a resume: the resume carries the decision
+    s, call = _killed_in_second_call(box, r, "s22-not-applied", cat)
+    r.expect_states(s, {"B": "reconciling"}, " after recover")
+    decided = box.cli("reconcile", call or "-", "--thread", s.session_id, "--not-applied")
+    r.check("`reconcile --not-applied` is recorded", decided.returncode == 0,
+            decided.stderr.decode(errors="replace")[-300:])
+    r.expect_states(s, {"B": "pending"}, " after the decision")
+    s.run([{"op": "start", "source": "resume"}])
+    resumed = [h for h in s.hooks("SessionStart") if h.get("source") == "resume"]
+    text = s.contexts()[-1] if resumed and resumed[-1].get("context_file") else ""
+    states = context_states(text, cat) if text else None
+    r.check("the resume delivered a context listing B pending",
+            states is not None and states.get("B") == "pending", f"context states {states}")
+    r.check("the context says the call was not applied (its work is still to do)",
+            f"call {call}:" in text and "not applied: it did not take effect" in text,
+            text[-800:])
+
+    # --applied, then a resume whose delivery is lost: the next prompt carries the decision,
+    # and only then may that unrelated prompt's clean turn decide B
+    s, call = _killed_in_second_call(box, r, "s22-applied", cat)
+    decided = box.cli("reconcile", call or "-", "--thread", s.session_id, "--applied")
+    r.check("`reconcile --applied` is recorded", decided.returncode == 0,
+            decided.stderr.decode(errors="replace")[-300:])
+    s.run([{"op": "start", "source": "resume", "fault": "event.before_commit"}])
+    r.check("the resume's SessionStart hook died before delivering anything",
+            not any(h.get("context_file") for h in s.hooks("SessionStart")
+                    if h.get("source") == "resume"))
+    r.expect_states(s, {"B": "pending"}, " while the decision has not reached the model")
+    s.run([{"op": "prompt", "key": "C", "turn": "t2"}, {"op": "act", "turn": "t2"},
+           {"op": "stop", "turn": "t2", "message": "Rollbacks need a ticket."}])
+    carried = [h for h in s.hooks("UserPromptSubmit") if h.get("context_file")]
+    text = s.contexts()[-1] if carried else ""
+    r.check("the next prompt carried the context with the decision",
+            "applied: it took effect; do not run it again" in text
+            and "reconciled by the user: applied" in text, text[-800:])
+    r.equal("B's calls ran once each (the applied call was not repeated)",
+            [s.exec_counts().get(("B", i)) for i in range(2)], [1, 1])
+    r.expect_states(s, {"B": "handled", "C": "handled"},
+                    " (B decided by a clean turn after its state reached the model)")
