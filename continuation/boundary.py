@@ -43,14 +43,12 @@ def transcript_pointer(path: str | None) -> dict | None:
     """Path, byte size and sha256 of the transcript prefix read at the boundary."""
     if not path:
         return None
+    from .userfiles import hash_prefix
+
     p = Path(path)
     try:
         h = hashlib.sha256()
-        size = 0
-        with p.open("rb") as fh:
-            for chunk in iter(lambda: fh.read(1 << 20), b""):
-                h.update(chunk)
-                size += len(chunk)
+        size = hash_prefix(p, h)  # a regular file only, up to its size when opened
         return {"transcript_path": str(p), "transcript_offset": size,
                 "transcript_prefix_sha256": h.hexdigest()}
     except OSError:

@@ -33,8 +33,8 @@ from statemachine.reducer import resolve_call
 
 from .engine import Thread
 from .store.view import SqlStateView
-from .rewind.summary import ANCHOR_TYPES, recovery_notices
-from .rewind.timeline import live_events
+from .rewind.summary import notices_of
+from .rewind.timeline import ROLLED_BACK, in_ranges, live_ranges
 
 #: runtime facts worth carrying into the next context (the rest stay in the log)
 FACT_TYPES = (
@@ -117,30 +117,24 @@ def gather(thread: Thread, *, generation: int, reason: str, upto_seq: int | None
                    + view.newest_calls(MAX_FINISHED_CALLS, ("ok", "error", "reconciled")),
                    key=lambda c: c.started_seq)
     last_seq = upto_seq if upto_seq is not None else int(row["last_seq"])
-    if store.events_of_types(key, ANCHOR_TYPES, upto=upto_seq, newest=1):
-        # rewind (issue 7): only the current branch feeds facts, claims and cursor, and the
-        # recovery summary of a recent rewind is rebuilt from the log until a turn completes
-        # after it; this needs the whole log
-        events = thread.events(upto=upto_seq)
-        rewind_notices = [n for n in recovery_notices(events, thread_key=key)
-                          if n.title not in {m.title for m in notices}]
-        events = live_events(events)
-        live_seqs = {e["seq"] for e in events}
-        all_facts = [e for e in events if e["type"] in FACT_TYPES]
-        facts_src = all_facts[-MAX_FACTS:]
-        cursor_src = [e for e in events if e["type"] in CURSOR_TYPES][-1:]
-        background_src = [e for e in events if e["type"] == "background_task"]
-        claims_src = [c for c in thread.claims() if c["seq"] in live_seqs]
-    else:
-        # no rewind: targeted reads (indexed by type), never a scan of the whole log
-        rewind_notices = []
-        facts_src = store.events_of_types(key, FACT_TYPES, upto=upto_seq, newest=MAX_FACTS)
-        all_facts = None  # the older ones are counted in SQL
-        cursor_src = store.events_of_types(key, CURSOR_TYPES, upto=upto_seq, newest=1)
-        background_src = store.events_of_types(key, ["background_task"], upto=upto_seq)
-        claims_src = [c for c in thread.claims() if upto_seq is None or c["seq"] <= upto_seq]
+    # Targeted reads (indexed by type), never a scan of the whole log. After a rewind (issue 7)
+    # only the current branch feeds facts, claims and cursor: its seq ranges come from the
+    # rollback facts alone; the recovery summary of a recent rewind is rebuilt from the part of
+    # the log after the rewound-to position, until a turn completes after the rewind.
+    rollbacks = store.events_of_types(key, [ROLLED_BACK], upto=upto_seq)
+    ranges = live_ranges(rollbacks, last_seq) if rollbacks else None
+    titles = {m.title for m in notices}
+    rewind_notices = [n for n in notices_of(store, key, upto=upto_seq) if n.title not in titles]
+    facts_src = _newest_live(store, key, FACT_TYPES, upto_seq, MAX_FACTS, ranges)
+    all_facts = None  # the older ones are counted in SQL
+    cursor_src = _newest_live(store, key, CURSOR_TYPES, upto_seq, 1, ranges)
+    background_src = [e for e in store.events_of_types(key, ["background_task"], upto=upto_seq)
+                      if ranges is None or in_ranges(e["seq"], ranges)]
+    claims_src = [c for c in thread.claims() if (upto_seq is None or c["seq"] <= upto_seq)
+                  and (ranges is None or in_ranges(c["seq"], ranges))]
     meta = thread.meta()
-    not_gathered = _not_gathered(store, key, calls, facts_src, all_facts, claims_src, upto_seq)
+    not_gathered = _not_gathered(store, key, calls, facts_src, all_facts, claims_src, upto_seq,
+                                 ranges)
     claims_src = claims_src[-MAX_CLAIMS:]
 
     src_inputs = [
@@ -204,8 +198,26 @@ def gather(thread: Thread, *, generation: int, reason: str, upto_seq: int | None
     )
 
 
+def _newest_live(store, key: str, types, upto: int | None, n: int,
+                 ranges: list[tuple[int, int]] | None) -> list[dict]:
+    """The newest ``n`` events of ``types`` on the current branch (``ranges``: its seq ranges,
+    newest first; None: the whole log is the branch), in seq order."""
+    if ranges is None:
+        return store.events_of_types(key, types, upto=upto, newest=n)
+    found: list[dict] = []
+    for lo, hi in ranges:
+        if len(found) >= n:
+            break
+        hi = hi if upto is None else min(hi, upto)
+        if hi >= lo:
+            found = store.events_of_types(key, types, after=lo - 1, upto=hi,
+                                          newest=n - len(found)) + found
+    return found
+
+
 def _not_gathered(store, key: str, calls, facts_src: list[dict], all_facts: list[dict] | None,
-                  claims_src: list[dict], upto_seq: int | None) -> list[SourceNotGathered]:
+                  claims_src: list[dict], upto_seq: int | None,
+                  ranges: list[tuple[int, int]] | None = None) -> list[SourceNotGathered]:
     """Count what the bounds above leave unread (older finished calls, facts, claims), so the
     capsule records every dropped item in a cut: sizes and seqs only, no text is read."""
     out = []
@@ -223,7 +235,9 @@ def _not_gathered(store, key: str, calls, facts_src: list[dict], all_facts: list
     elif len(facts_src) >= MAX_FACTS:
         sql = (f"SELECT seq, length(data) FROM events WHERE thread_key=? AND type IN"
                f" ({','.join('?' * len(FACT_TYPES))}) AND seq<? ORDER BY seq")
-        older_facts = store.conn.execute(sql, (key, *FACT_TYPES, facts_src[0]["seq"])).fetchall()
+        older_facts = [(seq, size) for seq, size in
+                       store.conn.execute(sql, (key, *FACT_TYPES, facts_src[0]["seq"])).fetchall()
+                       if ranges is None or in_ranges(seq, ranges)]
     else:
         older_facts = []
     out += _count("runtime_facts(not gathered)", key, older_facts)

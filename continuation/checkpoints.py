@@ -147,11 +147,20 @@ def build(thread: Thread, *, generation: int, reason: str, workspace: dict | Non
     source = gather(thread, generation=generation, reason=reason, workspace=workspace,
                     transcript=transcript, notices=notices, upto_seq=upto_seq)
     budget = budget or Budget()
-    capsule = build_capsule(source, budget, counter=ByteBoundCounter())
-    if not capsule.cuts and capsule.budget.tokens <= capsule.budget.max_tokens:
-        return capsule
+    if _text_bytes(source) <= budget.max_tokens:  # else no cut-free capsule can fit the bound
+        capsule = build_capsule(source, budget, counter=ByteBoundCounter())
+        if not capsule.cuts and capsule.budget.tokens <= capsule.budget.max_tokens:
+            return capsule
     set_ranks_cache(thread.engine.home / "cache")
     return build_capsule(source, budget)
+
+
+def _text_bytes(source) -> int:
+    """UTF-8 bytes of the texts a capsule without cuts renders whole (inputs, facts, claims):
+    a lower bound of its byte-bound token count."""
+    parts = [*(i.text for i in source.inputs), *(f.text for f in source.facts),
+             *(c.text for c in source.claims)]
+    return sum(len(t.encode("utf-8", "surrogatepass")) for t in parts if t)
 
 
 def commit(thread: Thread, *, reason: str, workspace: dict | None = None,

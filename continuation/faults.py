@@ -2,7 +2,8 @@
 
 ``CONTINUATION_FAULT=<point>`` makes the process SIGKILL itself when it reaches that point (the
 harness in tests/ runs a scripted session once per point); ``<point>:full`` makes it fail there
-as a full disk does (``OSError`` ENOSPC). Unset, a point costs one dict lookup.
+as a full disk does (``OSError`` ENOSPC); ``<point>:hang`` makes it block there (a hook's
+deadline test). Unset, a point costs one dict lookup.
 """
 from __future__ import annotations
 
@@ -23,6 +24,10 @@ def point(name: str) -> None:
     armed = os.environ.get("CONTINUATION_FAULT")
     if not armed:
         return
+    if armed == name + ":hang":
+        import time
+
+        time.sleep(24 * 3600)
     if armed == name + ":full":
         import errno
 

@@ -254,3 +254,63 @@ def test_applied_decision_says_the_call_took_effect(engine):
     assert "c1: Bash" in text and "applied: it took effect; do not run it again" in text, text
     assert "reconciled by the user: applied" in text  # the cursor is the settled call
     assert "Continue it from after them and do only what remains of it" in text
+
+
+# -- item 8: status says when the runtime was killed --------------------------------------------
+
+def _cli_json(*argv) -> dict:
+    import contextlib
+    import io
+
+    from continuation.commands import run as cli
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert cli(list(argv)) == 0
+    return json.loads(out.getvalue())
+
+
+def _cli_text(*argv) -> str:
+    import contextlib
+    import io
+
+    from continuation.commands import run as cli
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert cli(list(argv)) == 0
+    return out.getvalue()
+
+
+def test_status_and_inputs_show_a_killed_runtime(engine):
+    import os
+
+    from continuation.recovery import interrupted, liveness
+
+    killed = engine.thread("codex", "killed")
+    killed.admit("build the docs", turn_id="t1", session=_dead_marker())
+    running = engine.thread("codex", "running")
+    running.admit("lint", turn_id="t1", session=liveness.marker(os.getpid()))
+    ended = engine.thread("codex", "ended")
+    ended.admit("test", turn_id="t1", session=_dead_marker())
+    ended.turn_completed("t1")
+    engine.store.end_sessions(ended.key)
+
+    report = {t["thread"]["session_id"]: t for t in _cli_json("status", "--json")["threads"]}
+    assert {k: (v["thread"]["status"], v["runtime"]["verdict"]) for k, v in report.items()} == {
+        "killed": ("killed", "killed"), "running": ("running", "running"),
+        "ended": ("ended", "ended")}
+    assert "continuation recover" in report["killed"]["runtime"]["detail"]
+    text = _cli_text("status", "--thread", "killed")
+    assert "runtime: killed - the owner (pid" in text and "not being worked on" in text
+    listed = _cli_json("inputs", "--thread", "killed", "--json")
+    assert listed["runtime"]["verdict"] == "killed"
+    assert [i["state"] for i in listed["inputs"]] == ["pending"]
+    assert _cli_text("inputs", "--thread", "killed").startswith("runtime: killed")
+
+    # status records nothing; after `recover` records the crash it says so
+    assert [e["type"] for e in killed.events()] == ["input_admitted"]
+    assert interrupted.record_crash(killed, interrupted.examine(killed))
+    again = _cli_json("inputs", "--thread", "killed", "--json")
+    assert again["runtime"]["verdict"] == "crashed"
+    assert [i["state"] for i in again["inputs"]] == ["interrupted"]

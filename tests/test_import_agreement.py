@@ -164,6 +164,22 @@ def _crash_resume_during_deploy(s):
     s.resume().prompt("p2", "check the status").tool("t2", "curl -s status").reply("all green")
 
 
+def _crash_resume_real_order(s):
+    """The order Claude Code 2.1.332 writes on ``--resume`` after a kill (seen in the e2e test):
+    the new prompt's enqueue/dequeue while the dead turn looks busy, then the placeholder result
+    and "No response requested." under the new prompt's id, then the prompt itself."""
+    s.prompt("p1", "deploy to prod").tool("t1", "./deploy.sh prod", result=None)
+    s.hook("SessionStart", source="resume")
+    s.enqueue("check the status").rec({"type": "queue-operation", "operation": "dequeue"})
+    s.rec({"type": "user", "promptId": "p2", "message": {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "t1", "content": PLACEHOLDER, "is_error": True}]}})
+    s.rec({"type": "assistant", "message": {"role": "assistant", "model": "<synthetic>",
+                                            "stop_reason": "stop_sequence", "content": [
+                                                {"type": "text", "text": "No response requested."}]}})
+    s.open_calls = []
+    s.prompt("p2", "check the status", typed_while_busy=True).reply("all green")
+
+
 def _notification_after_interrupt(s):
     s.prompt("p1", "epic: payments").tool("t1", "git push").interrupt()
     s.task_notification("n1", "b77").reply("the build finished")
@@ -173,6 +189,7 @@ def _notification_after_interrupt(s):
 SESSIONS = {"interrupt_then_next": _interrupt_then_next,
             "killed_mid_reply_then_next": _killed_mid_reply_then_next,
             "crash_resume_during_deploy": _crash_resume_during_deploy,
+            "crash_resume_real_order": _crash_resume_real_order,
             "notification_after_interrupt": _notification_after_interrupt}
 EXPECTED = {
     "interrupt_then_next": {"migrate the db": ("handled", False), "now the seeds": ("handled", False)},
@@ -180,6 +197,8 @@ EXPECTED = {
                                    "shorter please": ("handled", False)},
     "crash_resume_during_deploy": {"deploy to prod": ("reconciling", False),
                                    "check the status": ("handled", False)},
+    "crash_resume_real_order": {"deploy to prod": ("reconciling", False),
+                                "check the status": ("handled", False)},
     "notification_after_interrupt": {"epic: payments": ("interrupted", False)},
 }
 

@@ -84,3 +84,64 @@ def test_summary_is_due_until_a_turn_completes_after_the_rollback():
     assert recovery_notices(log, thread_key="t"), "a turn from before the rewind does not count"
     log.append({"seq": 7, "type": "turn_completed", "data": {"turn_id": "t9"}})
     assert recovery_notices(log, thread_key="t") == []
+
+
+def _kinds(raw):
+    kinds = []
+    for k in raw:
+        if k == "a" or not kinds:
+            kinds.append("a")
+        else:
+            kinds.append(("r", min(k, len(kinds))))
+    return kinds
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(st.just("a"), st.integers(min_value=0, max_value=40)), min_size=1, max_size=40))
+def test_live_ranges_from_the_rollbacks_alone_are_the_live_events(raw):
+    """A boundary after a rewind reads the branch through seq ranges computed from the rollback
+    facts only (issue 15): they must name exactly the events live_events keeps."""
+    from continuation.rewind.timeline import in_ranges, live_ranges
+
+    log = _log(_kinds(raw))
+    ranges = live_ranges([e for e in log if e["type"] == "rolled_back"], len(log))
+    assert [e["seq"] for e in log if in_ranges(e["seq"], ranges)] == seqs(live_events(log))
+
+
+class _LogStore:
+    """The two reads notices_of uses, over a list (what SqliteStore answers from SQL)."""
+
+    def __init__(self, log):
+        self.log = log
+        self.read = 0
+
+    def events(self, key, *, after=0, upto=None):
+        out = [e for e in self.log if e["seq"] > after and (upto is None or e["seq"] <= upto)]
+        self.read += len(out)
+        return out
+
+    def events_of_types(self, key, types, *, upto=None, newest=None):
+        out = [e for e in self.log if e["type"] in types and (upto is None or e["seq"] <= upto)]
+        return out[-newest:] if newest else out
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(st.just("a"), st.integers(min_value=0, max_value=40)), min_size=1, max_size=40))
+def test_recovery_notices_from_the_bounded_window_equal_the_whole_log(raw):
+    from continuation.rewind.summary import notices_of, recovery_notices
+
+    log = _log(_kinds(raw))
+    got = notices_of(_LogStore(log), "t")
+    assert [n.model_dump() for n in got] == [n.model_dump() for n in recovery_notices(log, thread_key="t")]
+
+
+def test_recovery_notices_read_only_the_events_after_the_rewound_to_position():
+    log = _log(["a"] * 500 + [("r", 490)] + ["a"] * 3)
+    store = _LogStore(log)
+    assert notices_of_titles(store) and store.read == len(log) - 490
+
+
+def notices_of_titles(store):
+    from continuation.rewind.summary import notices_of
+
+    return [n.title for n in notices_of(store, "t")]

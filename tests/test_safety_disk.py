@@ -29,11 +29,21 @@ def _prompt() -> bytes:
 
 
 def _stored_calls(home: Path) -> int:
-    conn = sqlite3.connect(f"file:{home / 'store.sqlite3'}?immutable=1", uri=True)
-    try:
-        return conn.execute("SELECT count(*) FROM tool_calls").fetchone()[0]
-    finally:
-        conn.close()
+    """Counted on a copy (the full home has no room for SQLite's shared-memory file), with its
+    write-ahead log: frames not yet merged into the file are stored all the same."""
+    import shutil
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as scratch:
+        for name in ("store.sqlite3", "store.sqlite3-wal"):
+            if (home / name).exists():
+                shutil.copyfile(home / name, Path(scratch) / name)
+        conn = sqlite3.connect(Path(scratch) / "store.sqlite3")
+        try:
+            assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+            return conn.execute("SELECT count(*) FROM tool_calls").fetchone()[0]
+        finally:
+            conn.close()
 
 
 def _finding(home: Path, check: str):

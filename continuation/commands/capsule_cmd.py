@@ -7,6 +7,9 @@ import sys
 from . import CommandError, add_json_arg, add_thread_arg, open_engine
 from .output import emit_json
 
+#: an instructions file larger than this is not instructions
+INSTRUCTIONS_MAX = 1024 * 1024
+
 
 def register(sub) -> None:
     p = sub.add_parser("checkpoint", help="build and commit a capsule for a thread now")
@@ -106,9 +109,10 @@ def cmd_context(args) -> int:
     instructions = None
     if args.instructions:
         try:
-            with open(args.instructions, encoding="utf-8") as fh:
-                instructions = fh.read()
-        except OSError as exc:
+            from ..userfiles import read_bounded
+
+            instructions = read_bounded(args.instructions, INSTRUCTIONS_MAX).decode("utf-8")
+        except (OSError, ValueError) as exc:
             raise CommandError(f"cannot read instructions: {exc}") from None
     with open_engine() as engine:
         thread = engine.select(args.thread)

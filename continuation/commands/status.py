@@ -34,9 +34,23 @@ def _input_rows(thread, state: str | None = None) -> list[dict]:
 STATUS_INPUTS = 20
 
 
+def _runtime(thread) -> dict:
+    """The liveness verdict of the thread's runtime (recovery.interrupted.runtime_verdict): a
+    thread whose runtime was killed is not `active`, and its pending inputs are not being
+    worked on, though nothing is recorded until `continuation recover`."""
+    from ..recovery.interrupted import runtime_verdict
+
+    return runtime_verdict(thread)
+
+
+def _runtime_line(verdict: dict) -> str:
+    return f"runtime: {verdict['verdict']} - {verdict['detail']}"
+
+
 def cmd_status(args) -> int:
     """Counts per state and the newest inputs, read through indexes: the text form decodes
-    only the inputs it prints, whatever the thread's length. ``--json`` lists every input."""
+    only the inputs it prints, whatever the thread's length. ``--json`` lists every input.
+    Each thread's ``status`` is the liveness verdict of its runtime (``runtime`` details it)."""
     with open_engine() as engine:
         threads = [engine.get_thread(args.thread)] if args.thread else engine.threads()
         report = []
@@ -44,7 +58,9 @@ def cmd_status(args) -> int:
             counts = engine.store.input_counts(t.key)
             inputs = (_input_rows(t) if args.json else
                       [r.to_row() for r in engine.store.newest_inputs(t.key, STATUS_INPUTS)])
-            report.append({"thread": t.row, "counts": counts, "inputs": inputs})
+            runtime = _runtime(t)
+            report.append({"thread": {**t.row, "status": runtime["verdict"]}, "runtime": runtime,
+                           "counts": counts, "inputs": inputs})
         if args.json:
             emit_json({"store": str(engine.store.path), "schema_version": engine.store.schema_version,
                        "threads": report})
@@ -57,6 +73,7 @@ def cmd_status(args) -> int:
             counts = ", ".join(f"{k} {v}" for k, v in sorted(item["counts"].items())) or "no inputs"
             print(f"thread {row['thread_key']}  runtime={row['runtime']}  "
                   f"workspace={row['workspace_root'] or '-'}  events={row['last_seq']}  ({counts})")
+            print(_runtime_line(item["runtime"]))
             shown = len(item["inputs"])
             total = sum(item["counts"].values())
             if total > shown:
@@ -71,9 +88,11 @@ def cmd_inputs(args) -> int:
     with open_engine() as engine:
         thread = engine.select(args.thread)
         rows = _input_rows(thread, args.state)
+        runtime = _runtime(thread)
         if args.json:
-            emit_json({"thread": thread.key, "inputs": rows})
+            emit_json({"thread": thread.key, "runtime": runtime, "inputs": rows})
         else:
+            print(_runtime_line(runtime))
             table(rows, [("input_id", "input", 40), ("state", "state", 11),
                          ("turn_id", "turn", 40), ("text", "text", 70)])
     return 0

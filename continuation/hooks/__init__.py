@@ -123,6 +123,48 @@ def run(runtime: str, raw: bytes, *, ending: bool = False) -> tuple[str, int]:
         return (json.dumps(answer, ensure_ascii=False) if answer else CONTINUE), 0
 
 
+#: boundary hooks (they read transcripts, snapshot the workspace, verify edits) and the seconds
+#: each may take before it answers with what it has: under the runtime's own timeout (the
+#: Claude install gives PreCompact and SessionStart 60 s, other hooks 30 s), so the user's
+#: agent never waits on us until it kills the hook. ``CONTINUATION_HOOK_DEADLINE`` overrides.
+BOUNDARY_DEADLINES_S = {"PreCompact": 50.0, "SessionStart": 50.0, "Stop": 25.0,
+                        "StopFailure": 25.0, "SessionEnd": 25.0,
+                        "PreCompress": 50.0, "AfterAgent": 25.0}  # Gemini CLI's names
+
+
+def boundary_deadline(raw: bytes) -> float | None:
+    """The deadline of a boundary hook's payload, None for the hot path. A byte search, not a
+    parse: a prompt that merely mentions "Stop" only costs a thread."""
+    found = [s for name, s in BOUNDARY_DEADLINES_S.items() if f'"{name}"'.encode() in raw]
+    if not found:
+        return None
+    try:
+        return float(os.environ["CONTINUATION_HOOK_DEADLINE"])
+    except (KeyError, ValueError):
+        return min(found)
+
+
+def run_with_deadline(runtime: str, raw: bytes, seconds: float) -> tuple[str, int, bool]:
+    """:func:`run` in a worker thread; past ``seconds`` the answer is what we have: nothing
+    more than a note for the user. Returns (stdout text, exit code, timed out). The caller
+    exits the process on a time-out (the store and the atomic writes are safe to abandon
+    mid-way: a killed hook loses nothing it acknowledged)."""
+    import threading
+
+    box: list = []
+    worker = threading.Thread(target=lambda: box.append(run(runtime, raw, ending=True)),
+                              daemon=True, name="continuation-boundary")
+    worker.start()
+    worker.join(seconds)
+    if box:
+        return (*box[0], False)
+    _log_error(runtime, raw, TimeoutError(f"boundary hook still busy after {seconds:g}s: "
+                                          "answered without its result"))
+    note = (f"continuation: this hook did not finish within {seconds:g}s and answered without "
+            "its work (see logs/hooks.log under the state home).")
+    return json.dumps({"systemMessage": note}), 0, True
+
+
 def main(argv: list[str]) -> int:
     runtime = "codex"
     if "--runtime" in argv:
@@ -136,10 +178,14 @@ def main(argv: list[str]) -> int:
         sys.stderr.write("continuation hook: --runtime must be codex, claude or gemini\n")
         return 2
     raw = sys.stdin.buffer.read(MAX_STDIN_BYTES + 1)
-    out, code = run(runtime, raw, ending=True)
+    deadline = boundary_deadline(raw)
+    if deadline is None:
+        out, code = run(runtime, raw, ending=True)
+    else:
+        out, code, _late = run_with_deadline(runtime, raw, deadline)
     sys.stdout.write(out + "\n")
     sys.stdout.flush()
-    end_process(code)
+    end_process(code)  # also leaves behind a boundary worker stuck past its deadline
     return code  # only where the process did not end (tests replacing end_process)
 
 

@@ -12,7 +12,6 @@ unknown ...]``, see :mod:`continuation.claude_synthetic`) is not an outcome eith
 from __future__ import annotations
 
 import json
-import os
 import re
 
 from ..claude_synthetic import unknown_outcome_placeholder
@@ -30,11 +29,12 @@ def _text(content) -> str:
 
 
 def _tail_records(path: str):
-    with open(path, "rb") as fh:
-        size = fh.seek(0, os.SEEK_END)
-        start = max(0, size - TAIL_BYTES)
-        fh.seek(start)
-        data = fh.read()
+    from ..userfiles import read_tail
+
+    try:
+        data, start = read_tail(path, TAIL_BYTES)
+    except OSError:  # gone, unreadable, or a FIFO / device named as the transcript
+        return
     lines = data.split(b"\n")
     if start > 0:
         lines = lines[1:]  # a partial first line
@@ -74,7 +74,7 @@ def find_outcomes(path: str | None, calls) -> dict[str, dict]:
     only within the call's turn when the rollout says which turn it is in (a provider that
     numbers calls per process reuses ``call_0`` in a later turn)."""
     wanted = _wanted(calls)
-    if not path or not wanted or not os.path.isfile(path):
+    if not path or not isinstance(path, str) or not wanted:
         return {}
     found: dict[str, dict] = {}
     current: str | None = None

@@ -43,6 +43,7 @@ import os
 from pathlib import Path
 
 from ..store.sqlite import thread_key_for
+from ..userfiles import NotRegularFile, open_regular
 from .apply import Applier, read_cursor, session_over_default
 from .reader import TranscriptReader
 from .report import ImportReport
@@ -78,8 +79,10 @@ def _check_readable(path: Path) -> None:
     if path.is_dir():
         raise TranscriptUnreadable(f"{path} is a folder, not a transcript file")
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path) as fh:
             fh.read(1)
+    except NotRegularFile as exc:
+        raise TranscriptUnreadable(str(exc)) from None
     except OSError as exc:
         raise TranscriptUnreadable(f"cannot read {path}: {exc.strerror or exc}") from None
 

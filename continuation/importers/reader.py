@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
+from ..userfiles import open_regular
 from .report import ImportReport
 
 MAX_LINE_BYTES = 64 * 1024 * 1024
@@ -55,7 +56,7 @@ class TranscriptReader:
         report = self.report
         if self.hash_upto == 0:
             self.prefix_digest = self._hasher.hexdigest()
-        with open(self.path, "rb") as fh:
+        with open_regular(self.path) as fh:  # a FIFO or a device never ends
             offset = 0
             number = 0
             nul_start: int | None = None  # start of a run of NUL-only lines

@@ -11,7 +11,8 @@ import os
 import subprocess
 from pathlib import Path
 
-from .verify_edits import DIVERGED, NOT_APPLIED, EditCheck, FileCheck
+from ..userfiles import read_bounded
+from .verify_edits import DIVERGED, MAX_READ, NOT_APPLIED, EditCheck, FileCheck
 
 
 def snapshot_before(thread, started_seq: int) -> tuple[str, dict] | None:
@@ -81,7 +82,7 @@ def refine(check: EditCheck, thread, started_seq: int, base: Path | None) -> Edi
             path = path if path.is_absolute() or base is None else base / path
             try:
                 before = content_in_snapshot(thread.engine.home, ws, path)
-                now = path.read_bytes() if path.exists() else None
+                now = read_bounded(path, MAX_READ) if path.exists() else None
             except (LookupError, OSError):
                 files.append(f)
                 continue

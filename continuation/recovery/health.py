@@ -39,8 +39,8 @@ def damaged_store_advice(path: Path) -> str:
 
 def check_store(path: Path, *, read_only: bool = False) -> tuple[list[Finding], bool]:
     """Findings, and whether the store can be opened for the other checks. ``read_only``: the
-    state home cannot be written, so SQLite cannot make its shared-memory file: read the
-    file as immutable."""
+    state home cannot be written (SQLite may be unable to open its shared-memory file; the
+    store is then read as an immutable file when nothing waits in its write-ahead log)."""
     from ..store.schema import SCHEMA_VERSION
 
     if not path.exists():
@@ -54,16 +54,28 @@ def check_store(path: Path, *, read_only: bool = False) -> tuple[list[Finding], 
             conn.close()
 
     try:
-        version, rows = read("immutable=1" if read_only else "mode=ro")
+        wal_bytes = os.path.getsize(f"{path}-wal")
+    except OSError:
+        wal_bytes = 0
+    try:
+        version, rows = read("mode=ro")
     except sqlite3.DatabaseError as exc:
-        try:  # a full disk: SQLite cannot grow its shared-memory file, the file may be fine
+        # SQLite could not make or grow its shared-memory file (a full or read-only home). The
+        # file alone is the whole store only when no write-ahead log waits to be merged.
+        if wal_bytes:
+            return [Finding("store", PROBLEM, f"the store {path} cannot be opened now ({exc}) and "
+                            f"its write-ahead log holds {wal_bytes} bytes not merged yet, so it "
+                            "cannot be checked", "free space in (or make writable) the state "
+                            "home, then run `continuation doctor` again")], False
+        try:
             version, rows = read("immutable=1")
         except sqlite3.DatabaseError:
             return [Finding("store", PROBLEM, f"the store {path} cannot be read: {exc}",
                             damaged_store_advice(path))], False
-        return [Finding("store", PROBLEM, f"the store {path} can be read only as an immutable "
-                        f"file ({exc}): is the state home full?",
-                        "free space in the state home")], False
+        if not read_only:
+            return [Finding("store", PROBLEM, f"the store {path} can be read only as an "
+                            f"immutable file ({exc}): is the state home full?",
+                            "free space in the state home")], False
     out = []
     if version > SCHEMA_VERSION:
         out.append(Finding("store.version", PROBLEM,

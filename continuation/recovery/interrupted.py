@@ -170,6 +170,44 @@ def examine(thread, *, exclude: dict | None = None, host: str | None = None) -> 
         last_checkpoint=_last_checkpoint(thread), inputs=inputs, unknown_calls=calls)
 
 
+#: what ``status`` says about a thread's runtime (see :func:`runtime_verdict`)
+RUNNING, KILLED, CRASH_RECORDED, GONE, ENDED, NOT_OBSERVED = (
+    "running", "killed", "crashed", "gone", "ended", "unknown")
+
+
+def runtime_verdict(thread) -> dict:
+    """Is anyone still working on this thread? The cheap check ``status`` shows: the session
+    markers' pids (one ``kill(pid, 0)`` and a ``/proc`` read each) and three indexed reads. It
+    records nothing: ``continuation recover`` records the crash.
+
+    ``running``: an owner lives. ``killed``: every owner is gone without a clean end while work
+    is open (a pending input is not being worked on). ``crashed``: the crash is recorded and
+    inputs wait (``recover --resume``). ``gone``: the owner died with nothing open. ``ended``:
+    the session ended cleanly. ``unknown``: no marker here (an import, the API, another host)."""
+    verdict, markers = owners(thread)
+    pids = [m["pid"] for m in markers]
+    if verdict == "alive":
+        pids = [m["pid"] for m in markers if m.get("owner") == liveness.ALIVE]
+        return {"verdict": RUNNING, "pids": pids,
+                "detail": "the runtime is running (pid " + ", ".join(map(str, pids)) + ")"}
+    if verdict == "unknown":
+        return {"verdict": NOT_OBSERVED, "pids": pids,
+                "detail": "no live-session marker on this host to check"}
+    item = examine(thread)
+    if item is not None and item.status == NEEDS_CRASH:
+        return {"verdict": KILLED, "pids": pids,
+                "detail": f"{item.reason}: its open inputs are not being worked on; run "
+                          "`continuation recover`"}
+    if item is not None:
+        return {"verdict": CRASH_RECORDED, "pids": pids,
+                "detail": "the crash is recorded; inputs wait: `continuation recover --resume "
+                          f"{thread.key}`"}
+    if verdict == "ended":
+        return {"verdict": ENDED, "pids": pids, "detail": "the session ended"}
+    return {"verdict": GONE, "pids": pids,
+            "detail": "the runtime is gone; nothing was left open"}
+
+
 def detect(engine, *, workspace_root: str | None = None, exclude: dict | None = None,
            host: str | None = None) -> list[Interrupted]:
     """Every interrupted thread (of one workspace when ``workspace_root`` is given)."""

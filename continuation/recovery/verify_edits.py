@@ -54,12 +54,15 @@ def _resolve(path: str, base: Path | None) -> Path:
 
 
 def _read(path: Path) -> str | None:
-    """The file's text, or None when it does not exist. Raises OSError when unreadable."""
-    if not path.exists():
+    """The file's text, or None when it does not exist. Raises OSError when unreadable, larger
+    than :data:`MAX_READ`, or not a regular file (a FIFO or ``/dev/zero`` never ends)."""
+    from ..userfiles import read_bounded
+
+    try:
+        data = read_bounded(path, MAX_READ)
+    except FileNotFoundError:
         return None
-    if path.stat().st_size > MAX_READ:
-        raise OSError(f"{path} is larger than {MAX_READ} bytes")
-    return _norm(path.read_bytes().decode("utf-8", "surrogateescape"))
+    return _norm(data.decode("utf-8", "surrogateescape"))
 
 
 def _combine(files: list[FileCheck]) -> str:

@@ -26,8 +26,9 @@ from statemachine import events as ev
 
 from .. import checkpoints as cps
 from ..engine import Engine, Thread
+from ..store.view import SqlStateView
 from .errors import RewindError
-from .summary import WORKSPACE_RESTORED, recovery_notices
+from .summary import WORKSPACE_RESTORED, notices_of
 
 MODES = ("conversation", "files", "both")
 SOURCE = "cli:rewind"
@@ -143,18 +144,18 @@ def plan_rewind(engine: Engine, selector: str, mode: str, *, reason: str = "") -
     to_seq = aligned_position(thread, cp)
     plan = RewindPlan(cp, thread.key, mode, reason, to_seq, int(thread.row["last_seq"]))
     if plan.conversation:
+        view = SqlStateView(thread.store.conn, thread.key)  # only what came after to_seq
         plan.inputs = [{"input_id": r.input_id, "state": r.state, "text": r.text}
-                       for r in thread.inputs()
-                       if r.admitted_seq > to_seq and r.state not in ("rolled_back", "superseded")]
+                       for r in view.inputs_after(to_seq)
+                       if r.state not in ("rolled_back", "superseded")]
         plan.calls = [{"call_id": c.call_id, "tool": c.tool, "status": c.status}
-                      for c in thread.tool_calls()
-                      if c.started_seq > to_seq and c.status != "rolled_back"]
+                      for c in view.calls_after(to_seq) if c.status != "rolled_back"]
     if mode != "conversation":
         plan.files = plan_files(engine, thread, cp)
     # the summary exactly as it will be rebuilt after the anchor fact is appended
     anchor = {"seq": plan.last_seq + 1, "type": ev.ROLLED_BACK if plan.conversation else WORKSPACE_RESTORED,
               "data": _anchor_data(plan, _files_preview(plan.files)), "source": SOURCE}
-    plan.notices = recovery_notices([*thread.events(), anchor], thread_key=thread.key)
+    plan.notices = notices_of(thread.store, thread.key, pending_anchor=anchor)
     return plan
 
 
@@ -216,7 +217,7 @@ def apply_rewind(engine: Engine, plan: RewindPlan) -> RewindResult:
         files = restore_files(engine, plan.files)
     etype = ev.ROLLED_BACK if plan.conversation else WORKSPACE_RESTORED
     anchor = thread.record(etype, _anchor_data(plan, files), source=SOURCE)
-    notices = recovery_notices(thread.events(), thread_key=thread.key)
+    notices = notices_of(thread.store, thread.key)
     cp = commit_checkpoint(thread, reason="rewind", notices=notices)
     thread.record(ev.BOUNDARY, {"kind": "rewind", "mode": plan.mode, "trigger": "manual",
                                 "checkpoint_id": cp.checkpoint_id, "generation": cp.generation,
@@ -276,7 +277,7 @@ def plan_undo_restore(engine: Engine, thread: Thread, *, reason: str = "") -> Un
     files that restore re-created (absent before it) are deleted again."""
     from ..workspace import CorruptReference, WorkspaceError, WorkspaceRef, plan_restore
 
-    events = [e for e in thread.events() if e["type"] in (ev.ROLLED_BACK, WORKSPACE_RESTORED)]
+    events = thread.store.events_of_types(thread.key, (ev.ROLLED_BACK, WORKSPACE_RESTORED))
     found = next(((e, f) for e in reversed(events) if (f := _restored_files(e))), None)
     if found is None:
         raise RewindError(f"thread {thread.key} has no files restore to undo")
@@ -297,7 +298,7 @@ def apply_undo_restore(engine: Engine, plan: UndoPlan) -> RewindResult:
     files = restore_files(engine, plan.files)
     anchor = thread.record(WORKSPACE_RESTORED, {"undo_of": plan.undo_of, "reason": plan.reason,
                                                 "mode": "undo", **files}, source=SOURCE)
-    notices = recovery_notices(thread.events(), thread_key=thread.key)
+    notices = notices_of(thread.store, thread.key)
     cp = commit_checkpoint(thread, reason="rewind", notices=notices)
     thread.record(ev.BOUNDARY, {"kind": "rewind", "mode": "undo", "trigger": "manual",
                                 "checkpoint_id": cp.checkpoint_id, "generation": cp.generation,

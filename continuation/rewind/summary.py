@@ -105,6 +105,38 @@ def recovery_notices(events: list[dict], *, thread_key: str) -> list[SourceNotic
                    f"--thread {thread_key}`."])]
 
 
+def notices_of(store, thread_key: str, *, upto: int | None = None,
+               pending_anchor: dict | None = None) -> list[SourceNotice]:
+    """:func:`recovery_notices` from the part of the log they depend on, whatever its length:
+    the newest anchor (through the type index; ``pending_anchor``: one about to be appended,
+    for a preview), the events after it, and for a conversation rewind the events after the
+    rewound-to position (extended down to the target of any rollback inside them, so the
+    discarded branch is computed as over the whole log)."""
+    anchor = pending_anchor
+    if anchor is None:
+        found = store.events_of_types(thread_key, ANCHOR_TYPES, upto=upto, newest=1)
+        if not found:
+            return []
+        anchor = found[0]
+    anchor_seq = int(anchor["seq"])
+
+    def floor(event: dict) -> int:
+        if event["type"] != "rolled_back":
+            return int(event["seq"]) - 1
+        return min(int((event.get("data") or {}).get("to_seq", 0)), int(event["seq"]) - 1)
+
+    low = floor(anchor)
+    while True:
+        events = store.events(thread_key, after=low, upto=upto)
+        if pending_anchor is not None:
+            events.append(pending_anchor)
+        lower = min([low, *(floor(e) for e in events
+                            if e["type"] == "rolled_back" and int(e["seq"]) < anchor_seq)])
+        if lower >= low:
+            return recovery_notices(events, thread_key=thread_key)
+        low = lower
+
+
 def _retry_completed(events: list[dict], anchor_seq: int) -> bool:
     """A turn that began after the rewind (it was given an input after it) has completed.
 

@@ -72,3 +72,28 @@ def discarded_branch(events: list[dict], rollback_seq: int) -> Branch:
     to_seq = int(rollback["data"]["to_seq"])
     before = _live_seqs(events, rollback_seq - 1)
     return Branch(rollback, to_seq, [by_seq[s] for s in before if s > to_seq])
+
+
+def live_ranges(rollbacks: list[dict], last_seq: int) -> list[tuple[int, int]]:
+    """The current branch as inclusive seq ranges, newest first, from the rollback facts alone
+    (``rollbacks``: the thread's ``rolled_back`` events up to ``last_seq``, any order).
+
+    The same answer as :func:`live_events`, without reading the other events: walking back
+    from the newest event, every event is live until a rollback (itself live), after which the
+    branch continues from its target as of that point. A boundary after a rewind reads the
+    newest facts, cursor and claims inside these ranges through the type index."""
+    ranges: list[tuple[int, int]] = []
+    pos = last_seq
+    for rb in sorted(rollbacks, key=lambda e: int(e["seq"]), reverse=True):
+        seq = int(rb["seq"])
+        if seq > pos:
+            continue  # on a branch an older rollback (walked already) discarded
+        ranges.append((seq, pos))
+        pos = min(int((rb.get("data") or {}).get("to_seq", 0)), seq - 1)
+    if pos >= 1:
+        ranges.append((1, pos))
+    return ranges
+
+
+def in_ranges(seq: int, ranges: list[tuple[int, int]]) -> bool:
+    return any(lo <= seq <= hi for lo, hi in ranges)

@@ -387,12 +387,16 @@ class SqliteStore:
         return self._event_rows(self.conn, thread_key, after=after, upto=upto, limit=limit)
 
     def events_of_types(self, thread_key: str, types, *, upto: int | None = None,
-                        newest: int | None = None) -> list[dict]:
-        """Events of the given types in seq order; ``newest=N``: only the last N of them."""
+                        newest: int | None = None, after: int | None = None) -> list[dict]:
+        """Events of the given types in seq order (``after`` < seq <= ``upto``); ``newest=N``:
+        only the last N of them."""
         types = list(types)
         sql = (f"SELECT seq, type, kind, data, ts, source FROM events WHERE thread_key=? "
                f"AND type IN ({','.join('?' * len(types))})")
         args: list = [thread_key, *types]
+        if after is not None:
+            sql += " AND seq>?"
+            args.append(after)
         if upto is not None:
             sql += " AND seq<=?"
             args.append(upto)

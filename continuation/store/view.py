@@ -47,6 +47,20 @@ class SqlStateView:
             (self.key, limit)).fetchall()
         return [InputRecord.from_row(json.loads(r[0])) for r in reversed(rows)]
 
+    def inputs_after(self, seq: int):
+        """Inputs admitted after ``seq``, in admission order."""
+        rows = self.conn.execute(
+            "SELECT data FROM inputs WHERE thread_key=? AND admitted_seq>? ORDER BY admitted_seq",
+            (self.key, seq)).fetchall()
+        return [InputRecord.from_row(json.loads(r[0])) for r in rows]
+
+    def calls_after(self, seq: int):
+        """Tool calls started after ``seq``, in start order."""
+        rows = self.conn.execute(
+            "SELECT data FROM tool_calls WHERE thread_key=? AND started_seq>? ORDER BY started_seq",
+            (self.key, seq)).fetchall()
+        return [ToolCallRecord.from_row(json.loads(r[0])) for r in rows]
+
     def input_counts(self) -> dict:
         """How many inputs are in each state (from the state index, nothing decoded)."""
         return dict(self.conn.execute(

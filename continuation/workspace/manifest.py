@@ -14,6 +14,7 @@ import os
 import stat
 from pathlib import Path
 
+from ..userfiles import hash_prefix
 from .errors import WorkspaceError
 from .model import DIRTY_SAMPLE, DirtySummary, DriftReport, OversizedFile, WorkspaceRef
 from .policy import WorkspacePolicy
@@ -189,10 +190,8 @@ def _describe_file(path: Path, cap: int, previous: Entry | None) -> Entry | None
         entry["sha256"] = previous["sha256"]
         return entry
     digest = hashlib.sha256()
-    try:
-        with open(path, "rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(block)
+    try:  # opened afresh: it may have become a FIFO since the lstat above
+        hash_prefix(path, digest, limit=cap)
     except OSError:
         return None
     entry["sha256"] = digest.hexdigest()

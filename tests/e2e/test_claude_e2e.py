@@ -340,7 +340,24 @@ def test_claude_session_through_continuation(continuation_cmd: list[str], claude
         resumed = box.run("what is the state of things?", resume=session.session_id, timeout=RUN_TIMEOUT_S)
         assert resumed.returncode == 0, resumed.stderr[-2000:]
         inputs_after_resume = env.inputs(session.session_id)
+        # Issue 13: this killed-and-resumed transcript, imported into the hooks' store and alone
+        # into a fresh one, gives the hooks' states (Claude Code's placeholder result for the
+        # killed call is no outcome, the prompt after the resume is not "queued").
+        transcript_file = box.transcript(session.session_id)
+        imported = env.cli("import", "claude", str(transcript_file), "--session-over")
+        assert imported.returncode == 0, imported.stderr[-2000:]
+        inputs_after_import = env.inputs(session.session_id)
     env.assert_no_hook_errors()
+    from continuation.engine import Engine
+    from continuation.importers import import_transcript
+
+    with Engine(tmp_path / "import-only") as alone_engine:
+        import_transcript("claude", transcript_file, engine=alone_engine, session_over=True)
+        alone = {r.text: (r.state, r.queued)
+                 for r in alone_engine.find_thread("claude", session.session_id).inputs()}
+    hooked = {str(i.get("text")): (i.get("state"), bool(i.get("queued"))) for i in inputs_after_resume}
+    assert {str(i.get("text")): (i.get("state"), bool(i.get("queued")))
+            for i in inputs_after_import} == hooked == alone, (hooked, alone)
 
     states = {str(i.get("text")): i.get("state") for i in inputs}
     assert states == {

@@ -188,3 +188,43 @@ def decision_delivered(box, r):
             [s.exec_counts().get(("B", i)) for i in range(2)], [1, 1])
     r.expect_states(s, {"B": "handled", "C": "handled"},
                     " (B decided by a clean turn after its state reached the model)")
+
+
+def _cli_json(box, *argv) -> dict:
+    done = box.cli(*argv, "--json")
+    try:
+        return json.loads(done.stdout.decode() or "{}")
+    except ValueError:
+        return {}
+
+
+@scenario(23, "`status` says a killed runtime is killed, not active, before `recover` runs")
+def killed_runtime_status(box, r):
+    ws = box.workspace("ws")
+    cat = catalog(request("A", "regenerate the API reference", 2))
+    s = r.track(SimSession(box, "s23", runtime="claude", cwd=ws, catalog=cat))
+    proc = s.start([{"op": "start"}, {"op": "prompt", "key": "A", "turn": "p1"},
+                    {"op": "act", "limit": 1, "hang": True}])
+    r.check("the runtime blocked inside a tool call",
+            wait_for(lambda: any(x.get("kind") == "hanging" for x in s.log()), timeout=60))
+
+    def verdicts():
+        status = _cli_json(box, "status", "--thread", s.session_id)
+        inputs = _cli_json(box, "inputs", "--thread", s.session_id)
+        [thread] = status.get("threads") or [{}]
+        return ((thread.get("thread") or {}).get("status"),
+                (inputs.get("runtime") or {}).get("verdict"),
+                [i["state"] for i in inputs.get("inputs", [])])
+
+    r.equal("while it runs: status and inputs say running, A pending", verdicts(),
+            ("running", "running", ["pending"]))
+    proc.kill()
+    proc.wait(timeout=30)
+    r.equal("killed: status and inputs say killed (A still pending: nothing recorded yet)",
+            verdicts(), ("killed", "killed", ["pending"]))
+    text = box.cli("status", "--thread", s.session_id).stdout.decode()
+    r.check("the text of `status` names the verdict and the command to run",
+            "runtime: killed" in text and "continuation recover" in text, text[:400])
+    box.cli("recover", "--json")
+    r.equal("after `recover`: crashed, A reconciling (its call has no outcome)", verdicts(),
+            ("crashed", "crashed", ["reconciling"]))
