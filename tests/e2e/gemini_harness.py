@@ -110,8 +110,10 @@ def run_scenario(root: Path, gemini: Path) -> dict[str, Any]:
     for name in ("events", "status"):
         out = run_bounded([*cont, name, "--json"], timeout=60, cwd=project, env=env)
         report[name] = json.loads(out.stdout) if out.returncode == 0 else {"error": out.tail()}
-    # the session file the hooks name (a resume in another minute leaves a stub file beside it)
-    transcripts = sorted({p["transcript_path"] for p in report["recorded"] if p.get("transcript_path")})
+    # the session file the hooks name. Not SessionStart's: `gemini -p --resume` fires it while a
+    # throwaway chat is open, whose file (named by the minute) is a stub in another minute
+    transcripts = sorted({p["transcript_path"] for p in report["recorded"]
+                          if p.get("transcript_path") and p["hook_event_name"] != "SessionStart"})
     report["transcripts"] = transcripts
     if transcripts:  # the session file: into the hooks' store, and into an empty one
         for label, home_dir in (("import_same", state), ("import_fresh", root / "state-import")):
