@@ -275,3 +275,17 @@ def test_recording_stays_light(tmp_path):
                           text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == []
+
+
+def test_bench_api_script_measures_both_paths(tmp_path):
+    """scripts/bench_api.py (the per-event cost measurement) runs and reports both paths."""
+    script = Path(__file__).resolve().parents[1] / "scripts" / "bench_api.py"
+    done = subprocess.run([sys.executable, str(script), "--events", "400", "--calls", "6",
+                           "--hook-runs", "1", "--json"], capture_output=True, text=True,
+                          timeout=300, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["events_in_store"] > 400
+    assert report["api_ms_per_event"] > 0 and report["hook_process_ms_per_event"] > 0
+    assert report["ratio"] == pytest.approx(report["hook_process_ms_per_event"]
+                                            / report["api_ms_per_event"], rel=0.05, abs=0.1)
