@@ -32,6 +32,11 @@ def codex_call(base, call_id, command, output="") -> list[dict]:
 
 # -- item 2: failed calls are not shown as ok mid-turn ----------------------------------------
 
+def _finished(cap) -> dict:
+    """Command -> (status, exit code) of the finished calls in the capsule's work ledger."""
+    return {json.loads(w.args)["command"]: (w.status, w.exit_code) for w in cap.work_done}
+
+
 def _capsule(home, session):
     with Engine(home) as e:
         t = e.find_thread("codex", session)
@@ -49,8 +54,8 @@ def test_codex_compaction_mid_turn_settles_exit_codes_before_the_checkpoint(home
     codex_rollout(rollout, [("c1", 2), ("c2", 3), ("c3", 0)])
     feed("codex", [{**base, "hook_event_name": "PreCompact", "trigger": "auto"}])
     cap = _capsule(home, "mid")
-    calls = {c.call_id: (c.status, c.exit_code) for c in cap.tool_calls}
-    assert calls == {"c1": ("error", 2), "c2": ("error", 3), "c3": ("ok", 0)}
+    assert not cap.tool_calls  # every call finished: they are in the work ledger
+    assert _finished(cap) == {"ls /nonexistent": ("error", 2), "exit 3": ("error", 3), "true": ("ok", 0)}
     facts = [f.text for f in cap.runtime_facts if f.kind == "tool_finished"]
     assert facts == ["tool call c1 finished: error exit 2", "tool call c2 finished: error exit 3",
                      "tool call c3 finished: ok exit 0"]
@@ -69,7 +74,7 @@ def test_facts_follow_the_call_record_after_stop(home, tmp_path):
     feed("codex", [{**base, "hook_event_name": "Stop", "last_assistant_message": "ran it"},
                    {**base, "hook_event_name": "PreCompact", "trigger": "manual"}])
     cap = _capsule(home, "stop")
-    assert [(c.status, c.exit_code) for c in cap.tool_calls] == [("error", 3)]
+    assert _finished(cap) == {"exit 3": ("error", 3)}
     assert [f.text for f in cap.runtime_facts if f.kind == "tool_finished"] == [
         "tool call c1 finished: error exit 3"]
     assert "ok" not in " ".join(f.text for f in cap.runtime_facts if f.kind == "tool_finished")
