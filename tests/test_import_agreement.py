@@ -333,7 +333,8 @@ def test_every_finished_call_fact_and_claim_is_listed_or_cut(home):
     def counted(prefix):
         return sum(c.items for c in capsule.cuts if c.field.startswith(prefix))
 
-    assert len(capsule.tool_calls) + counted("tool_calls") == calls
+    listed = len(capsule.tool_calls) + sum(w.count for w in capsule.work_done)
+    assert listed + counted("tool_calls") + counted("work_done") == calls
     assert len(capsule.runtime_facts) + counted("runtime_facts") == facts
     assert len(capsule.assistant_claims) + counted("assistant_claims") == claims
     unread = [c for c in capsule.cuts if "not gathered" in c.field]
