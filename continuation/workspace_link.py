@@ -69,8 +69,16 @@ def snapshot_for_checkpoint(thread: Thread, generation: int) -> dict | None:
     # claim: the ref is created for this checkpoint alone; when another checkpoint of the
     # thread holds the generation, the next free one is taken (ref.generation)
     ref = take_snapshot(Path(root), thread.key, generation, state_home=thread.engine.home,
-                        policy=policy(), lock_timeout=SNAPSHOT_LOCK_TIMEOUT_S, claim=True)
+                        policy=policy(), lock_timeout=SNAPSHOT_LOCK_TIMEOUT_S, claim=True,
+                        reclaim=lambda g: not _committed(thread, g))
     return ref.to_dict()
+
+
+def _committed(thread: Thread, generation: int) -> bool:
+    """The store holds a checkpoint of ``generation`` (or a later one): its claim is not ours."""
+    return int(thread.row["generation"]) >= generation or thread.store.conn.execute(
+        "SELECT 1 FROM checkpoints WHERE thread_key=? AND generation=?",
+        (thread.key, generation)).fetchone() is not None
 
 
 def release_snapshot(thread: Thread, workspace: dict | None) -> None:

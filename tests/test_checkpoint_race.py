@@ -111,3 +111,52 @@ def test_doctor_reports_a_ref_that_names_another_commit(repo_thread):
     findings = check_checkpoint_refs(engine)
     assert [f.status for f in findings] == [PROBLEM]
     assert first.checkpoint_id in findings[0].message
+
+
+def test_metadata_checkpoints_claim_their_manifest_too(tmp_path, monkeypatch):
+    """Policy ``metadata``: a second checkpoint of the same generation never overwrites the
+    first one's manifest; it takes the next generation."""
+    from continuation.workspace import WorkspacePolicy, take_snapshot
+
+    folder = tmp_path / "plain"
+    folder.mkdir()
+    (folder / "a.txt").write_text("one\n")
+    policy = WorkspacePolicy(mode="metadata")
+    first = take_snapshot(folder, "t1", 1, state_home=tmp_path / "state", policy=policy, claim=True)
+    kept = open(first.manifest_path, "rb").read()
+    (folder / "a.txt").write_text("two, longer\n")
+    second = take_snapshot(folder, "t1", 1, state_home=tmp_path / "state", policy=policy, claim=True)
+    assert (first.generation, second.generation) == (1, 2)
+    assert second.manifest_path != first.manifest_path
+    assert open(first.manifest_path, "rb").read() == kept
+
+
+CLAIM_AND_DIE = r"""
+import sys
+from continuation.workspace import take_snapshot
+ref = take_snapshot(sys.argv[1], sys.argv[2], int(sys.argv[3]), state_home=sys.argv[4], claim=True)
+print(ref.snapshot_commit)
+"""
+
+
+def test_a_claim_whose_process_died_is_taken_over_without_a_hole(repo_thread, tmp_path):
+    """A checkpoint killed between its snapshot and its store commit left its ref: the next
+    checkpoint takes the generation over (its process is gone, no checkpoint records it)."""
+    import sys
+
+    from continuation.boundary import commit_checkpoint
+
+    env, repo, thread = repo_thread
+    first = commit_checkpoint(thread, reason="manual")
+    dead = subprocess.run([sys.executable, "-c", CLAIM_AND_DIE, str(repo), thread.key, "2",
+                           str(tmp_path / "state")], env=env, check=True, capture_output=True,
+                          text=True).stdout.strip()
+    ref = f"refs/continuation/{thread.key}/2"
+    assert subprocess.run(["git", "rev-parse", ref], cwd=repo, env=env, capture_output=True,
+                          text=True).stdout.strip() == dead
+    (repo / "later.txt").write_text("z")
+    second = commit_checkpoint(thread, reason="manual")
+    assert (first.generation, second.generation) == (1, 2)
+    assert second.workspace["snapshot_ref"] == ref
+    assert subprocess.run(["git", "rev-parse", ref], cwd=repo, env=env, capture_output=True,
+                          text=True).stdout.strip() == second.workspace["snapshot_commit"] != dead

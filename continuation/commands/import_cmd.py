@@ -1,4 +1,4 @@
-"""``continuation import codex|claude FILE``: build (or complete) a thread from a transcript.
+"""``continuation import codex|claude|gemini FILE``: build (or complete) a thread from a transcript.
 
 Prints a short report (``--json``: the full report). Damaged content (torn or malformed lines,
 unknown record types, a NUL tail) is reported and skipped: the exit code stays 0. A file that
@@ -12,7 +12,7 @@ from .output import emit_json
 
 def register(sub) -> None:
     p = sub.add_parser("import", help="import a Codex rollout or a Claude Code session transcript")
-    p.add_argument("runtime", choices=["codex", "claude"], help="which runtime wrote FILE")
+    p.add_argument("runtime", choices=["codex", "claude", "gemini"], help="which runtime wrote FILE")
     p.add_argument("file", metavar="FILE", help="the transcript (.jsonl)")
     add_json_arg(p)
     live = p.add_mutually_exclusive_group()

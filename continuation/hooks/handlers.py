@@ -208,9 +208,12 @@ def _queued_twin(ctx: HookContext, text: str, input_id: str | None) -> str | Non
     return twin.input_id if twin is not None else None
 
 
-def admit_prompt(ctx: HookContext, text: str, turn: str, input_id: str | None = None):
+def admit_prompt(ctx: HookContext, text: str, turn: str, input_id: str | None = None, *,
+                 typed_while_busy: bool = False):
     """Admit one prompt into ``turn`` (a new turn cuts any other still running); without an
-    id, the id is a hash of its position in the turn. Shared by the prompt hook and the API."""
+    id, the id is a hash of its position in the turn. Shared by the prompt hook and the API.
+    ``typed_while_busy``: a steer into the running turn, admitted queued and delivered to it at
+    once (as the importer records the same prompt from the transcript's queue)."""
     _start_turn(ctx, turn)
     ordinal = 0
     if not input_id:
@@ -222,8 +225,11 @@ def admit_prompt(ctx: HookContext, text: str, turn: str, input_id: str | None = 
         result = ctx.thread.deliver(twin, turn, source=ctx.source, session=ctx.session)
         result.input_id = twin
         return result
-    return ctx.thread.admit(text, input_id=input_id, turn_id=turn, ordinal=ordinal,
-                            source=ctx.source, session=ctx.session)
+    result = ctx.thread.admit(text, input_id=input_id, turn_id=turn, ordinal=ordinal,
+                              queued=typed_while_busy, source=ctx.source, session=ctx.session)
+    if typed_while_busy and result.outcome != "duplicate":
+        ctx.thread.deliver(result.input_id, turn, source=ctx.source, session=ctx.session)
+    return result
 
 
 def on_user_prompt(ctx: HookContext) -> dict | None:
@@ -234,6 +240,7 @@ def on_user_prompt(ctx: HookContext) -> dict | None:
     turn = _turn_id(ctx.runtime, ctx.thread, p)
     conn = ctx.thread.store.conn
     input_id = p.get("prompt_id") if ctx.runtime == "claude" else None
+    steer = False
     if input_id:
         row = conn.execute("SELECT data FROM inputs WHERE thread_key=? AND input_id=?",
                            (ctx.thread.key, input_id)).fetchone()
@@ -243,12 +250,12 @@ def on_user_prompt(ctx: HookContext) -> dict | None:
             # The same text delivered again in that turn is the same input.
             if _same_text_in_turn(conn, ctx.thread.key, turn, text):
                 return None
-            input_id = None
+            input_id, steer = None, True
     if turn is None:  # an older Claude Code: no prompt_id, one input per prompt
         count = conn.execute("SELECT count(*) FROM inputs WHERE thread_key=?",
                              (ctx.thread.key,)).fetchone()[0]
         turn = f"prompt-{count + 1}"
-    result = admit_prompt(ctx, text, turn, input_id)
+    result = admit_prompt(ctx, text, turn, input_id, typed_while_busy=steer)
     if ctx.thread.row["needs_context"]:
         # A new context generation reached a prompt with no delivery recorded (the compact
         # SessionStart was deferred or dropped), or a state the model has not seen (a

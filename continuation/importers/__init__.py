@@ -1,4 +1,4 @@
-"""Transcript importers: build a thread from a Codex rollout or a Claude Code session file.
+"""Transcript importers: build a thread from a Codex rollout, a Claude Code or a Gemini CLI session file.
 
 ``import_transcript(runtime, path)`` reads the file (never failing on damaged content: see
 :mod:`.reader`), parses it into runtime-neutral ops (:mod:`.codex`, :mod:`.claude`,
@@ -49,7 +49,7 @@ from .reader import TranscriptReader
 from .report import ImportReport
 from .timeline import Timeline
 
-RUNTIMES = ("codex", "claude")
+RUNTIMES = ("codex", "claude", "gemini")
 PRESCAN_RECORDS = 2000
 
 
@@ -66,6 +66,10 @@ def _parser(runtime: str):
         from . import claude
 
         return claude
+    if runtime == "gemini":
+        from . import gemini
+
+        return gemini
     raise ValueError(f"unknown runtime {runtime!r} (expected one of {', '.join(RUNTIMES)})")
 
 
@@ -128,7 +132,8 @@ def import_transcript(runtime: str, path, *, engine=None, session_over: bool | N
         reader = TranscriptReader(path, report, hash_upto=cursor["offset"] if cursor else None)
         timeline = Timeline(runtime, report)
         timeline.thread_key = thread_key_for(runtime, sid)
-        parser = (module.CodexParser if runtime == "codex" else module.ClaudeParser)(timeline)
+        parser = {"codex": "CodexParser", "claude": "ClaudeParser", "gemini": "GeminiParser"}[runtime]
+        parser = getattr(module, parser)(timeline)
         for line in reader:
             timeline.at(line.number, line.end)
             try:

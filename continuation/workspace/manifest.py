@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ..userfiles import hash_prefix
 from .errors import WorkspaceError
+from .owner import abandoned, current_owner
 from .model import DIRTY_SAMPLE, DirtySummary, DriftReport, OversizedFile, WorkspaceRef
 from .policy import WorkspacePolicy
 from .porcelain import Status, StatusEntry
@@ -27,12 +28,13 @@ Entry = dict[str, object]
 
 
 def metadata_checkpoint(ws: Workspace, thread_key: str, generation: int, policy: WorkspacePolicy,
-                        *, claim: bool = False) -> WorkspaceRef:
+                        *, claim: bool = False, reclaim=None) -> WorkspaceRef:
     """Write a manifest for the workspace; the caller holds the workspace lock.
 
-    ``claim``: never overwrite another checkpoint's manifest; take the next free generation
-    (manifests are only written under the workspace lock, so the check cannot race)."""
-    while claim and ws.layout.manifest_path(thread_key, generation).exists():
+    ``claim``: never overwrite another checkpoint's manifest (unless abandoned, see
+    ``take_snapshot``); take the next free generation (manifests are only written under the
+    workspace lock, so the check cannot race)."""
+    while claim and not _free(ws.layout.manifest_path(thread_key, generation), generation, reclaim):
         generation += 1
     matcher = effective_matcher(ws, policy.exclude)
     previous = _latest_manifest(ws, thread_key)
@@ -71,13 +73,23 @@ def metadata_checkpoint(ws: Workspace, thread_key: str, generation: int, policy:
     ref.excluded, ref.excluded_count = excluded[:DIRTY_SAMPLE], len(excluded)
     ref.nested_repos = nested
     manifest_path = ws.layout.manifest_path(thread_key, generation)
-    write_json_atomic(
-        manifest_path,
-        {"manifest_version": MANIFEST_VERSION, "root": str(ws.root), "created_at": ref.created_at,
-         "head": ref.head, "entries": entries},
-    )
+    manifest = {"manifest_version": MANIFEST_VERSION, "root": str(ws.root), "created_at": ref.created_at,
+                "head": ref.head, "entries": entries}
+    if claim:
+        manifest["owner"] = current_owner()
+    write_json_atomic(manifest_path, manifest)
     ref.manifest_path = str(manifest_path)
     return ref
+
+
+def _free(path: Path, generation: int, reclaim) -> bool:
+    """No manifest claims ``generation``, or its claim was abandoned (process gone, no
+    checkpoint of it in the caller's store)."""
+    if not path.exists():
+        return True
+    data = read_json(path)
+    owner = data.get("owner") if isinstance(data, dict) else None
+    return reclaim is not None and abandoned(owner) and reclaim(generation)
 
 
 def metadata_drift(ws: Workspace, ref: WorkspaceRef, report: DriftReport) -> None:

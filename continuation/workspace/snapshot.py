@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from .errors import GitFailure, WorkspaceError
@@ -11,6 +12,7 @@ from .gitrun import GitTarget
 from .layout import HOME_TRAILER, snapshot_ref_name, validate_generation, validate_thread_key
 from .lock import DEFAULT_LOCK_TIMEOUT, workspace_lock
 from .model import DIRTY_SAMPLE, Submodule, WorkspaceRef
+from .owner import OWNER_TRAILER, abandoned, current_owner, owner_of_commit
 from .policy import WorkspacePolicy
 from .treebuild import _parse_raw_diff, _stage, build_tree, parallel, seed_index, tree_dirty_summary
 from .workspace_target import (
@@ -34,6 +36,7 @@ def take_snapshot(
     policy: WorkspacePolicy = WorkspacePolicy(),
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
     claim: bool = False,
+    reclaim: Callable[[int], bool] | None = None,
 ) -> WorkspaceRef:
     """Checkpoint the workspace at ``root`` for ``thread_key`` at context ``generation``.
 
@@ -47,7 +50,10 @@ def take_snapshot(
     allocated with the ref itself (git creates the ref only if it does not exist, and a
     manifest is only written where none is), and when another process holds it the next free
     generation is taken; ``ref.generation`` says which. A checkpoint's ref therefore always
-    names the commit the checkpoint records (two racing checkpoints moved one ref).
+    names the commit the checkpoint records (two racing checkpoints moved one ref). A claim
+    names its process (``owner``); ``reclaim(generation)`` (the caller's store has no checkpoint
+    of it) lets a claim whose process is gone be taken over, so a checkpoint killed between its
+    snapshot and its store commit leaves no hole in the generations.
     """
     validate_thread_key(thread_key)
     validate_generation(generation)
@@ -58,9 +64,9 @@ def take_snapshot(
         if policy.mode == "metadata":
             from .manifest import metadata_checkpoint
 
-            return metadata_checkpoint(ws, thread_key, generation, policy, claim=claim)
+            return metadata_checkpoint(ws, thread_key, generation, policy, claim=claim, reclaim=reclaim)
         return snapshot_locked(ws, thread_key, snapshot_ref_name(thread_key, generation), generation, policy,
-                               claim=claim)
+                               claim=claim, reclaim=reclaim)
 
 
 def _describe(ws: Workspace, kind: str, thread_key: str, generation: int | None, policy: WorkspacePolicy) -> WorkspaceRef:
@@ -83,6 +89,7 @@ def snapshot_locked(
     policy: WorkspacePolicy,
     *,
     claim: bool = False,
+    reclaim: Callable[[int], bool] | None = None,
 ) -> WorkspaceRef:
     """Build, commit and name one snapshot. The caller holds the workspace lock.
 
@@ -121,7 +128,8 @@ def snapshot_locked(
             ref.detached = built.branch is None
             ref.unborn = built.head is None
             ref.in_progress = in_progress_operation(target.git_dir)
-        commit = _commit(target, ref, built.head, layout.home_id)
+        owner = current_owner() if claim else None
+        commit = _commit(target, ref, built.head, layout.home_id, owner)
         _stage("commit-tree")
         _clear_stale_ref_lock(target, ref_name)
         if target.kind == "git":  # against HEAD (the commit's parent), or empty when unborn
@@ -131,11 +139,13 @@ def snapshot_locked(
         else:
             base, diff_args = "none", []
         # the diff reads the commit's tree and parent only, which a renamed claim keeps
-        commit, diff_raw = parallel(
-            lambda: _claim_ref(target, ref, commit, built.head, layout.home_id) if claim
-            else _set_ref(target, ref_name, commit),
+        (code, _, err), diff_raw = parallel(
+            lambda: target.run(["update-ref", "--no-deref", ref_name, commit, *_create_only(commit, claim)],
+                               check=not claim),
             lambda: target.run(diff_args, check=False)[1] if diff_args else b"",
         )
+        if code != 0:  # in this thread: ``reclaim`` may read the caller's SQLite connection
+            commit = _claim_taken(target, ref, commit, built.head, layout.home_id, owner, reclaim, err)
         ref_name = ref.snapshot_ref
         _stage("update-ref")
         if target.kind == "shadow":  # git repositories re-seed from the user's index every time
@@ -154,51 +164,68 @@ def snapshot_locked(
     return ref
 
 
-def _commit(target: GitTarget, ref: WorkspaceRef, head: str | None, home_id: str) -> str:
+def _commit(target: GitTarget, ref: WorkspaceRef, head: str | None, home_id: str, owner: str | None = None) -> str:
     args = ["commit-tree", "--no-gpg-sign", ref.snapshot_tree or "", "-F", "-"]
     if head:
         args[2:2] = ["-p", head]
-    return target.out(args, stdin=commit_message(ref, home_id).encode("utf-8", "surrogateescape"))
+    return target.out(args, stdin=commit_message(ref, home_id, owner).encode("utf-8", "surrogateescape"))
 
 
-def _set_ref(target: GitTarget, ref_name: str, commit: str) -> str:
-    target.run(["update-ref", "--no-deref", ref_name, commit])
-    return commit
+def _create_only(commit: str, claim: bool) -> list[str]:
+    """The old value for ``update-ref``: the zero id makes git create the ref only if absent
+    (atomically), else it fails and changes nothing."""
+    return ["0" * len(commit)] if claim else []
 
 
 #: generations tried past the requested one before a claim gives up
 CLAIM_ATTEMPTS = 64
 
 
-def _claim_ref(target: GitTarget, ref: WorkspaceRef, commit: str, head: str | None, home_id: str) -> str:
-    """Create ``ref.snapshot_ref`` for ``commit`` only if no such ref exists (``update-ref`` with
-    the zero id as the old value is atomic in git); when it exists, another checkpoint owns that
-    generation: re-commit under the next one. Returns the commit the claimed ref names."""
+def _claim_taken(target: GitTarget, ref: WorkspaceRef, commit: str, head: str | None, home_id: str,
+                 owner: str | None, reclaim: Callable[[int], bool] | None, err: str) -> str:
+    """``ref.snapshot_ref`` could not be created for ``commit``: another checkpoint claimed the
+    generation. Take it over when that claim was abandoned (its process is gone and the store
+    has no checkpoint of the generation), else re-commit under the next generation and claim
+    that. Returns the commit the claimed ref names."""
     assert ref.thread_key is not None and ref.generation is not None
     for _ in range(CLAIM_ATTEMPTS):
-        zero = "0" * len(commit)
-        code, _, err = target.run(["update-ref", "--no-deref", ref.snapshot_ref or "", commit, zero],
-                                  check=False)
-        if code == 0:
-            return commit
-        taken, _, _ = target.run(["rev-parse", "--verify", "--quiet", ref.snapshot_ref or ""], check=False)
-        if taken != 0:  # the ref is free: the update failed for another reason
-            raise GitFailure(["update-ref", ref.snapshot_ref or "", commit, zero], code, err)
+        name = ref.snapshot_ref or ""
+        code, out, _ = target.run(["rev-parse", "--verify", "--quiet", name], check=False)
+        if code != 0:  # the ref is free: the update failed for another reason
+            raise GitFailure(["update-ref", name, commit], 1, err)
+        existing = out.decode().strip()
+        if reclaim is not None and _abandoned(target, existing) and reclaim(ref.generation):
+            # compare-and-swap: fails if another checkpoint took it over first
+            if target.run(["update-ref", "--no-deref", name, commit, existing], check=False)[0] == 0:
+                return commit
         ref.generation += 1
         ref.snapshot_ref = snapshot_ref_name(ref.thread_key, ref.generation)
         _clear_stale_ref_lock(target, ref.snapshot_ref)
-        commit = _commit(target, ref, head, home_id)  # the message names the ref and generation
+        commit = _commit(target, ref, head, home_id, owner)  # the message names ref and generation
+        code, _, err = target.run(["update-ref", "--no-deref", ref.snapshot_ref, commit, *_create_only(commit, True)],
+                                  check=False)
+        if code == 0:
+            return commit
     raise WorkspaceError(f"no free snapshot generation for {ref.thread_key} after {CLAIM_ATTEMPTS} tries")
 
 
-def commit_message(ref: WorkspaceRef, home_id: str | None = None) -> str:
+def _abandoned(target: GitTarget, commit: str) -> bool:
+    code, out, _ = target.run(["cat-file", "commit", commit], check=False)
+    return code == 0 and abandoned(owner_of_commit(out.decode("utf-8", "surrogateescape")))
+
+
+def commit_message(ref: WorkspaceRef, home_id: str | None = None, owner: str | None = None) -> str:
     """Subject line plus the reference as JSON (minus what only exists after the commit), so a
     snapshot found by its ref alone still knows what it did not store (see ``load_snapshot``);
-    a ``Continuation-Home`` trailer names the state home that owns it (retention)."""
+    a ``Continuation-Home`` trailer names the state home that owns it (retention), a
+    ``Continuation-Owner`` trailer the process that claimed its generation (``owner``)."""
     record = ref.to_dict()
     for key in ("snapshot_commit", "dirty"):
         record.pop(key, None)
-    trailer = f"\n{HOME_TRAILER}: {home_id}\n" if home_id else ""
+    lines = [f"{HOME_TRAILER}: {home_id}"] if home_id else []
+    if owner:
+        lines.append(f"{OWNER_TRAILER}: {owner}")
+    trailer = "\n" + "\n".join(lines) + "\n" if lines else ""
     return (f"continuation snapshot {ref.snapshot_ref}\n\n{json.dumps(record, sort_keys=True)}\n"
             f"{trailer}")
 

@@ -110,6 +110,19 @@ def run_scenario(root: Path, gemini: Path) -> dict[str, Any]:
     for name in ("events", "status"):
         out = run_bounded([*cont, name, "--json"], timeout=60, cwd=project, env=env)
         report[name] = json.loads(out.stdout) if out.returncode == 0 else {"error": out.tail()}
+    # the session file the hooks name. Not SessionStart's: `gemini -p --resume` fires it while a
+    # throwaway chat is open, whose file (named by the minute) is a stub in another minute
+    transcripts = sorted({p["transcript_path"] for p in report["recorded"]
+                          if p.get("transcript_path") and p["hook_event_name"] != "SessionStart"})
+    report["transcripts"] = transcripts
+    if transcripts:  # the session file: into the hooks' store, and into an empty one
+        for label, home_dir in (("import_same", state), ("import_fresh", root / "state-import")):
+            out = run_bounded([*cont, "import", "gemini", str(transcripts[-1]), "--json"], timeout=120,
+                              cwd=project, env={**env, "CONTINUATION_HOME": str(home_dir)})
+            report[label] = json.loads(out.stdout) if out.returncode == 0 else {"error": out.tail()}
+        fresh = run_bounded([*cont, "events", "--json"], timeout=60, cwd=project,
+                            env={**env, "CONTINUATION_HOME": str(root / "state-import")})
+        report["import_fresh_events"] = json.loads(fresh.stdout) if fresh.returncode == 0 else {"error": fresh.tail()}
     hooks_log = state / "logs" / "hooks.log"
     report["hook_errors_log"] = hooks_log.read_text(encoding="utf-8") if hooks_log.exists() else None
     for name in ("notes.txt", "steps.txt"):

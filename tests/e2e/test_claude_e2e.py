@@ -312,6 +312,26 @@ def installed_sandbox(cmd: list[str], claude: Path, tmp_path: Path):
         yield env
 
 
+def assert_import_agrees(env: Installed, session_id: str, tmp_path: Path) -> None:
+    """Issue 13: the session's real transcript, imported into the hooks' store and alone into a
+    fresh one, gives the states (and queued flags) the hooks recorded."""
+    from continuation.engine import Engine
+    from continuation.importers import import_transcript
+
+    def summary(rows):
+        return {str(i.get("text")): (i.get("state"), bool(i.get("queued"))) for i in rows}
+
+    hooked = summary(env.inputs(session_id))
+    transcript = env.box.transcript(session_id)
+    imported = env.cli("import", "claude", str(transcript), "--session-over")
+    assert imported.returncode == 0, imported.stderr[-2000:]
+    merged = summary(env.inputs(session_id))
+    with Engine(tmp_path / "import-only") as engine:
+        import_transcript("claude", transcript, engine=engine, session_over=True)
+        alone = {r.text: (r.state, r.queued) for r in engine.find_thread("claude", session_id).inputs()}
+    assert merged == hooked == alone, {"hooks": hooked, "hooks+import": merged, "import only": alone}
+
+
 def _checkpoint_blocks(body: Any) -> list[tuple[str, str]]:
     """(nonce, block text from BEGIN through END) of every whole checkpoint block in a request body."""
     blocks = []
@@ -340,24 +360,10 @@ def test_claude_session_through_continuation(continuation_cmd: list[str], claude
         resumed = box.run("what is the state of things?", resume=session.session_id, timeout=RUN_TIMEOUT_S)
         assert resumed.returncode == 0, resumed.stderr[-2000:]
         inputs_after_resume = env.inputs(session.session_id)
-        # Issue 13: this killed-and-resumed transcript, imported into the hooks' store and alone
-        # into a fresh one, gives the hooks' states (Claude Code's placeholder result for the
-        # killed call is no outcome, the prompt after the resume is not "queued").
-        transcript_file = box.transcript(session.session_id)
-        imported = env.cli("import", "claude", str(transcript_file), "--session-over")
-        assert imported.returncode == 0, imported.stderr[-2000:]
-        inputs_after_import = env.inputs(session.session_id)
+        # Issue 13: Claude Code's placeholder result for the killed call is no outcome, and the
+        # prompt after the resume is not "queued"
+        assert_import_agrees(env, session.session_id, tmp_path)
     env.assert_no_hook_errors()
-    from continuation.engine import Engine
-    from continuation.importers import import_transcript
-
-    with Engine(tmp_path / "import-only") as alone_engine:
-        import_transcript("claude", transcript_file, engine=alone_engine, session_over=True)
-        alone = {r.text: (r.state, r.queued)
-                 for r in alone_engine.find_thread("claude", session.session_id).inputs()}
-    hooked = {str(i.get("text")): (i.get("state"), bool(i.get("queued"))) for i in inputs_after_resume}
-    assert {str(i.get("text")): (i.get("state"), bool(i.get("queued")))
-            for i in inputs_after_import} == hooked == alone, (hooked, alone)
 
     states = {str(i.get("text")): i.get("state") for i in inputs}
     assert states == {
@@ -443,6 +449,7 @@ def test_claude_prompt_typed_mid_turn_is_its_own_input(continuation_cmd: list[st
                 ct.kill_tree(proc)
         session_id = box.hook_payloads()[0]["session_id"]
         inputs = env.inputs(session_id)
+        assert_import_agrees(env, session_id, tmp_path)
 
     # What Claude Code 2.1.332 does: one turn, two UserPromptSubmit payloads with one prompt_id.
     assert [r.get("subtype") for r in output if r.get("type") == "result"] == ["success"]
@@ -469,6 +476,7 @@ def test_claude_failed_tool_call_has_an_outcome(continuation_cmd: list[str], cla
         session_id = env.box.hook_payloads()[0]["session_id"]
         inputs = env.inputs(session_id)
         events = _json_list(env.cli("events", "--thread", session_id, "--json").stdout, "events")
+        assert_import_agrees(env, session_id, tmp_path)
     env.assert_no_hook_errors()
     # the user's recorder hook (not ours) listens to PostToolUse only: it never saw the outcome
     fired = [p["hook_event_name"] for p in env.box.hook_payloads()]
@@ -492,6 +500,7 @@ def test_claude_denied_tool_call_has_an_outcome(continuation_cmd: list[str], cla
         session_id = env.box.hook_payloads()[0]["session_id"]
         inputs = env.inputs(session_id)
         events = _json_list(env.cli("events", "--thread", session_id, "--json").stdout, "events")
+        assert_import_agrees(env, session_id, tmp_path)
     env.assert_no_hook_errors()
     started = [e["data"] for e in events if e["type"] == "tool_started"]
     finished = [e["data"] for e in events if e["type"] == "tool_finished"]
@@ -519,6 +528,7 @@ def test_claude_auto_compaction_mid_turn_keeps_the_prompt(continuation_cmd: list
         second = box.run(prompt, resume=session_id, timeout=RUN_TIMEOUT_S)
         assert second.returncode == 0 and second.json().get("is_error") is False, second.stdout[-2000:]
         inputs = env.inputs(session_id)
+        assert_import_agrees(env, session_id, tmp_path)
 
     assert ct.event_names(box.hook_payloads()[before_hooks:]) == [
         "SessionStart:resume", "UserPromptSubmit", "PreToolUse:Bash", "PostToolUse:Bash",

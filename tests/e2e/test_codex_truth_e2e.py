@@ -55,3 +55,82 @@ def test_the_exit_code_is_learnt_before_the_compaction_boundary(failing_report: 
                      and e["data"].get("kind") == "compact"), None)
     assert code is not None and code["data"]["exit_code"] == 2, events
     assert boundary is not None and code["seq"] < boundary["seq"], (code, boundary)
+
+
+# -- items 3, 4, 8: a provider restarted between turns, a kill -9, a decision, a resume ---------
+
+def _run_restarted_provider_scenario(root: Path, codex: Path) -> dict:
+    """``codex exec`` against one stand-in (its first call is `call_0`); then ``exec resume``
+    against a fresh stand-in process, whose first call is `call_0` again (`sleep 30`): SIGKILL
+    of Codex while it runs. Then `status`, `recover`, `reconcile`, a `--not-applied` decision,
+    and ``exec resume`` once more."""
+    from responses_standin import ResponsesStandin, ScriptedModel
+
+    sandbox = ch.CodexSandbox(root, codex, ch.default_launcher())
+    report: dict = {}
+    with ResponsesStandin(sandbox.request_log, ScriptedModel(tokens_before_compaction=200)) as first:
+        sandbox.write_config(first.base_url)
+        report["install"] = sandbox.install_hooks()
+        report["first_run"] = sandbox.run_codex("exec", sandbox.exec_args(ch.PROMPT_1)).summary()
+        report["first_calls"] = [i.get("call_id") for r in first.requests()
+                                 for i in r.get("reply", []) if i.get("type") == "function_call"]
+    log2 = root / "requests-2.jsonl"
+    with ResponsesStandin(log2, ScriptedModel(tokens_before_compaction=200)) as second:
+        sandbox.write_config(second.base_url)
+        report["killed_run"] = ch.run_until_hook_then_kill(
+            sandbox, sandbox.exec_args("resume", "--last", ch.PROMPT_SLOW), "PreToolUse")
+        report["second_calls"] = [i.get("call_id") for r in second.requests()
+                                  for i in r.get("reply", []) if i.get("type") == "function_call"]
+        report["status"] = ch._json_or_text(sandbox.continuation("status", "--json"))
+        report["recover"] = ch._json_or_text(sandbox.continuation("recover", "--json"))
+        report["inputs"] = ch._json_or_text(sandbox.continuation("inputs", "--json"))
+        report["reconcile"] = ch._json_or_text(sandbox.continuation("reconcile", "--json"))
+        calls = (report["reconcile"] or {}).get("calls") or [{}]
+        decided = sandbox.continuation("reconcile", calls[0].get("call_id") or "-", "--not-applied")
+        report["decision"] = {"exit": decided.returncode, "out": decided.stdout + decided.stderr}
+        seen = len(second.requests())
+        report["resumed_run"] = sandbox.run_codex(
+            "exec resume after the decision",
+            sandbox.exec_args("resume", "--last", ch.PROMPT_AFTER_CRASH)).summary()
+        posts = [r for r in second.requests()[seen:] if r.get("method") == "POST"]
+        report["resumed_contexts"] = (ch._developer_texts_with(posts[0], ch.CAPSULE_MARKER)
+                                      if posts else None)
+        report["inputs_after_resume"] = ch._json_or_text(sandbox.continuation("inputs", "--json"))
+    report["hook_errors_log"] = ch._read(sandbox.state / "logs" / "hooks.log")
+    return report
+
+
+@pytest.fixture(scope="module")
+def restarted_report(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    try:
+        codex = ch.ensure_codex()
+    except ToolUnavailable as exc:
+        pytest.skip(f"real Codex CLI unavailable: {exc}")
+    return _run_restarted_provider_scenario(tmp_path_factory.mktemp("codex-e2e-restarted"), codex)
+
+
+def test_the_provider_reused_call_0_and_both_calls_are_recorded(restarted_report: dict) -> None:
+    assert restarted_report["first_calls"][:1] == ["call_0"], restarted_report["first_calls"]
+    assert restarted_report["second_calls"][:1] == ["call_0"], restarted_report["second_calls"]
+    assert restarted_report["killed_run"]["hook_fired"], restarted_report["killed_run"]
+    (call,) = restarted_report["reconcile"]["calls"]
+    assert call["call_id"].startswith("call_0@") and call["args"] == {"command": "sleep 30"}
+    states = {i["text"]: i["state"] for i in restarted_report["inputs"]["inputs"]}
+    assert states == {ch.PROMPT_1: "handled", ch.PROMPT_SLOW: "reconciling"}
+    assert restarted_report["hook_errors_log"] is None, restarted_report["hook_errors_log"]
+
+
+def test_status_said_killed_before_recover(restarted_report: dict) -> None:
+    (thread,) = restarted_report["status"]["threads"]
+    assert thread["thread"]["status"] == "killed", thread["runtime"]
+    assert {i["state"] for i in thread["inputs"]} == {"handled", "pending"}
+
+
+def test_the_not_applied_decision_reaches_the_model_on_resume(restarted_report: dict) -> None:
+    assert restarted_report["decision"]["exit"] == 0, restarted_report["decision"]
+    assert restarted_report["resumed_run"]["exit"] == 0, restarted_report["resumed_run"]
+    contexts = restarted_report["resumed_contexts"]
+    assert contexts, "the first request after the decision carries no checkpoint"
+    text = contexts[-1]
+    assert "not applied: it did not take effect; its work is still to do" in text, text[-3000:]
+    assert "sleep 30" in text

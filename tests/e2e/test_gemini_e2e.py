@@ -136,3 +136,19 @@ def test_after_tool_carries_the_context_into_the_next_model_request(report: dict
     # Gemini keeps it in the history: the third run's first request still has it.
     third = report["requests"][report["runs"][2]["requests"][0]]
     assert MARKER in json.dumps(third["body"])
+
+
+def test_import_of_the_session_file_agrees_with_the_hooks(report: dict) -> None:
+    assert len(report["transcripts"]) == 1, "the hooks name one session file for the three runs"
+    same = report["import_same"]
+    assert "error" not in same, same
+    assert same["inputs_seen"] == 3 and same["inputs_admitted"] == 0 and same["duplicates"] == 3
+    fresh = report["import_fresh"]
+    assert fresh["compactions"] == 1 and fresh["tool_calls_paired"] == 5 and not fresh["tool_calls_unpaired"]
+
+    def ids(events: list[dict], etype: str, key: str) -> list[str]:
+        return [e["data"][key] for e in events if e["type"] == etype]
+
+    imported = report["import_fresh_events"]["events"]
+    for etype, key in (("input_admitted", "input_id"), ("tool_started", "call_id")):
+        assert ids(imported, etype, key) == ids(_events(report), etype, key)
