@@ -91,6 +91,8 @@ def test_text_sent_again_after_an_order_fold_is_not_a_second_input(home, tmp_pat
     assert _inputs(home, "q4") == {"index the docs": ("handled", False),
                                    "and the api": ("handled", True)}
     assert report.inputs_admitted == 2
+    with Engine(home) as e:  # named by the prompt's runtime id, as the hooks name it
+        assert {r.input_id for r in e.find_thread("claude", "q4").inputs()} == {"p1", "p2"}
 
 
 # -- 2. a grown file re-imported admits nothing twice -----------------------------------------
