@@ -91,6 +91,8 @@ def test_text_sent_again_after_an_order_fold_is_not_a_second_input(home, tmp_pat
     assert _inputs(home, "q4") == {"index the docs": ("handled", False),
                                    "and the api": ("handled", True)}
     assert report.inputs_admitted == 2
+    with Engine(home) as e:  # named by the prompt's runtime id, as the hooks name it
+        assert {r.input_id for r in e.find_thread("claude", "q4").inputs()} == {"p1", "p2"}
 
 
 # -- 2. a grown file re-imported admits nothing twice -----------------------------------------
@@ -268,12 +270,17 @@ def test_task_notifications_are_not_inputs(home, tmp_path):
     s.reply("started")
     s.task_notification("n1", "b1").tool("t2", "cat build.log").reply("build ok")
     s.task_notification("n2", "b2", with_origin=False).reply("second build ok")
+    # a prompt from another origin Claude Code knows as the user's (voice) stays an input
+    s.prompt("p3", "and deploy it")
+    s.records[-1]["origin"] = {"kind": "voice-call"}
+    s.reply("deployed")
     report = run_import(home, "claude", s.write(), session_over=True)
-    assert _inputs(home, "tn") == {"start the build in the background": ("handled", False)}
-    assert report.system_prompts == 2 and report.inputs_seen == 1
+    assert _inputs(home, "tn") == {"start the build in the background": ("handled", False),
+                                   "and deploy it": ("handled", False)}
+    assert report.system_prompts == 2 and report.inputs_seen == 2
     with Engine(home) as e:
         source = gather(e.find_thread("claude", "tn"), generation=1, reason="test")
-    assert [i.text for i in source.inputs] == ["start the build in the background"]
+    assert [i.text for i in source.inputs] == ["start the build in the background", "and deploy it"]
 
 
 def test_notification_folded_into_a_running_turn_ends_nothing(home, tmp_path):
@@ -331,7 +338,8 @@ def test_every_finished_call_fact_and_claim_is_listed_or_cut(home):
     def counted(prefix):
         return sum(c.items for c in capsule.cuts if c.field.startswith(prefix))
 
-    assert len(capsule.tool_calls) + counted("tool_calls") == calls
+    listed = len(capsule.tool_calls) + sum(w.count for w in capsule.work_done)
+    assert listed + counted("tool_calls") + counted("work_done") == calls
     assert len(capsule.runtime_facts) + counted("runtime_facts") == facts
     assert len(capsule.assistant_claims) + counted("assistant_claims") == claims
     unread = [c for c in capsule.cuts if "not gathered" in c.field]

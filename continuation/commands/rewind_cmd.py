@@ -79,8 +79,10 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_drift)
 
     p = sub.add_parser("gc", help="delete snapshot refs of deleted threads and prune old ones")
-    p.add_argument("--keep", type=int, default=20,
-                   help="snapshot generations (and safety snapshots) kept per thread (default 20)")
+    p.add_argument("--keep", type=int, default=None,
+                   help="generations kept per thread: snapshot refs (and safety snapshots), "
+                        "capsule copies and context files (default $CONTINUATION_KEEP_GENERATIONS, "
+                        "else 20); every capsule stays in the store")
     p.add_argument("--root", action="append", default=[],
                    help="also clean this workspace folder (repeatable)")
     p.add_argument("--dry-run", action="store_true", help="show what would go; change nothing")
@@ -197,7 +199,8 @@ def _run_rewind(args, mode: str) -> int:
         if result.files:
             print(f"files: {len(result.files['restored'])} modified, "
                   f"{len(result.files['recreated'])} re-created, {len(result.files['deleted'])} "
-                  f"deleted; safety snapshot {result.files['safety_ref']}")
+                  f"deleted, {len(result.files.get('kept', []))} kept (new since the checkpoint, "
+                  f"not created by the agent); safety snapshot {result.files['safety_ref']}")
         if prompt:
             print(prompt.describe())
             print(prompt.text)
@@ -335,11 +338,23 @@ def cmd_drift(args) -> int:
 def cmd_gc(args) -> int:
     from ..rewind.removal import collect_garbage
 
+    from ..capsule_retention import RetentionError, describe, keep_generations, prune_generation_files
+
+    try:
+        keep = args.keep if args.keep is not None else keep_generations()
+        if keep < 1:
+            raise RetentionError("--keep must be at least 1 (the newest generation is kept)")
+    except RetentionError as exc:
+        raise CommandError(str(exc)) from None
+    args.keep = keep
     with open_engine() as engine:
-        report = collect_garbage(engine, roots=args.root, keep=args.keep, dry_run=args.dry_run)
+        report = collect_garbage(engine, roots=args.root, keep=keep, dry_run=args.dry_run)
+        files = prune_generation_files(engine, keep=keep, dry_run=args.dry_run)
         if args.json:
-            emit_json(report.to_dict())
+            emit_json({**report.to_dict(), "generation_files": files.to_dict()})
             return 0
+        if files.files:
+            print(describe(files, keep, args.dry_run))
         verb = "would delete" if args.dry_run else "deleted"
         for root, refs in report.orphan_refs.items():
             print(f"{verb} {len(refs)} ref(s) of deleted threads in {root}")
@@ -349,6 +364,6 @@ def cmd_gc(args) -> int:
             print(f"{verb} orphaned folder {path}")
         for w in report.warnings:
             print(f"warning: {w}")
-        if not (report.orphan_refs or report.pruned_refs or report.folders_removed):
+        if not (report.orphan_refs or report.pruned_refs or report.folders_removed or files.files):
             print("nothing to collect")
     return 0
