@@ -20,20 +20,22 @@ Drop order when everything does not fit (first dropped first; oldest first insid
 2.  texts of handled inputs
 3.  assistant claims
 4.  runtime facts
-5.  finished tool calls (ok / error), with their arguments
+5.  the work ledger of turns with no actionable input (finished calls, grouped)
 6.  notices of priority below 50 (lowest priority first)
 7.  rows of superseded / rolled-back inputs, then of handled inputs (counts stay in
     ``input_counts``)
 8.  attachment references
 9.  plan items: completed ones first, then the others from the end of the list
 10. background work
-11. extra settings: extra permission and model settings, then unknown workspace keys
-12. model / provider, permissions / sandbox / approval, then the workspace reference
+11. extra permission and model settings
+12. model / provider, permissions / sandbox / approval, then the workspace reference (its
+    model-facing view only: ``capsule.workspace_view``)
 13. notices of priority 50 and above (lowest priority first)
-14. texts of actionable inputs other than the objective (queued ones first)
-15. arguments of in-flight / unknown-outcome tool calls
-16. rows of actionable inputs (pending, interrupted, reconciling, queued)
-17. rows of in-flight / unknown-outcome tool calls
+14. the work ledger of turns with an actionable input: what was already done for it
+15. texts of actionable inputs other than the objective (queued ones first)
+16. arguments of in-flight / unknown-outcome tool calls
+17. rows of actionable inputs (pending, interrupted, reconciling, queued)
+18. rows of in-flight / unknown-outcome tool calls
 
 Elements are kept in the reverse order until one does not fit; that one is clipped to the room
 left when it has text, and everything after it is dropped, so nothing of a later step is kept
@@ -250,7 +252,7 @@ class _Builder:
             tokens, exact = -(-counted * total // max(1, sample_bytes)), False
         return Cut(
             field=group,
-            items=len(dropped),
+            items=sum(e.items for e in dropped),
             original_bytes=total,
             original_tokens=tokens,
             original_tokens_exact=exact,
@@ -335,7 +337,7 @@ class _Builder:
         total = sum(e.original_bytes for e in members)
         # numbers as wide as the real ones can get (tokens never exceed bytes here by much)
         probe = Cut(
-            field=group, items=len(members), original_bytes=total, original_tokens=total * 2 + 9,
+            field=group, items=sum(e.items for e in members), original_bytes=total, original_tokens=total * 2 + 9,
             original_tokens_exact=False, kept_bytes=0, kept_tokens=0, sha256="0" * 64,
             pointer=pointer, last_pointer=pointer,
         )
@@ -445,9 +447,7 @@ class _Builder:
             return [obj for _, obj in sorted(rows.get(slot, []), key=lambda pair: pair[0])]
 
         permissions, model_settings = apply_settings(parts)
-        workspace = None
-        if "workspace" in parts:
-            workspace = {**parts["workspace"], **parts.get("workspace.extra", {})}
+        workspace = parts.get("workspace")
         plan = None
         if sk.plan is not None:
             plan = Plan(**{**sk.plan.model_dump(), "items": ordered("plan")})
@@ -463,6 +463,7 @@ class _Builder:
             input_counts=sk.input_counts,
             inputs=ordered("inputs"),
             tool_calls=ordered("tool_calls"),
+            work_done=ordered("work_done"),
             runtime_facts=ordered("runtime_facts"),
             assistant_claims=ordered("assistant_claims"),
             workspace=workspace,
@@ -481,7 +482,7 @@ class _Builder:
                 objective_max_bytes=limits.objective_bytes,
                 cursor_max_bytes=limits.cursor_bytes,
                 replaced_surrogates=sk.replaced_surrogates,
-                dropped={**{g: len(m) for g, m in groups.items()},
+                dropped={**{g: sum(e.items for e in m) for g, m in groups.items()},
                          **{n.field: n.items for n in self.source.not_gathered}},
             ),
         )

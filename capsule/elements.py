@@ -37,6 +37,7 @@ from .model import (
     PlanItem,
     RuntimeFact,
     SourcePointers,
+    WorkDone,
 )
 from .source import (
     ACTIONABLE_STATES,
@@ -46,12 +47,15 @@ from .source import (
     CapsuleSource,
     ThreadKey,
 )
+from .ledger import group_calls
 from .textclip import clip_json_bytes, json_size, scrub, short_id
+from .workspace_view import workspace_view
 
 ID_MAX = 128
 POINTER_MAX = 256
 REF_MAX = 256
 MAX_ROW_ATTACHMENTS = 8
+MAX_ROW_INPUTS = 8
 MAX_EXTRA_KEYS = 16
 VALUE_MAX = 512  # one workspace / settings value, JSON bytes
 
@@ -69,17 +73,19 @@ T_BACKGROUND = 10
 T_EXTRA_SETTINGS = 11
 T_WORKSPACE_SETTINGS = 12
 T_NOTICE_HIGH = 13
-T_ACTIONABLE_TEXT = 14
-T_UNSETTLED_ARGS = 15
-T_ACTIONABLE_ROW = 16
-T_UNSETTLED_ROW = 17
+T_LEDGER_ACTIVE = 14
+T_ACTIONABLE_TEXT = 15
+T_UNSETTLED_ARGS = 16
+T_ACTIONABLE_ROW = 17
+T_UNSETTLED_ROW = 18
 
 # Group names used for the one cut that summarises what a field lost whole.
 G_INPUT_TEXT_HIST = "inputs.text[historical]"
 G_INPUT_TEXT_ACT = "inputs.text[actionable]"
 G_INPUT_ROW_HIST = "inputs[historical]"
 G_INPUT_ROW_ACT = "inputs[actionable]"
-G_CALL_SETTLED = "tool_calls[ok,error]"
+G_LEDGER_HIST = "work_done[historical]"
+G_LEDGER_ACTIVE = "work_done[actionable]"
 G_CALL_ARGS = "tool_calls.args[in_flight,unknown]"
 G_CALL_ROW = "tool_calls[in_flight,unknown]"
 G_CLAIMS = "assistant_claims"
@@ -116,6 +122,7 @@ class Element:
     pointer: str = ""
     parent: Element | None = None  # set on a text that belongs to a row
     pre_cuts: list[PendingCut] = dc_field(default_factory=list)  # clips made whatever the budget
+    items: int = 1  # what a cut counts when it is dropped (a work-ledger group: its calls)
     # caches filled by the budgeter
     capped: str | None = None
     cost: tuple[int, int] | None = None
@@ -213,10 +220,46 @@ def _split_extras(values: dict[str, Any], prefix: str, pointer: str, as_text: bo
     return kept, cuts
 
 
-WORKSPACE_KNOWN = (
-    "root", "canonical_root", "kind", "vcs", "head", "detached", "branch", "upstream",
-    "dirty", "dirty_summary", "dirty_count", "snapshot_ref", "snapshot_id", "checkpoint_id",
-)
+def _ledger(source: CapsuleSource, s: _Scrubber) -> list[Element]:
+    """The finished calls of each turn, grouped (capsule.ledger), one element per group. Groups
+    of a turn that has an actionable input are kept nearly last; the others go early. Inside a
+    tier the oldest group goes first."""
+    inputs_of: dict[str | None, list[str]] = {}
+    active_turns: set[str | None] = set()
+    for item in source.inputs:
+        if item.turn_id is None:
+            continue
+        inputs_of.setdefault(item.turn_id, []).append(s.ident(item.id) or "")
+        if item.state in ACTIONABLE_STATES:
+            active_turns.add(item.turn_id)
+    by_turn: dict[str | None, list] = {}
+    for call in source.tool_calls:
+        if call.status not in UNSETTLED_TOOL_STATUSES:
+            by_turn.setdefault(call.turn_id, []).append(call)
+    elements: list[Element] = []
+    k = 0
+    for turn_id, calls in by_turn.items():
+        active = turn_id in active_turns
+        groups = group_calls((c.tool, c.status, c.exit_code, c.args, c.pointer) for c in calls)
+        for g in groups:
+            row_fields = dict(
+                turn_id=s.ident(turn_id), input_ids=inputs_of.get(turn_id, [])[:MAX_ROW_INPUTS],
+                tool=s.ident(g.tool, 64), status=g.status, exit_code=g.exit_code, count=g.count,
+                values=g.values_text, files=[s.ident(f, REF_MAX) for f in g.files],
+                pointer=s.ident(g.pointers[0], POINTER_MAX),
+                last_pointer=s.ident(g.pointers[-1], POINTER_MAX) if g.count > 1 else None,
+            )
+            elements.append(Element(
+                rank=(T_LEDGER_ACTIVE if active else T_SETTLED_CALL, 0, k), slot="work_done", index=k,
+                group=G_LEDGER_ACTIVE if active else G_LEDGER_HIST,
+                build=lambda t, _f=row_fields: WorkDone(**_f, args=t),
+                line=lambda o, c: render.work_done_line(o, clipped=c),
+                full=s.text(g.args), original=g.args,
+                field=f"work_done[{row_fields['pointer']}].args", pointer=row_fields["pointer"],
+                items=g.count,
+            ))
+            k += 1
+    return elements
 
 
 def collect(source: CapsuleSource) -> tuple[Skeleton, list[Element]]:
@@ -292,8 +335,8 @@ def collect(source: CapsuleSource) -> tuple[Skeleton, list[Element]]:
             parent=row,
         ))
 
-    # -- tool calls ----------------------------------------------------------------------------
-    for k, call in enumerate(source.tool_calls):
+    # -- tool calls: the unsettled ones one by one, the finished ones as the work ledger -------
+    for k, call in enumerate(c for c in source.tool_calls if c.status in UNSETTLED_TOOL_STATUSES):
         call_fields = dict(
             call_id=s.ident(call.call_id),
             tool=s.ident(call.tool, 64),
@@ -311,24 +354,17 @@ def collect(source: CapsuleSource) -> tuple[Skeleton, list[Element]]:
         def call_line(obj: CapsuleToolCall, clipped: bool) -> str:
             return render.tool_call_line(obj, clipped=clipped)
 
-        field_path = f"tool_calls[{call_fields['call_id']}].args"
-        if call.status in UNSETTLED_TOOL_STATUSES:
-            row = Element(
-                rank=(T_UNSETTLED_ROW, 0, k), slot="tool_calls", index=k, group=G_CALL_ROW,
-                build=build_call, line=call_line, original=args_text, pointer=call_fields["pointer"],
-            )
-            elements.append(row)
-            elements.append(Element(
-                rank=(T_UNSETTLED_ARGS, 0, k), slot="tool_calls.args", index=k, group=G_CALL_ARGS,
-                build=build_call, line=call_line, full=s.text(args_text), original=args_text,
-                field=field_path, pointer=call_fields["pointer"], parent=row,
-            ))
-        else:
-            elements.append(Element(
-                rank=(T_SETTLED_CALL, 0, k), slot="tool_calls", index=k, group=G_CALL_SETTLED,
-                build=build_call, line=call_line, full=s.text(args_text), original=args_text,
-                field=field_path, pointer=call_fields["pointer"],
-            ))
+        row = Element(
+            rank=(T_UNSETTLED_ROW, 0, k), slot="tool_calls", index=k, group=G_CALL_ROW,
+            build=build_call, line=call_line, original=args_text, pointer=call_fields["pointer"],
+        )
+        elements.append(row)
+        elements.append(Element(
+            rank=(T_UNSETTLED_ARGS, 0, k), slot="tool_calls.args", index=k, group=G_CALL_ARGS,
+            build=build_call, line=call_line, full=s.text(args_text), original=args_text,
+            field=f"tool_calls[{call_fields['call_id']}].args", pointer=call_fields["pointer"], parent=row,
+        ))
+    elements += _ledger(source, s)
 
     # -- facts and claims ----------------------------------------------------------------------
     for k, fact in enumerate(source.facts):
@@ -414,24 +450,16 @@ def collect(source: CapsuleSource) -> tuple[Skeleton, list[Element]]:
         ))
 
     # -- workspace and settings ----------------------------------------------------------------
-    if source.workspace is not None:
-        ws = s.tree(source.workspace)
+    view = workspace_view(source.workspace)
+    if view is not None:
+        ws = s.tree(view)
         ws_pointer = s.ident(source.workspace_pointer, POINTER_MAX)
-        known = {k: v for k, v in ws.items() if k in WORKSPACE_KNOWN}
-        extra = {k: v for k, v in ws.items() if k not in WORKSPACE_KNOWN}
-        known_kept, known_cuts = _mapping(known, "workspace", ws_pointer, as_text=False)
+        ws_kept, ws_cuts = _mapping(ws, "workspace", ws_pointer, as_text=False)
         elements.append(Element(
             rank=(T_WORKSPACE_SETTINGS, 1, 0), slot="workspace", index=0, group=G_WORKSPACE,
-            build=lambda t, _d=known_kept: dict(_d), line=lambda o, c: "\n".join(render.mapping_lines(o)),
-            original=_json_text(known), pointer=ws_pointer, pre_cuts=known_cuts,
+            build=lambda t, _d=ws_kept: dict(_d), line=lambda o, c: "\n".join(render.mapping_lines(o)),
+            original=_json_text(ws), pointer=ws_pointer, pre_cuts=ws_cuts,
         ))
-        if extra:
-            extra_kept, extra_cuts = _split_extras(extra, "workspace", ws_pointer, as_text=False)
-            elements.append(Element(
-                rank=(T_EXTRA_SETTINGS, 1, 0), slot="workspace.extra", index=0, group=G_WORKSPACE,
-                build=lambda t, _d=extra_kept: dict(_d), line=lambda o, c: "\n".join(render.mapping_lines(o)),
-                original=_json_text(extra), pointer=ws_pointer, pre_cuts=extra_cuts,
-            ))
     perm, model = source.permissions, source.model_settings
     settings = dict(
         permission_mode=s.ident(perm.permission_mode, 64), sandbox=s.ident(perm.sandbox, 64),

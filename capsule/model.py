@@ -1,4 +1,4 @@
-"""The versioned handoff capsule (schema 2) and its canonical encoding.
+"""The versioned handoff capsule (schema 3) and its canonical encoding.
 
 A capsule is keyed by thread and context generation. It keeps three kinds of information apart
 (user inputs, runtime facts, assistant claims) and says what was cut: ``cuts`` lists every text
@@ -9,7 +9,10 @@ Canonical bytes (:func:`encode_capsule`): ``json.dumps(model_dump(mode="json"), 
 separators=(",", ":"), ensure_ascii=False)`` in UTF-8. ``budget.bytes`` is the length of exactly
 those bytes (it is solved as a fixed point, so the number counts its own digits).
 
-Reading (:func:`decode_capsule`): any supported version (1, 2) is upgraded to the current model;
+Schema 3 added the work ledger (``work_done``: the finished tool calls of each turn, grouped;
+``tool_calls`` lists only the unsettled ones) and a workspace reduced to what a model needs.
+
+Reading (:func:`decode_capsule`): any supported version (1, 2, 3) is upgraded to the current model;
 unknown fields are ignored; a newer version raises :class:`CapsuleVersionError`; anything else
 malformed raises :class:`CapsuleFormatError`, never a bare traceback.
 """
@@ -24,8 +27,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from .source import InputState, ThreadKey, ToolStatus
 from .textclip import scrub
 
-SCHEMA_VERSION = 2
-SUPPORTED_VERSIONS = (1, 2)
+SCHEMA_VERSION = 3
+SUPPORTED_VERSIONS = (1, 2, 3)
 
 
 class CapsuleFormatError(ValueError):
@@ -99,6 +102,25 @@ class CapsuleToolCall(_Part):
     started_at: datetime | None = None
     exit_code: int | None = None
     pointer: str = ""
+
+
+class WorkDone(_Part):
+    """One group of finished tool calls of a turn (see :mod:`capsule.ledger`): ``count`` calls
+    of ``tool`` with these arguments, or, when ``values`` is set, with ``{N}`` in ``args``
+    replaced by each listed number in turn. ``files``: files the calls' arguments name as
+    written."""
+
+    turn_id: str | None = None
+    input_ids: list[str] = Field(default_factory=list)  # the inputs of that turn
+    tool: str
+    status: ToolStatus  # ok | error: a finished call
+    exit_code: int | None = None
+    count: int = 1
+    args: str | None = None
+    values: str | None = None
+    files: list[str] = Field(default_factory=list)
+    pointer: str = ""  # the first call's
+    last_pointer: str | None = None  # the last call's, when count > 1
 
 
 class RuntimeFact(_Part):
@@ -216,7 +238,8 @@ class Capsule(_Part):
     next_action: NextAction
     input_counts: dict[str, int] = Field(default_factory=dict)  # every input, by state
     inputs: list[CapsuleInput] = Field(default_factory=list)
-    tool_calls: list[CapsuleToolCall] = Field(default_factory=list)
+    tool_calls: list[CapsuleToolCall] = Field(default_factory=list)  # unsettled (schema 3)
+    work_done: list[WorkDone] = Field(default_factory=list)
     runtime_facts: list[RuntimeFact] = Field(default_factory=list)
     assistant_claims: list[AssistantClaim] = Field(default_factory=list)
     workspace: dict[str, Any] | None = None
@@ -286,6 +309,10 @@ def decode_capsule(data: bytes | str | dict[str, Any]) -> Capsule:
             from .v1 import upgrade_v1
 
             obj = upgrade_v1(obj)
+        if obj.get("schema_version") == 2:
+            from .v2 import upgrade_v2
+
+            obj = upgrade_v2(obj)
         return Capsule.model_validate(obj)
     except ValidationError as exc:
         raise CapsuleFormatError(

@@ -33,6 +33,7 @@ from .model import (
     Notice,
     PlanItem,
     RuntimeFact,
+    WorkDone,
     canonical_json,
 )
 from .textclip import render_json, render_literal
@@ -109,6 +110,19 @@ def tool_call_line(call: CapsuleToolCall, *, clipped: bool = False) -> str:
         f"- call={render_literal(call.call_id)} tool={render_literal(call.tool)} status={call.status}"
         f"{(' ' + note) if note else ''}{exit_code} turn={_opt(call.turn_id)} "
         f"pointer={render_literal(call.pointer)} args={args}"
+    )
+
+
+def work_done_line(row: WorkDone, *, clipped: bool = False) -> str:
+    exit_code = "" if row.exit_code is None else f" exit_code={row.exit_code}"
+    files = f" files_changed={render_json(row.files)}" if row.files else ""
+    values = "" if row.values is None else f" N={row.values}"
+    last = f"..{render_literal(row.last_pointer)}" if row.last_pointer else ""
+    args = "(omitted: see cuts)" if row.args is None else render_literal(row.args) + (CLIPPED if clipped else "")
+    return (
+        f"- done turn={_opt(row.turn_id)} inputs={render_json(row.input_ids)} tool={render_literal(row.tool)} "
+        f"ran={row.count}x status={row.status}{exit_code}{files} pointer={render_literal(row.pointer)}{last}"
+        f"{values} args={args}"
     )
 
 
@@ -215,9 +229,14 @@ def render_body(capsule: Capsule) -> list[str]:
         f"pointer={render_literal(cur.pointer)}",
     ])
     lines += _section(
-        "tool calls (in_flight and unknown are unsettled: neither done nor failed)",
+        "unsettled tool calls (in_flight and unknown: neither done nor failed)",
         (tool_call_line(x, clipped=f"tool_calls[{x.call_id}].args" in cut) for x in c.tool_calls),
         always=True,
+    )
+    lines += _section(
+        "work already done (finished tool calls of each turn, grouped: ran=Kx is K identical calls; "
+        "with N=..., args has {N} where each listed number goes, one call per number; do not redo them)",
+        (work_done_line(x, clipped=f"work_done[{x.pointer}].args" in cut) for x in c.work_done),
     )
     counts = " ".join(f"{k}={v}" for k, v in sorted(c.input_counts.items()))
     lines += _section(

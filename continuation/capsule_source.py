@@ -43,8 +43,11 @@ FACT_TYPES = (
 )
 MAX_FACTS = 40
 MAX_CLAIMS = 20
-#: finished tool calls carried (the newest); unsettled ones are always all carried
+#: finished tool calls carried from turns with no open input (the newest); unsettled ones, and
+#: every finished call of a turn that has an open input (the work ledger), are always carried
 MAX_FINISHED_CALLS = 100
+FINISHED = ("ok", "error", "reconciled")
+OPEN_STATES = ("pending", "interrupted", "reconciling", "queued")
 CURSOR_TYPES = ("tool_finished", "turn_completed", "turn_aborted", "reconciled")
 
 
@@ -110,12 +113,14 @@ def gather(thread: Thread, *, generation: int, reason: str, upto_seq: int | None
     key = thread.key
     store = thread.store
     inputs = thread.inputs()
-    # every unsettled call, and only the newest finished ones (the budget drops those early);
-    # indexed reads, not the whole history of a long thread
+    # every unsettled call, every finished call of an open input's turn (the work ledger), and
+    # only the newest other finished ones; indexed reads, not the whole history of a long thread
     view = SqlStateView(store.conn, key)
-    calls = sorted(view.calls_in_statuses(("in_flight", "unknown"))
-                   + view.newest_calls(MAX_FINISHED_CALLS, ("ok", "error", "reconciled")),
-                   key=lambda c: c.started_seq)
+    open_turns = {r.turn_id for r in inputs if r.state in OPEN_STATES and r.turn_id}
+    by_start = {c.started_seq: c for c in view.newest_calls(MAX_FINISHED_CALLS, FINISHED)}
+    by_start.update((c.started_seq, c) for c in view.calls_of_turns(sorted(open_turns), FINISHED))
+    by_start.update((c.started_seq, c) for c in view.calls_in_statuses(("in_flight", "unknown")))
+    calls = [by_start[k] for k in sorted(by_start)]
     last_seq = upto_seq if upto_seq is not None else int(row["last_seq"])
     # Targeted reads (indexed by type), never a scan of the whole log. After a rewind (issue 7)
     # only the current branch feeds facts, claims and cursor: its seq ranges come from the

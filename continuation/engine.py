@@ -58,14 +58,23 @@ class Engine:
     def threads(self) -> list["Thread"]:
         return [Thread(self, row["thread_key"]) for row in self.store.threads()]
 
-    def select(self, selector: str | None) -> "Thread":
-        """``--thread`` semantics: the named thread, or the only / most recent one."""
+    def select(self, selector: str | None, cwd: str | None = None) -> "Thread":
+        """``--thread`` semantics: the named thread; without one, the most recently active
+        thread of the workspace you are in (``cwd``, default the current folder), else the
+        most recently active thread of the store."""
         if selector:
             return self.get_thread(selector)
-        rows = self.store.threads()
+        rows = self.by_workspace(cwd)
         if not rows:
             raise UnknownThread("no threads yet (nothing has been recorded)")
-        return Thread(self, max(rows, key=lambda r: r["updated_at"])["thread_key"])
+        return Thread(self, rows[0]["thread_key"])
+
+    def by_workspace(self, cwd: str | None = None) -> list[dict]:
+        """Every thread row: those of the workspace holding ``cwd`` first (the innermost
+        workspace when they nest), each group most recently active first."""
+        rows = sorted(self.store.threads(), key=lambda r: -(r["updated_at"] or 0))
+        here = _workspace_depths(cwd if cwd is not None else os.getcwd())
+        return sorted(rows, key=lambda r: -here.get(r["workspace_root"] or "", -1))
 
 
 class Thread:
@@ -176,6 +185,24 @@ def session_marker(pid: int | None = None) -> dict:
     if not pid:  # the runtime behind the hook, past `sh -c` wrappers (crash detection needs it)
         pid = runtime_pid()
     return {"pid": pid, "proc_start": proc_start(pid), "host": hostname()}
+
+
+def _workspace_depths(cwd: str) -> dict[str, int]:
+    """The folders that can be the workspace root of a thread for ``cwd``: ``cwd`` and every
+    folder above it (the hooks record the real path of the git root, or of the cwd outside
+    git), each with its depth: the deeper, the closer."""
+    try:
+        folder = os.path.realpath(cwd)
+    except (OSError, ValueError):
+        return {}
+    chain = []
+    while True:
+        chain.append(folder)
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            break
+        folder = parent
+    return {path: depth for depth, path in enumerate(reversed(chain))}
 
 
 def hostname() -> str:

@@ -190,7 +190,7 @@ def _levels(capsule) -> dict[str, tuple[int, int]]:
         "handled_text": (sum(1 for i in inputs if i.state == "handled" and i.text is not None), 40),
         "claims": (len(capsule.assistant_claims), 40),
         "facts": (len(capsule.runtime_facts), 40),
-        "settled_calls": (sum(1 for c in capsule.tool_calls if c.status == "ok"), 40),
+        "settled_calls": (sum(w.count for w in capsule.work_done if w.status == "ok"), 40),
         "handled_rows": (sum(1 for i in inputs if i.state == "handled"), 40),
         "pending_text": (sum(1 for i in inputs if i.state == "pending" and i.text is not None), 5),
         "unknown_args": (sum(1 for c in capsule.tool_calls if c.status == "unknown" and c.args is not None), 3),

@@ -18,6 +18,7 @@ from capsule import (
 )
 
 V1_SAMPLE = Path(__file__).resolve().parents[1] / "fixtures" / "capsule_v1.json"
+V2_SAMPLE = Path(__file__).resolve().parents[1] / "fixtures" / "capsule_v2.json"
 
 
 def current_bytes() -> bytes:
@@ -27,7 +28,7 @@ def current_bytes() -> bytes:
 def test_round_trip_is_byte_exact():
     data = current_bytes()
     capsule = decode_capsule(data)
-    assert capsule.schema_version == SCHEMA_VERSION == 2
+    assert capsule.schema_version == SCHEMA_VERSION == 3
     assert encode_capsule(capsule) == data
     assert decode_capsule(data.decode("utf-8")) == decode_capsule(json.loads(data)) == capsule
 
@@ -42,7 +43,7 @@ def test_canonical_encoding_is_sorted_compact_utf8():
 def test_v1_sample_is_read_and_upgraded_forever():
     capsule = decode_capsule(V1_SAMPLE.read_bytes())
     raw = json.loads(V1_SAMPLE.read_text(encoding="utf-8"))
-    assert raw["schema_version"] == 1 and capsule.schema_version == 2
+    assert raw["schema_version"] == 1 and capsule.schema_version == 3
     assert capsule.thread.runtime == "claude" and capsule.thread.thread_id == raw["thread_id"]
     assert capsule.generation == 2 and capsule.reason == "auto"
     assert capsule.objective.input_id == "prompt-7c1e" and capsule.objective.text == raw["objective"]
@@ -63,8 +64,30 @@ def test_v1_sample_is_read_and_upgraded_forever():
     (cut,) = capsule.cuts
     assert (cut.field, cut.original_bytes, cut.kept_bytes) == ("facts", 5120, 37) and not cut.original_tokens_exact
     assert capsule.budget.encoding == "unknown (schema 1)"
-    # the upgraded capsule renders and re-encodes as schema 2
+    # the upgraded capsule renders and re-encodes as the current schema
     assert "state=reconciling" in render_capsule(capsule)
+    assert decode_capsule(encode_capsule(capsule)) == capsule
+
+
+def test_v2_sample_is_read_and_upgraded_forever():
+    """Schema 2 (written by the release before the work ledger) listed finished calls in
+    tool_calls and carried the internal workspace record: read as schema 3, the finished call
+    is a work-ledger row and the workspace is what a model needs."""
+    raw = json.loads(V2_SAMPLE.read_text(encoding="utf-8"))
+    capsule = decode_capsule(V2_SAMPLE.read_bytes())
+    assert raw["schema_version"] == 2 and capsule.schema_version == 3
+    assert [(c.call_id, c.status) for c in capsule.tool_calls] == [("call_b7", "unknown"), ("call_c9", "in_flight")]
+    (done,) = capsule.work_done
+    finished = next(c for c in raw["tool_calls"] if c["status"] == "ok")
+    assert (done.tool, done.status, done.count, done.args, done.exit_code, done.turn_id) == (
+        finished["tool"], "ok", 1, finished["args"], 0, "turn-1")
+    assert done.input_ids == [i["id"] for i in raw["inputs"] if i.get("turn_id") == "turn-1"]
+    assert {"snapshot_tree", "size_cap_bytes", "schema_version", "exclude_patterns"} <= set(raw["workspace"])
+    assert capsule.workspace == {"root": "/home/dev/proj", "head": "3f2a9c1e5b7d", "branch": "main",
+                                 "dirty": ["M export.py", "?? notes.txt"],
+                                 "snapshot_ref": "refs/continuation/019a7c2e/3"}
+    text = render_capsule(capsule)
+    assert '- done turn="turn-1"' in text and "snapshot_tree" not in text
     assert decode_capsule(encode_capsule(capsule)) == capsule
 
 

@@ -32,6 +32,11 @@ def codex_call(base, call_id, command, output="") -> list[dict]:
 
 # -- item 2: failed calls are not shown as ok mid-turn ----------------------------------------
 
+def _finished(cap) -> dict:
+    """Command -> (status, exit code) of the finished calls in the capsule's work ledger."""
+    return {json.loads(w.args)["command"]: (w.status, w.exit_code) for w in cap.work_done}
+
+
 def _capsule(home, session):
     with Engine(home) as e:
         t = e.find_thread("codex", session)
@@ -49,8 +54,8 @@ def test_codex_compaction_mid_turn_settles_exit_codes_before_the_checkpoint(home
     codex_rollout(rollout, [("c1", 2), ("c2", 3), ("c3", 0)])
     feed("codex", [{**base, "hook_event_name": "PreCompact", "trigger": "auto"}])
     cap = _capsule(home, "mid")
-    calls = {c.call_id: (c.status, c.exit_code) for c in cap.tool_calls}
-    assert calls == {"c1": ("error", 2), "c2": ("error", 3), "c3": ("ok", 0)}
+    assert not cap.tool_calls  # every call finished: they are in the work ledger
+    assert _finished(cap) == {"ls /nonexistent": ("error", 2), "exit 3": ("error", 3), "true": ("ok", 0)}
     facts = [f.text for f in cap.runtime_facts if f.kind == "tool_finished"]
     assert facts == ["tool call c1 finished: error exit 2", "tool call c2 finished: error exit 3",
                      "tool call c3 finished: ok exit 0"]
@@ -69,7 +74,7 @@ def test_facts_follow_the_call_record_after_stop(home, tmp_path):
     feed("codex", [{**base, "hook_event_name": "Stop", "last_assistant_message": "ran it"},
                    {**base, "hook_event_name": "PreCompact", "trigger": "manual"}])
     cap = _capsule(home, "stop")
-    assert [(c.status, c.exit_code) for c in cap.tool_calls] == [("error", 3)]
+    assert _finished(cap) == {"exit 3": ("error", 3)}
     assert [f.text for f in cap.runtime_facts if f.kind == "tool_finished"] == [
         "tool call c1 finished: error exit 3"]
     assert "ok" not in " ".join(f.text for f in cap.runtime_facts if f.kind == "tool_finished")
@@ -314,3 +319,36 @@ def test_status_and_inputs_show_a_killed_runtime(engine):
     again = _cli_json("inputs", "--thread", "killed", "--json")
     assert again["runtime"]["verdict"] == "crashed"
     assert [i["state"] for i in again["inputs"]] == ["interrupted"]
+
+
+def test_importing_a_rollout_that_reuses_a_call_id_keeps_both_calls(home, tmp_path):
+    from continuation.importers import import_transcript
+
+    rows = [{"type": "session_meta", "payload": {"id": "sess-reuse", "cwd": str(tmp_path)}}]
+    for n, (cmd, code) in enumerate([("ls", 0), ("make", 2)]):
+        turn = f"turn-{n}"
+        rows += [
+            {"type": "event_msg", "payload": {"type": "task_started", "turn_id": turn}},
+            {"type": "turn_context", "payload": {"turn_id": turn, "cwd": str(tmp_path)}},
+            {"type": "response_item", "payload": {"type": "message", "role": "user", "content": [
+                {"type": "input_text", "text": f"run {cmd}"}]}},
+            {"type": "response_item", "payload": {"type": "function_call", "name": "exec_command",
+                                                  "arguments": json.dumps({"cmd": cmd}),
+                                                  "call_id": "call_0"}},
+            {"type": "response_item", "payload": {"type": "function_call_output",
+                                                  "call_id": "call_0",
+                                                  "output": f"Process exited with code {code}\n"}},
+            {"type": "event_msg", "payload": {"type": "task_complete", "turn_id": turn}}]
+    rollout = tmp_path / "rollout.jsonl"
+    rollout.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    with Engine(home) as e:
+        report = import_transcript("codex", rollout, engine=e)
+        assert report.tool_calls_paired == 2 and not report.tool_calls_unpaired
+        [t] = e.threads()
+        calls = {c.call_id: (c.turn_id, c.args.get("command"), c.status,
+                             c.outcome.get("exit_code")) for c in t.tool_calls()}
+        assert calls == {"call_0": ("turn-0", "ls", "ok", 0),
+                         "call_0@turn-1": ("turn-1", "make", "error", 2)}
+        before = t.row["last_seq"]
+        import_transcript("codex", rollout, engine=e)  # nothing twice
+        assert t.row["last_seq"] == before

@@ -91,6 +91,8 @@ def test_text_sent_again_after_an_order_fold_is_not_a_second_input(home, tmp_pat
     assert _inputs(home, "q4") == {"index the docs": ("handled", False),
                                    "and the api": ("handled", True)}
     assert report.inputs_admitted == 2
+    with Engine(home) as e:  # named by the prompt's runtime id, as the hooks name it
+        assert {r.input_id for r in e.find_thread("claude", "q4").inputs()} == {"p1", "p2"}
 
 
 # -- 2. a grown file re-imported admits nothing twice -----------------------------------------
@@ -331,7 +333,8 @@ def test_every_finished_call_fact_and_claim_is_listed_or_cut(home):
     def counted(prefix):
         return sum(c.items for c in capsule.cuts if c.field.startswith(prefix))
 
-    assert len(capsule.tool_calls) + counted("tool_calls") == calls
+    listed = len(capsule.tool_calls) + sum(w.count for w in capsule.work_done)
+    assert listed + counted("tool_calls") + counted("work_done") == calls
     assert len(capsule.runtime_facts) + counted("runtime_facts") == facts
     assert len(capsule.assistant_claims) + counted("assistant_claims") == claims
     unread = [c for c in capsule.cuts if "not gathered" in c.field]

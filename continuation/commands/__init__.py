@@ -82,9 +82,10 @@ def open_engine(create: bool = True):
     return Engine(create=create)
 
 
-def add_thread_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--thread", help="thread key or session id (or a unique prefix); "
-                   "default: the most recently active thread")
+def add_thread_arg(p: argparse.ArgumentParser, help: str | None = None) -> None:
+    p.add_argument("--thread", help=help or "thread key or session id (or a unique prefix); "
+                   "default: the most recently active thread of the workspace you are in, "
+                   "else of the store")
 
 
 def add_json_arg(p: argparse.ArgumentParser) -> None:

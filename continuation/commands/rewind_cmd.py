@@ -12,6 +12,10 @@ from . import CommandError, add_json_arg, add_thread_arg, open_engine
 from .output import emit_json, table
 
 
+CHECKPOINT_THREAD_HELP = ("look the CHECKPOINT up among this thread's checkpoints only (key, "
+                          "session id or a unique prefix); default: every thread's")
+
+
 def register(sub) -> None:
     p = sub.add_parser("checkpoints", help="the aligned checkpoints of a thread "
                        "(event position + capsule + workspace snapshot under one id)")
@@ -28,6 +32,7 @@ def register(sub) -> None:
                       help="restore the workspace files only")
     what.add_argument("--both", dest="mode", action="store_const", const="both",
                       help="conversation and files together, under one rollback")
+    add_thread_arg(p, CHECKPOINT_THREAD_HELP)
     p.add_argument("--reason", default="", help="why (carried into the next context)")
     _change_args(p)
     p.add_argument("--print-prompt", action="store_true",
@@ -48,6 +53,7 @@ def register(sub) -> None:
 
     p = sub.add_parser("fork", help="start a new thread from a checkpoint (forked_from lineage)")
     p.add_argument("checkpoint", metavar="CHECKPOINT", help="checkpoint id or a unique prefix")
+    add_thread_arg(p, CHECKPOINT_THREAD_HELP)
     p.add_argument("--name", help="a name for the new thread")
     p.add_argument("--session-id", help="session id of the new thread (default: a new UUID)")
     p.add_argument("--files", action="store_true",
@@ -73,8 +79,10 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_drift)
 
     p = sub.add_parser("gc", help="delete snapshot refs of deleted threads and prune old ones")
-    p.add_argument("--keep", type=int, default=20,
-                   help="snapshot generations (and safety snapshots) kept per thread (default 20)")
+    p.add_argument("--keep", type=int, default=None,
+                   help="generations kept per thread: snapshot refs (and safety snapshots), "
+                        "capsule copies and context files (default $CONTINUATION_KEEP_GENERATIONS, "
+                        "else 20); every capsule stays in the store")
     p.add_argument("--root", action="append", default=[],
                    help="also clean this workspace folder (repeatable)")
     p.add_argument("--dry-run", action="store_true", help="show what would go; change nothing")
@@ -108,6 +116,26 @@ def _workspace_errors():
     return WorkspaceError
 
 
+def _checkpoint_of(engine, args) -> str:
+    """The CHECKPOINT argument; with ``--thread``, looked up among that thread's checkpoints
+    only (an id or a unique prefix of one), as every other command narrows to its thread."""
+    if not getattr(args, "thread", None):
+        return args.checkpoint
+    from ..checkpoints import list_checkpoints
+
+    thread = engine.select(args.thread)
+    ids = [cp.checkpoint_id for cp in list_checkpoints(thread)]
+    matches = [i for i in ids if i == args.checkpoint] or [
+        i for i in ids if i.startswith(args.checkpoint)]
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        raise CommandError(f"thread {thread.key} has no checkpoint {args.checkpoint!r} "
+                           f"(see `continuation checkpoints --thread {thread.key}`)")
+    raise CommandError(f"{args.checkpoint!r} matches {len(matches)} checkpoints of thread "
+                       f"{thread.key}; give more of the id")
+
+
 # -- checkpoints --------------------------------------------------------------------------------
 def cmd_checkpoints(args) -> int:
     from ..rewind.listing import checkpoint_rows
@@ -139,7 +167,7 @@ def _run_rewind(args, mode: str) -> int:
 
     with open_engine() as engine:
         try:
-            plan = plan_rewind(engine, args.checkpoint, mode, reason=args.reason)
+            plan = plan_rewind(engine, _checkpoint_of(engine, args), mode, reason=args.reason)
         except _workspace_errors() as exc:
             raise CommandError(str(exc)) from None
         if args.dry_run:
@@ -219,7 +247,7 @@ def cmd_fork(args) -> int:
 
     with open_engine() as engine:
         try:
-            result = fork_thread(engine, args.checkpoint, name=args.name,
+            result = fork_thread(engine, _checkpoint_of(engine, args), name=args.name,
                                  session_id=args.session_id, restore_files=args.files)
         except _workspace_errors() as exc:
             raise CommandError(str(exc)) from None
@@ -309,11 +337,23 @@ def cmd_drift(args) -> int:
 def cmd_gc(args) -> int:
     from ..rewind.removal import collect_garbage
 
+    from ..capsule_retention import RetentionError, describe, keep_generations, prune_generation_files
+
+    try:
+        keep = args.keep if args.keep is not None else keep_generations()
+        if keep < 1:
+            raise RetentionError("--keep must be at least 1 (the newest generation is kept)")
+    except RetentionError as exc:
+        raise CommandError(str(exc)) from None
+    args.keep = keep
     with open_engine() as engine:
-        report = collect_garbage(engine, roots=args.root, keep=args.keep, dry_run=args.dry_run)
+        report = collect_garbage(engine, roots=args.root, keep=keep, dry_run=args.dry_run)
+        files = prune_generation_files(engine, keep=keep, dry_run=args.dry_run)
         if args.json:
-            emit_json(report.to_dict())
+            emit_json({**report.to_dict(), "generation_files": files.to_dict()})
             return 0
+        if files.files:
+            print(describe(files, keep, args.dry_run))
         verb = "would delete" if args.dry_run else "deleted"
         for root, refs in report.orphan_refs.items():
             print(f"{verb} {len(refs)} ref(s) of deleted threads in {root}")
@@ -323,6 +363,6 @@ def cmd_gc(args) -> int:
             print(f"{verb} orphaned folder {path}")
         for w in report.warnings:
             print(f"warning: {w}")
-        if not (report.orphan_refs or report.pruned_refs or report.folders_removed):
+        if not (report.orphan_refs or report.pruned_refs or report.folders_removed or files.files):
             print("nothing to collect")
     return 0

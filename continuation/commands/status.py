@@ -50,9 +50,13 @@ def _runtime_line(verdict: dict) -> str:
 def cmd_status(args) -> int:
     """Counts per state and the newest inputs, read through indexes: the text form decodes
     only the inputs it prints, whatever the thread's length. ``--json`` lists every input.
-    Each thread's ``status`` is the liveness verdict of its runtime (``runtime`` details it)."""
+    Each thread's ``status`` is the liveness verdict of its runtime (``runtime`` details it).
+    The threads of the workspace you are in come first."""
+    from ..engine import Thread
+
     with open_engine() as engine:
-        threads = [engine.get_thread(args.thread)] if args.thread else engine.threads()
+        threads = [engine.get_thread(args.thread)] if args.thread else [
+            Thread(engine, r["thread_key"]) for r in engine.by_workspace()]
         report = []
         for t in threads:
             counts = engine.store.input_counts(t.key)

@@ -80,7 +80,7 @@ def _missing_dirs(path: Path) -> list[Path]:
 
 
 def _render_like(doc: JsonDocument, data: dict[str, Any]) -> bytes:
-    return render(data, doc.style)
+    return render(data, doc.style, doc.raw)
 
 
 def install(

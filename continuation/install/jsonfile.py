@@ -96,10 +96,25 @@ def read_json_object(path: Path) -> JsonDocument:
     return JsonDocument(path, raw, data, style)
 
 
-def render(data: dict[str, Any], style: JsonStyle) -> bytes:
-    text = json.dumps(data, indent=style.indent, ensure_ascii=False)
-    if style.final_newline:
-        text += "\n"
+def render(data: dict[str, Any], style: JsonStyle, original: bytes | None = None) -> bytes:
+    """``data`` as file bytes in ``style``; given the ``original`` bytes of the file, every value
+    that did not change keeps its exact text and each changed container its layout (see
+    :mod:`.layout`): an inline ``[ { ... } ]`` stays inline."""
+    text = None
+    if original is not None:
+        source = original[len(_BOM):] if original.startswith(_BOM) else original
+        try:
+            source_text = source.decode("utf-8").replace("\r\n", "\n")
+            if source_text.strip():
+                from .layout import render_keeping
+
+                text = render_keeping(source_text, data, style.indent)
+        except (UnicodeDecodeError, ValueError, IndexError):
+            text = None  # not parseable as we read it: lay it out afresh
+    if text is None:
+        text = json.dumps(data, indent=style.indent, ensure_ascii=False)
+        if style.final_newline:
+            text += "\n"
     if style.newline != "\n":
         text = text.replace("\n", style.newline)
     encoded = text.encode("utf-8")

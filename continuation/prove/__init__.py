@@ -71,7 +71,7 @@ def _run_many(numbers: list[int], jobs: int, progress) -> list[Result]:
 
 
 #: rough relative run time, to schedule the long scenarios first
-SLOW = {13: 50, 7: 25, 9: 18, 11: 14, 14: 13}
+SLOW = {13: 50, 7: 25, 9: 18, 16: 16, 11: 14, 14: 13}
 
 
 def run_all(numbers=None, jobs: int = 1) -> list[Result]:

@@ -6,7 +6,9 @@ that memory with whatever the continuation policy hands over (for continuation: 
 block the hook answered with), and the agent decides from it alone:
 
 - a request whose state looks actionable (pending, interrupted, queued, or a plain user message
-  with no state) is done: every planned tool call not already listed as finished is executed;
+  with no state) is done: every planned tool call not already listed as finished is executed
+  (a call planned k times is done once per finished listing: the work ledger's ``ran=Kx`` and
+  ``N=...`` groups count each call);
 - a request in ``reconciling`` is never re-executed: the agent verifies instead and waits;
 - handled, superseded and rolled-back requests are left alone.
 
@@ -28,7 +30,8 @@ ANSWERED = "answered"
 
 _BEGIN = re.compile(r"^<<<CONTINUATION-CHECKPOINT (\w+) BEGIN>>>$")
 _FIELD = re.compile(r'(\w+)=("(?:[^"\\]|\\.)*"|\([^)]*\)|\S+)')
-_SPILL = re.compile(r"the full checkpoint \(\d+ characters\) is in (.+?); read it")
+#: the inline part of a context shortened to fit a runtime's limit names the file with all of it
+_SPILL = re.compile(r'The full text \(\d+ characters\) is in the file ("(?:[^"\\]|\\.)*")')
 
 
 @dataclass
@@ -78,7 +81,7 @@ def _fields(line: str) -> dict:
 @dataclass
 class ParsedContext:
     inputs: list[dict]
-    calls: list[dict]
+    calls: list[dict]  # unsettled calls listed one by one, and every finished call of the ledger
     objective: dict | None
     objective_text: str | None
     full_texts: dict = field(default_factory=dict)
@@ -95,8 +98,8 @@ def read_context(text: str) -> ParsedContext | None:
     spill = _SPILL.search(text)
     if spill:
         try:
-            text = Path(spill.group(1)).read_text(encoding="utf-8", errors="surrogateescape")
-        except OSError:
+            text = Path(json.loads(spill.group(1))).read_text(encoding="utf-8", errors="surrogateescape")
+        except (OSError, ValueError):
             pass
     lines = text.splitlines()
     nonce = None
@@ -131,6 +134,8 @@ def read_context(text: str) -> ParsedContext | None:
                 except ValueError:
                     pass
             calls.append(f)
+        elif line.startswith("- done "):
+            calls += _ledger_calls(_fields(line))
         elif section.startswith("objective") and line.startswith("input="):
             objective = _fields(line)
     # the full text of open inputs follows the block, one delimited block per input id
@@ -139,6 +144,27 @@ def read_context(text: str) -> ParsedContext | None:
         r'<<<CONTINUATION-USER-INPUT \1 END>>>', "\n".join(rest), re.S)}
     objective_text = full_texts.get(str((objective or {}).get("input")))
     return ParsedContext(inputs, calls, objective, objective_text, full_texts)
+
+
+def _ledger_calls(f: dict) -> list[dict]:
+    """The finished calls one work-ledger line stands for (``ran=Kx``; ``N=`` expands ``{N}``)."""
+    from capsule.ledger import expand_group
+
+    args = f.get("args")
+    if not isinstance(args, str):
+        return []
+    texts = expand_group(args, f["N"] if "N" in f else None)
+    if "N" not in f:
+        count = str(f.get("ran", "1x")).rstrip("x")
+        texts = texts * (int(count) if count.isdigit() else 1)
+    out = []
+    for text in texts:
+        try:
+            parsed = json.loads(text)
+        except ValueError:
+            continue
+        out.append({"call": None, "tool": f.get("tool"), "status": f.get("status"), "args": parsed})
+    return out
 
 
 class Catalog:
@@ -205,6 +231,13 @@ def memory_from_context(ctx: ParsedContext, catalog: Catalog) -> list[Item]:
     return items
 
 
+def _union(a: list, b: list) -> list:
+    """Multiset union: each text as many times as the larger side lists it."""
+    from collections import Counter
+
+    return sorted((Counter(a) | Counter(b)).elements())
+
+
 def merge(memory: list[Item], incoming: list[Item]) -> list[Item]:
     """Add items the agent does not know yet; an item it knows takes the newer state."""
     out = list(memory)
@@ -216,8 +249,8 @@ def merge(memory: list[Item], incoming: list[Item]) -> list[Item]:
         else:
             same.state = new.state
             same.input_id = same.input_id or new.input_id
-            same.done_args = sorted(set(same.done_args) | set(new.done_args))
-            same.unknown_args = sorted(set(same.unknown_args) | set(new.unknown_args))
+            same.done_args = _union(same.done_args, new.done_args)
+            same.unknown_args = _union(same.unknown_args, new.unknown_args)
     return out
 
 
@@ -238,9 +271,15 @@ def decide(memory: list[Item], catalog: Catalog) -> list[Decision]:
             continue
         if item.state not in DO_STATES:
             continue
-        done = set(item.done_args)
+        from collections import Counter
+
+        done = Counter(item.done_args)  # each finished listing covers one planned call
         for i, tool in enumerate(catalog.tools(item.key)):
-            if canon(tool["input"]) in done or canon(tool["input"]) in item.unknown_args:
+            c = canon(tool["input"])
+            if done[c] > 0:
+                done[c] -= 1
+                continue
+            if c in item.unknown_args:
                 continue
             out.append(Decision(item.key, "execute", i, tool))
     return out

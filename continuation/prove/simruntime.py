@@ -259,7 +259,7 @@ class Runtime:
 
         for item in self.memory:
             if item.key == decision.key:
-                item.done_args = sorted(set(item.done_args) | {canon(tool["input"])})
+                item.done_args = sorted([*item.done_args, canon(tool["input"])])
 
     def op_act(self, st):
         """The model acts on its memory: at most ``limit`` tool calls, then (with ``hang``)

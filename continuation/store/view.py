@@ -131,6 +131,19 @@ class SqlStateView:
             (self.key, *statuses)).fetchall()
         return [ToolCallRecord.from_row(json.loads(r[0])) for r in rows]
 
+    def calls_of_turns(self, turn_ids, statuses):
+        """Calls of the given turns in ``statuses``, in start order (the turns of open inputs:
+        few, but a turn may hold thousands of calls)."""
+        turn_ids, statuses = [t for t in turn_ids if t is not None], list(statuses)
+        if not turn_ids:
+            return []
+        rows = self.conn.execute(
+            f"SELECT data FROM tool_calls WHERE thread_key=? AND status IN"
+            f" ({','.join('?' * len(statuses))}) AND json_extract(data, '$.turn_id') IN"
+            f" ({','.join('?' * len(turn_ids))}) ORDER BY started_seq",
+            (self.key, *statuses, *turn_ids)).fetchall()
+        return [ToolCallRecord.from_row(json.loads(r[0])) for r in rows]
+
     def reset(self):
         for table in ("inputs", "turns", "tool_calls"):
             self.conn.execute(f"DELETE FROM {table} WHERE thread_key=?", (self.key,))
