@@ -90,6 +90,7 @@ def test_files_rewind_deletes_only_what_a_successful_agent_call_created(home, re
         assert all(f"keep      {name}" in described for name in kept)
         result = rewind(e, cp.checkpoint_id, "files")
     assert result.files["deleted"] == ["agent.txt", "via-edit.txt"]
+    assert result.files["kept"] == kept
     assert not (repo / "agent.txt").exists() and not (repo / "via-edit.txt").exists()
     for name in kept:
         assert (repo / name).exists(), f"{name} was deleted although the agent never created it"
