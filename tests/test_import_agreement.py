@@ -283,6 +283,14 @@ def test_task_notifications_are_not_inputs(home, tmp_path):
     assert [i.text for i in source.inputs] == ["start the build in the background", "and deploy it"]
 
 
+def test_hooks_do_not_admit_a_notification_sent_as_a_prompt(home, tmp_path):
+    s = ClaudeScript("tnh", tmp_path / "tnh.jsonl", cwd=str(tmp_path))
+    s.prompt("p1", "start the build").reply("started")
+    s.hook("UserPromptSubmit", prompt=NOTIFICATION, prompt_id="n1")
+    _replay(s)
+    assert _inputs(home, "tnh") == {"start the build": ("handled", False)}
+
+
 def test_notification_folded_into_a_running_turn_ends_nothing(home, tmp_path):
     """A notification row inside the running prompt turn (same prompt id) while a call runs:
     the turn goes on and completes; its input is handled, the notice is not an input."""
