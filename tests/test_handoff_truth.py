@@ -319,3 +319,36 @@ def test_status_and_inputs_show_a_killed_runtime(engine):
     again = _cli_json("inputs", "--thread", "killed", "--json")
     assert again["runtime"]["verdict"] == "crashed"
     assert [i["state"] for i in again["inputs"]] == ["interrupted"]
+
+
+def test_importing_a_rollout_that_reuses_a_call_id_keeps_both_calls(home, tmp_path):
+    from continuation.importers import import_transcript
+
+    rows = [{"type": "session_meta", "payload": {"id": "sess-reuse", "cwd": str(tmp_path)}}]
+    for n, (cmd, code) in enumerate([("ls", 0), ("make", 2)]):
+        turn = f"turn-{n}"
+        rows += [
+            {"type": "event_msg", "payload": {"type": "task_started", "turn_id": turn}},
+            {"type": "turn_context", "payload": {"turn_id": turn, "cwd": str(tmp_path)}},
+            {"type": "response_item", "payload": {"type": "message", "role": "user", "content": [
+                {"type": "input_text", "text": f"run {cmd}"}]}},
+            {"type": "response_item", "payload": {"type": "function_call", "name": "exec_command",
+                                                  "arguments": json.dumps({"cmd": cmd}),
+                                                  "call_id": "call_0"}},
+            {"type": "response_item", "payload": {"type": "function_call_output",
+                                                  "call_id": "call_0",
+                                                  "output": f"Process exited with code {code}\n"}},
+            {"type": "event_msg", "payload": {"type": "task_complete", "turn_id": turn}}]
+    rollout = tmp_path / "rollout.jsonl"
+    rollout.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    with Engine(home) as e:
+        report = import_transcript("codex", rollout, engine=e)
+        assert report.tool_calls_paired == 2 and not report.tool_calls_unpaired
+        [t] = e.threads()
+        calls = {c.call_id: (c.turn_id, c.args.get("command"), c.status,
+                             c.outcome.get("exit_code")) for c in t.tool_calls()}
+        assert calls == {"call_0": ("turn-0", "ls", "ok", 0),
+                         "call_0@turn-1": ("turn-1", "make", "error", 2)}
+        before = t.row["last_seq"]
+        import_transcript("codex", rollout, engine=e)  # nothing twice
+        assert t.row["last_seq"] == before

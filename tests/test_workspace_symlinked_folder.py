@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -100,3 +101,24 @@ def test_a_symlink_the_plan_deletes_gives_way_to_the_folder(git_home, tmp_path):
     assert result.ok, result.errors
     assert not (repo / "lib").is_symlink() and (repo / "lib" / "a.py").read_text() == "a\n"
     assert (elsewhere / "a.py").read_text() == "other\n"
+
+
+def test_shadow_snapshot_outside_git_stores_the_symlink_too(git_home, tmp_path):
+    """Outside git the same: the link is stored, nothing behind it (the shadow index of the
+    last snapshot listed the folder's files)."""
+    folder = tmp_path / "plain"
+    write(folder, {"lib/a.py": "a\n", "top.txt": "t\n"})
+    first = take_snapshot(folder, "t1", 1, state_home=git_home)
+    assert first.kind == "shadow"
+    elsewhere = tmp_path / "elsewhere"
+    write(elsewhere, {"a.py": "changed\n"})
+    replace_with_link(folder, "lib", elsewhere)
+    second = take_snapshot(folder, "t1", 2, state_home=git_home)
+    listing = {}
+    git_dir = next(Path(git_home).glob("workspaces/*/shadow.git"))
+    out = subprocess.run(["git", "--git-dir", str(git_dir), "ls-tree", "-r", second.snapshot_commit],
+                         capture_output=True, text=True, check=True).stdout
+    for line in filter(None, out.splitlines()):
+        meta, path = line.split("\t", 1)
+        listing[path] = meta.split(" ")[0]
+    assert listing == {"lib": "120000", "top.txt": "100644"}

@@ -30,6 +30,7 @@ from collections import Counter
 from statemachine import events as ev
 from statemachine.carry import carried_into, queued_twin
 from statemachine.lifecycle import allowed
+from statemachine.reducer import call_key
 
 from ..store.view import SqlStateView
 from .report import ImportReport
@@ -192,7 +193,9 @@ class Applier:
         return [(ev.INPUT_DELIVERED, {"input_id": d["input_id"], "turn_id": d["turn_id"]})]
 
     def _op_tool_started(self, d):
-        if self.view.get_call(d["call_id"]) is not None:
+        # keyed as the reducer keys it: a call id reused in another turn is a new call
+        key = call_key(self.view, d["call_id"], d["turn_id"], starting=True)
+        if self.view.get_call(key) is not None:
             return self._known()
         return [(ev.TOOL_STARTED, {"call_id": d["call_id"], "tool": d["tool"], "args": d["args"],
                                    "turn_id": d["turn_id"]})]
@@ -206,7 +209,7 @@ class Applier:
         return [(ev.PLAN_UPDATED, {"tool": d["tool"], "items": d["items"], "call_id": d["call_id"]})]
 
     def _op_tool_finished(self, d):
-        call = self.view.get_call(d["call_id"])
+        call = self.view.get_call(call_key(self.view, d["call_id"], d["turn_id"]))
         if call is not None and (call.finished_seq is not None
                                  or call.status not in ("in_flight", "unknown")):
             return self._known()

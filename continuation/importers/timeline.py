@@ -12,6 +12,7 @@ import json
 from dataclasses import dataclass, field
 
 from statemachine.ids import derived_input_id
+from statemachine.reducer import alias_of
 
 from .report import ImportReport
 
@@ -47,7 +48,8 @@ class Timeline:
         self.turns: dict[str, _Turn] = {}
         self.order: list[str] = []  # turn ids in the order they started
         self._running: dict[str, None] = {}  # running turn ids, in start order (O(1) updates)
-        self.calls: dict[str, dict] = {}  # call id -> {turn_id, tool, finished}
+        self.calls: dict[str, dict] = {}  # call key -> {turn_id, tool, finished, runtime_id}
+        self.latest: dict[str, str] = {}  # runtime call id -> key of the newest call holding it
         self.inputs: dict[str, dict] = {}  # input id -> {text, turn_id, queued, ...}
         self.compaction_count = 0
         self.offset = 0
@@ -173,12 +175,22 @@ class Timeline:
     def tool_started(self, call_id: str, tool: str, args: dict, turn_id: str | None,
                      plan_items=None) -> None:
         self.report.tool_calls_seen += 1
-        if call_id in self.calls:
-            return
-        self.calls[call_id] = {"turn_id": turn_id, "tool": tool, "finished": False}
+        key = call_id
+        known = self.calls.get(call_id)
+        if known is not None:
+            if not turn_id or known["turn_id"] in (None, turn_id):
+                return
+            # the id again in another turn (a provider numbering calls per process): a call of
+            # its own, keyed as the reducer keys it
+            key = alias_of(call_id, turn_id)
+            if key in self.calls:
+                return
+        self.calls[key] = {"turn_id": turn_id, "tool": tool, "finished": False,
+                           "runtime_id": call_id}
+        self.latest[call_id] = key
         if turn_id:
             t = self.turn(turn_id)
-            t.open_calls.append(call_id)
+            t.open_calls.append(key)
             t.last_was_text = False
             t.replied = True
             key = (tool, json.dumps(args, sort_keys=True, ensure_ascii=False, default=str))
@@ -189,18 +201,19 @@ class Timeline:
 
     def tool_finished(self, call_id: str, status: str, *, exit_code: int | None = None,
                       output: str | None = None) -> None:
-        call = self.calls.get(call_id)
+        key = self.latest.get(call_id, call_id)  # the newest call holding this id
+        call = self.calls.get(key)
         if call is None:
             # an outcome whose call we never saw (torn away, or another file): keep the fact
-            self.calls[call_id] = call = {"turn_id": None, "tool": "", "finished": False}
+            self.calls[key] = call = {"turn_id": None, "tool": "", "finished": False}
         if call["finished"]:
             return
         call["finished"] = True
         turn = self.turns.get(call["turn_id"]) if call["turn_id"] else None
-        if turn is not None and call_id in turn.open_calls:
-            turn.open_calls.remove(call_id)
-        if call_id in self.report.tool_calls_unpaired:
-            self.report.tool_calls_unpaired.remove(call_id)  # a late outcome pairs it after all
+        if turn is not None and key in turn.open_calls:
+            turn.open_calls.remove(key)
+        if key in self.report.tool_calls_unpaired:
+            self.report.tool_calls_unpaired.remove(key)  # a late outcome pairs it after all
         self.report.tool_calls_paired += 1
         self._op("tool_finished", call_id=call_id, status=status, exit_code=exit_code,
                  output=output, turn_id=call["turn_id"])
