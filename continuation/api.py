@@ -181,6 +181,7 @@ class Thread:
         self._owner = owner
         self._thread = thread
         self.runtime = runtime
+        self.session_id: str = thread.row["session_id"]
         self._turn: str | None = None  # the turn this object opened, until it ends
         self._owns_engine = False
 
@@ -190,10 +191,6 @@ class Thread:
     @property
     def key(self) -> str:
         return self._thread.key
-
-    @property
-    def session_id(self) -> str:
-        return self._thread.row["session_id"]
 
     def _ctx(self, payload: dict[str, Any]) -> handlers.HookContext:
         return handlers.HookContext(self.runtime, payload, self._owner.engine, thread=self._thread,

@@ -289,3 +289,33 @@ def test_bench_api_script_measures_both_paths(tmp_path):
     assert report["api_ms_per_event"] > 0 and report["hook_process_ms_per_event"] > 0
     assert report["ratio"] == pytest.approx(report["hook_process_ms_per_event"]
                                             / report["api_ms_per_event"], rel=0.05, abs=0.1)
+
+
+def test_adapters_name_their_extra_when_the_sdk_is_missing():
+    script = textwrap.dedent("""
+        import sys
+        sys.modules["agents"] = None           # as if the extra were not installed
+        sys.modules["claude_agent_sdk"] = None
+        errors = []
+        try:
+            import continuation.adapters.openai_agents
+        except ImportError as exc:
+            errors.append(str(exc))
+        from continuation.adapters.claude_agent_sdk import continuation_hooks
+        try:
+            continuation_hooks(home=sys.argv[1])
+        except ImportError as exc:
+            errors.append(str(exc))
+        print("\\n".join(errors))
+    """)
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        done = subprocess.run([sys.executable, "-c", script, tmp], capture_output=True,
+                              text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "continuation.adapters.openai_agents needs openai-agents: "
+        "pip install 'continuation-engine[openai-agents]'",
+        "continuation_hooks needs claude-agent-sdk: "
+        "pip install 'continuation-engine[claude-agent-sdk]'"]

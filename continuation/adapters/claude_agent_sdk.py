@@ -42,7 +42,11 @@ def continuation_hooks(continuation: Continuation | None = None, *,
     """``ClaudeAgentOptions(hooks=...)``: one matcher per event, all tools. ``continuation``
     shares an engine you opened; else one is opened on ``home`` (default: the state home) and
     lives as long as the callbacks. Merge with your own hooks by extending the lists."""
-    from claude_agent_sdk import HookMatcher
+    try:
+        from claude_agent_sdk import HookMatcher
+    except ImportError as exc:  # the optional extra is not installed
+        raise ImportError("continuation_hooks needs claude-agent-sdk: pip install "
+                          "'continuation-engine[claude-agent-sdk]'") from exc
 
     owner = continuation if continuation is not None else Continuation(home, source="sdk")
 

@@ -37,7 +37,11 @@ from contextlib import asynccontextmanager
 from itertools import count
 from typing import TYPE_CHECKING, Any
 
-from agents import RunHooks
+try:
+    from agents import RunHooks
+except ImportError as exc:  # the optional extra is not installed
+    raise ImportError("continuation.adapters.openai_agents needs openai-agents: "
+                      "pip install 'continuation-engine[openai-agents]'") from exc
 
 from ..api import Thread
 

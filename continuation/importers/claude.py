@@ -264,9 +264,13 @@ class ClaudeParser:
         folded = self.folded_by_order.pop(text.strip(), None) if taken is None else None
         if folded is not None:
             # a content-less remove was taken (by queue order) as folding this text into an
-            # earlier turn, and here it is sent as a prompt: the same input, never admitted twice
+            # earlier turn, and here it is sent as a prompt: the same input, never admitted
+            # twice, named by this prompt's runtime id (the id the hooks give it)
             self.report.duplicates += 1
-            input_id = folded
+            if input_id:
+                self.tl.rename_input(folded, input_id)
+            else:
+                input_id = folded
         else:
             input_id = self.tl.admit(text, turn_id=turn_id, input_id=input_id, queued=queued,
                                      attachments=attachments, deliver=queued)

@@ -153,6 +153,24 @@ class Timeline:
             self._op("deliver", input_id=input_id, turn_id=turn_id)
         return input_id
 
+    def rename_input(self, old: str, new: str) -> None:
+        """An input admitted under a derived id turns out to carry a runtime id (a queued text
+        folded by queue order, later sent as a prompt with its own id): use the runtime's id,
+        so the import and the hooks name it alike."""
+        if old == new or old not in self.inputs or new in self.inputs:
+            return
+        self.inputs[new] = self.inputs.pop(old)
+        for t in self.turns.values():
+            t.inputs = [new if i == old else i for i in t.inputs]
+        for op in self.ops:
+            if op.kind in ("admit", "deliver") and op.data.get("input_id") == old:
+                op.data = {**op.data, "input_id": new}
+                if op.kind == "admit":
+                    op.data["id_source"] = "runtime"
+        for p in self.report.prompts:
+            if p.get("input_id") == old:
+                p["input_id"] = new
+
     def command(self, name: str, *, handled_as: str, turn_id: str | None = None,
                 queued: bool = False) -> tuple[dict, dict]:
         """A slash command run by the runtime itself: reported, never admitted as an input."""
