@@ -187,3 +187,6 @@ class CapsuleSource(_Source):
     pointers: SourcePointers = Field(default_factory=SourcePointers)
     notices: list[SourceNotice] = Field(default_factory=list)
     not_gathered: list[SourceNotGathered] = Field(default_factory=list)
+    # every input of the thread by state, when ``inputs`` holds only some of them (the gatherer
+    # reads the open ones and only the newest historical ones); None: ``inputs`` is all of them
+    input_counts: dict[str, int] | None = None
