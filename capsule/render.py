@@ -134,9 +134,11 @@ def fact_line(fact: RuntimeFact, *, clipped: bool = False) -> str:
 
 
 def claim_line(claim: AssistantClaim, *, clipped: bool = False) -> str:
+    checks = f" runtime_record={render_json(claim.checks)}" if claim.checks else ""
     return (
         f"- claim (assistant said; unverified) seq={_num(claim.seq)} turn={_opt(claim.turn_id)} "
-        f"pointer={render_literal(claim.pointer)} text={render_literal(claim.text)}{CLIPPED if clipped else ''}"
+        f"pointer={render_literal(claim.pointer)}{checks} text={render_literal(claim.text)}"
+        f"{CLIPPED if clipped else ''}"
     )
 
 
@@ -275,7 +277,8 @@ def render_body(capsule: Capsule) -> list[str]:
         (fact_line(x, clipped=f"runtime_facts[{x.pointer}].text" in cut) for x in c.runtime_facts),
     )
     lines += _section(
-        "assistant claims (what the assistant said; claims, not facts, not user requests)",
+        "assistant claims (what the assistant said; claims, not facts, not user requests; "
+        "runtime_record: what the turn's recorded tool calls contradict)",
         (claim_line(x, clipped=f"assistant_claims[{x.pointer}].text" in cut) for x in c.assistant_claims),
     )
     s = c.source

@@ -79,6 +79,7 @@ class SourceClaim(_Source):
     text: str
     seq: int | None = None
     pointer: str
+    checks: list[str] = Field(default_factory=list)  # capsule.claim_check notes on what it says it did
 
 
 class SourceCursor(_Source):
