@@ -459,6 +459,7 @@ class _Builder:
             generation=sk.generation,
             reason=sk.reason,
             created_at=sk.created_at,
+            supersedes_generation=sk.supersedes_generation,
             objective=objective,
             cursor=cursor,
             next_action=sk.next_action,

@@ -156,6 +156,7 @@ class Skeleton:
     source: SourcePointers
     plan: Plan | None  # header only
     replaced_surrogates: int
+    supersedes_generation: int | None = None
 
 
 class _Scrubber:
@@ -533,6 +534,8 @@ def collect(source: CapsuleSource) -> tuple[Skeleton, list[Element]]:
         cursor=cursor, cursor_original=cursor_original, next_action=action,
         input_counts={k: counts[k] for k in INPUT_STATES if k in counts}, source=pointers,
         plan=plan_header, replaced_surrogates=0,
+        supersedes_generation=source.supersedes_generation
+        if source.supersedes_generation is not None and source.supersedes_generation != source.generation else None,
     )
     skeleton.replaced_surrogates = s.replaced
     return skeleton, elements

@@ -236,6 +236,7 @@ class Capsule(_Part):
     generation: int
     reason: str
     created_at: datetime
+    supersedes_generation: int | None = None  # an earlier block the runtime may still show
     objective: Objective
     cursor: Cursor
     next_action: NextAction

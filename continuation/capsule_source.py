@@ -165,6 +165,8 @@ def gather(thread: Thread, *, generation: int, reason: str, upto_seq: int | None
                         pointer=pointer(key, e["seq"]))
              for e in facts_src]
     checks = _claim_checks(view, claims_src)
+    delivered = store.events_of_types(key, ["context_delivered"], upto=upto_seq, newest=1)
+    supersedes = delivered[-1]["data"].get("generation") if delivered else None
     claims = [SourceClaim(turn_id=c["turn_id"], text=c["text"], seq=c["seq"],
                           pointer=pointer(key, c["seq"]), checks=note)
               for c, note in zip(claims_src, checks)]
@@ -200,6 +202,7 @@ def gather(thread: Thread, *, generation: int, reason: str, upto_seq: int | None
                                 event_seq_last=last_seq or None,
                                 **_transcript_pointer(store, key, transcript, upto_seq)),
         notices=[*notices, *rewind_notices],
+        supersedes_generation=supersedes if isinstance(supersedes, int) else None,
         not_gathered=not_gathered,
     )
 
