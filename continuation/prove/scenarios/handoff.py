@@ -63,6 +63,42 @@ def claims_checked(box, r):
         r.equal(f"{runtime}: nothing was redone", s.repeated_tool_calls(), 0)
 
 
+@scenario(18, "a long context moves old, low-value lines out first; a new block names the one it supersedes")
+def spill_order(box, r):
+    ws = box.workspace("ws")
+    long = " ".join(f"step {k}: update the {k}th handler, keep its public signature, add a test." for k in range(40))
+    cat = catalog(request("A", "migrate the handlers: " + long, 2), request("B", "then the router: " + long, 3),
+                  request("C", "and the docs for both", 1))
+    s = r.track(SimSession(box, "s18", runtime="claude", cwd=ws, catalog=cat))
+    steps = [{"op": "start", "source": "startup"}]
+    for _ in range(14):  # a long life: many session starts and ends before the work
+        steps += [{"op": "end", "reason": "prompt_input_exit"}, {"op": "start", "source": "resume"}]
+    steps += [{"op": "prompt", "key": "A", "turn": "p-a"}, {"op": "act"},
+              {"op": "stop", "turn": "p-a", "message": "Handlers migrated."},
+              {"op": "prompt", "key": "B", "turn": "p-b"}, {"op": "act", "limit": 1}]
+    s.run(steps)  # the process ends here without SessionEnd: the runtime died mid-turn
+    s.run([{"op": "start", "source": "resume"}])  # the crash is found; a context is delivered
+    first = s.contexts()
+    s.run([{"op": "prompt", "key": "C", "turn": "p-c"},
+           {"op": "compact", "trigger": "auto", "turn": "p-c"}])
+    contexts = s.contexts()
+    r.check("a context was delivered at the resume and after the compaction",
+            len(first) >= 1 and len(contexts) > len(first), f"{len(first)} then {len(contexts)}")
+    text = contexts[-1] if contexts else ""
+    r.check("the context was longer than the inline limit (it was shortened, the rest in a file)",
+            "was shortened to fit" in text, f"{len(text)} characters")
+    r.check("the crash fact stays inline", 'kind="crash_detected"' in text)
+    facts = [x for x in text.splitlines() if x.startswith("- fact ") and 'kind="session_' in x]
+    r.check("old session start/end facts moved out first (fewer than the 30 recorded stay inline)",
+            len(facts) < 30, f"{len(facts)} inline")
+    r.check("the open inputs and their done work stay inline",
+            all(f'state={st}' in text for st in ("interrupted", "pending")) and "- done " in text)
+    r.check("the new block says it supersedes the generation delivered at the resume",
+            "supersedes the checkpoint block of generation 1" in text, text[:0])
+    s.run([{"op": "act", "turn": "p-c"}, {"op": "stop", "turn": "p-c", "message": "Done."}])
+    r.equal("nothing was redone", s.repeated_tool_calls(), 0)
+
+
 @scenario(19, "a pasted checkpoint block stays the user's text inside its input block")
 def pasted_checkpoint(box, r):
     from capsule.context import INPUT_PREAMBLE
