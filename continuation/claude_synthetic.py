@@ -15,8 +15,9 @@ transcript the same way:
 - **Synthetic replies.** An ``assistant`` record with model ``<synthetic>`` ("No response
   requested." after such a placeholder, API error texts): not model output, never a turn end.
 - **System-generated prompts.** ``<task-notification>`` (a background task or agent finished)
-  and similar records that Claude Code sends as a ``user`` message (``origin.kind`` other than
-  ``human``, ``promptSource: system``): runtime facts, never user requests.
+  and similar records that Claude Code sends as a ``user`` message (``origin.kind`` of a
+  runtime or another agent, ``promptSource: system``, a ``<...-notification>`` envelope):
+  runtime facts, never user requests.
 """
 from __future__ import annotations
 
@@ -58,12 +59,19 @@ def notification_kind(text: str | None) -> str | None:
     return m.group(1).lower() if m else None
 
 
+#: ``origin.kind`` of messages Claude Code (2.1.332) composes itself or takes from another agent;
+#: other kinds ("human", "person", "voice-call", "composer", ...) come from the user, and an
+#: unknown kind is kept as an input (losing a request is worse than showing a notice)
+SYSTEM_ORIGINS = frozenset({"task-notification", "auto-continuation", "coordinator",
+                            "observer-activity", "peer", "channel"})
+
+
 def system_prompt_kind(record: dict, text: str | None) -> str | None:
     """Why a ``user`` record is not the user's prompt but a runtime fact, or ``None``."""
     origin = record.get("origin")
-    if isinstance(origin, dict) and isinstance(origin.get("kind"), str) \
-            and origin["kind"] not in ("", "human", "user"):
-        return origin["kind"]
+    kind = origin.get("kind") if isinstance(origin, dict) else None
+    if isinstance(kind, str) and (kind in SYSTEM_ORIGINS or kind.endswith("-notification")):
+        return kind
     if record.get("promptSource") == "system":
         return "system"
     return notification_kind(text)

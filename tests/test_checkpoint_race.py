@@ -111,6 +111,26 @@ def test_doctor_reports_a_ref_that_names_another_commit(repo_thread):
     findings = check_checkpoint_refs(engine)
     assert [f.status for f in findings] == [PROBLEM]
     assert first.checkpoint_id in findings[0].message
+    # --fix does not take another checkpoint's commit away from it
+    assert [f.status for f in check_checkpoint_refs(engine, fix=True)] == [PROBLEM]
+
+
+def test_doctor_fix_points_a_moved_ref_back_at_the_recorded_snapshot(repo_thread):
+    from continuation.boundary import commit_checkpoint
+    from continuation.recovery.health import OK, check_checkpoint_refs
+
+    env, repo, thread = repo_thread
+    first = commit_checkpoint(thread, reason="manual")
+    ref, recorded = first.workspace["snapshot_ref"], first.workspace["snapshot_commit"]
+    # the old race: a losing snapshot (recorded by no checkpoint) moved the ref
+    loser = subprocess.run(["git", "commit-tree", "-m", "loser", f"{recorded}^{{tree}}"], cwd=repo,
+                           env=env, check=True, capture_output=True, text=True).stdout.strip()
+    subprocess.run(["git", "update-ref", ref, loser], cwd=repo, env=env, check=True)
+    fixed = check_checkpoint_refs(thread.engine, fix=True)
+    assert [f.status for f in fixed] == [OK, OK] and "pointed the ref back" in fixed[0].message
+    assert subprocess.run(["git", "rev-parse", ref], cwd=repo, env=env, check=True,
+                          capture_output=True, text=True).stdout.strip() == recorded
+    assert [f.status for f in check_checkpoint_refs(thread.engine)] == [OK]
 
 
 def test_metadata_checkpoints_claim_their_manifest_too(tmp_path, monkeypatch):

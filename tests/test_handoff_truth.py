@@ -352,3 +352,40 @@ def test_importing_a_rollout_that_reuses_a_call_id_keeps_both_calls(home, tmp_pa
         before = t.row["last_seq"]
         import_transcript("codex", rollout, engine=e)  # nothing twice
         assert t.row["last_seq"] == before
+
+
+def test_a_rewind_summary_lists_both_calls_of_a_reused_id():
+    from continuation.rewind.summary import recovery_notices
+
+    log = [{"seq": 1, "type": "input_admitted", "data": {"input_id": "i1", "text": "a",
+                                                         "turn_id": "t1"}}]
+    for seq, (turn, cmd, status) in enumerate([("t1", "ls docs", "ok"),
+                                               ("t2", "rm -rf build", "error")], 2):
+        log += [{"seq": seq * 10, "type": "tool_started", "data": {
+                    "call_id": "call_0", "turn_id": turn, "tool": "Bash", "args": {"command": cmd}}},
+                {"seq": seq * 10 + 1, "type": "tool_finished", "data": {
+                    "call_id": "call_0", "turn_id": turn, "status": status}}]
+    log.append({"seq": 40, "type": "rolled_back", "data": {"to_seq": 1}})
+    text = "\n".join(line for n in recovery_notices(log, thread_key="t") for line in n.lines)
+    assert "ls docs" in text and "rm -rf build" in text, text
+
+
+def test_reconcile_by_a_reused_runtime_id_names_the_waiting_call(engine, capsys):
+    from continuation.commands import run as cli
+    from continuation.recovery import interrupted
+
+    marker = _dead_marker()
+    t = engine.thread("codex", "reuse-cli")
+    t.admit("list", turn_id="t1", session=marker)
+    t.tool_started("call_0", "Bash", {"command": "ls"}, turn_id="t1", session=marker)
+    t.tool_finished("call_0", "ok", turn_id="t1", session=marker)
+    t.turn_completed("t1", session=marker)
+    t.admit("deploy", turn_id="t2", session=marker)
+    t.tool_started("call_0", "Bash", {"command": "./deploy"}, turn_id="t2", session=marker)
+    assert interrupted.record_crash(t, interrupted.examine(t))
+    assert cli(["reconcile", "call_0", "--thread", "reuse-cli", "--applied"]) != 0
+    err = capsys.readouterr().err
+    assert "already has an outcome (ok)" in err and "call_0@t2" in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert cli(["reconcile", "call_0@t2", "--thread", "reuse-cli", "--applied"]) == 0
+    assert [c.status for c in t.tool_calls()] == ["ok", "reconciled"]

@@ -270,12 +270,25 @@ def test_task_notifications_are_not_inputs(home, tmp_path):
     s.reply("started")
     s.task_notification("n1", "b1").tool("t2", "cat build.log").reply("build ok")
     s.task_notification("n2", "b2", with_origin=False).reply("second build ok")
+    # a prompt from another origin Claude Code knows as the user's (voice) stays an input
+    s.prompt("p3", "and deploy it")
+    s.records[-1]["origin"] = {"kind": "voice-call"}
+    s.reply("deployed")
     report = run_import(home, "claude", s.write(), session_over=True)
-    assert _inputs(home, "tn") == {"start the build in the background": ("handled", False)}
-    assert report.system_prompts == 2 and report.inputs_seen == 1
+    assert _inputs(home, "tn") == {"start the build in the background": ("handled", False),
+                                   "and deploy it": ("handled", False)}
+    assert report.system_prompts == 2 and report.inputs_seen == 2
     with Engine(home) as e:
         source = gather(e.find_thread("claude", "tn"), generation=1, reason="test")
-    assert [i.text for i in source.inputs] == ["start the build in the background"]
+    assert [i.text for i in source.inputs] == ["start the build in the background", "and deploy it"]
+
+
+def test_hooks_do_not_admit_a_notification_sent_as_a_prompt(home, tmp_path):
+    s = ClaudeScript("tnh", tmp_path / "tnh.jsonl", cwd=str(tmp_path))
+    s.prompt("p1", "start the build").reply("started")
+    s.hook("UserPromptSubmit", prompt=NOTIFICATION, prompt_id="n1")
+    _replay(s)
+    assert _inputs(home, "tnh") == {"start the build": ("handled", False)}
 
 
 def test_notification_folded_into_a_running_turn_ends_nothing(home, tmp_path):

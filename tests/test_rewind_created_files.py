@@ -90,6 +90,7 @@ def test_files_rewind_deletes_only_what_a_successful_agent_call_created(home, re
         assert all(f"keep      {name}" in described for name in kept)
         result = rewind(e, cp.checkpoint_id, "files")
     assert result.files["deleted"] == ["agent.txt", "via-edit.txt"]
+    assert result.files["kept"] == kept
     assert not (repo / "agent.txt").exists() and not (repo / "via-edit.txt").exists()
     for name in kept:
         assert (repo / name).exists(), f"{name} was deleted although the agent never created it"
@@ -147,3 +148,23 @@ def test_codex_apply_patch_added_and_moved_files_are_deleted_updates_restored(ho
 def test_which_calls_create_files(tool, args, created):
     assert created_paths(tool, args) == created
     assert set(created) <= set(written_paths(tool, args))
+
+
+def test_a_file_created_on_a_conversation_rewound_branch_still_counts(home, repo):
+    """A conversation-only rewind hides the Write (rolled_back) but leaves its file; a later
+    files rewind still knows the agent created it (the outcome its finish recorded)."""
+    s = HookSession(home, repo)
+    s.start()
+    p1 = s.prompt("first")
+    s.stop(p1)
+    s.compact()
+    p2 = s.prompt("make a file")
+    s.write_file(p2, "agent.txt", "agent\n")
+    s.stop(p2)
+    with Engine(home) as e:
+        cp = cps.list_checkpoints(s.thread(e))[0]
+        rewind(e, cp.checkpoint_id, "conversation")
+        assert [c.status for c in s.thread(e).tool_calls()] == ["rolled_back"]
+        assert (repo / "agent.txt").exists()
+        plan = plan_rewind(e, cp.checkpoint_id, "files")
+        assert plan.files.deleted == ["agent.txt"]

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from safety_harness import stored_calls
 
 from continuation import hooks, lost_writes
 from continuation.recovery.health import run_checks
@@ -26,24 +26,6 @@ def _pre_tool(i: int) -> bytes:
 def _prompt() -> bytes:
     return json.dumps({"hook_event_name": "UserPromptSubmit", "session_id": SESSION, "cwd": "/",
                        "prompt_id": "p1", "prompt": "go"}).encode()
-
-
-def _stored_calls(home: Path) -> int:
-    """Counted on a copy (the full home has no room for SQLite's shared-memory file), with its
-    write-ahead log: frames not yet merged into the file are stored all the same."""
-    import shutil
-    import tempfile
-
-    with tempfile.TemporaryDirectory() as scratch:
-        for name in ("store.sqlite3", "store.sqlite3-wal"):
-            if (home / name).exists():
-                shutil.copyfile(home / name, Path(scratch) / name)
-        conn = sqlite3.connect(Path(scratch) / "store.sqlite3")
-        try:
-            assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-            return conn.execute("SELECT count(*) FROM tool_calls").fetchone()[0]
-        finally:
-            conn.close()
 
 
 def _finding(home: Path, check: str):
@@ -67,7 +49,7 @@ def _check_accounting(home: Path, answers: list[dict]) -> None:
     assert all(set(a) == {"systemMessage"} for a in told)
     assert len(told) == 1 and "could not record" in told[0]["systemMessage"]
     record = lost_writes.read(home)
-    stored = _stored_calls(home)
+    stored = stored_calls(home)
     assert record["lost"] > 0
     assert stored + record["lost"] == len(answers)
     finding = _finding(home, "lost_writes")
@@ -111,7 +93,7 @@ def test_injected_full_disk_counts_lost_events(home, monkeypatch):
     answers += [json.loads(hooks.run("claude", _pre_tool(i))[0]) for i in range(5, 12)]
     monkeypatch.delenv("CONTINUATION_FAULT")
     _check_accounting(home, answers)
-    assert lost_writes.read(home)["lost"] == 7 and _stored_calls(home) == 5
+    assert lost_writes.read(home)["lost"] == 7 and stored_calls(home) == 5
     # doctor --fix clears the report once seen; the next loss is told again
     fixed = [f for f in run_checks(home, project_dir=home, hooks=False, fix=True)
              if f.check == "lost_writes"]

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from safety_harness import GIT_ENV, RUNTIME, special_repo
 
 from continuation import userfiles
 
@@ -18,11 +19,6 @@ pytestmark = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are POS
 
 #: without the fix these calls block for good; well above what they need with it
 HANG_S = 40
-GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
-           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com",
-           "GIT_CONFIG_NOSYSTEM": "1"}
-
-
 @pytest.fixture
 def fifo(tmp_path) -> Path:
     path = tmp_path / "pipe"
@@ -62,12 +58,6 @@ def test_reads_are_bounded(tmp_path):
     assert h.hexdigest() == hashlib.sha256(b"x" * 100).hexdigest()
 
 
-#: a stand-in runtime that runs one hook and exits: the session's owner is gone afterwards,
-#: as after a crash, so its calls without an outcome go to reconciliation
-RUNTIME = [sys.executable, "-c",
-           "import subprocess, sys; sys.exit(subprocess.run(sys.argv[1:]).returncode)"]
-
-
 def _run(args, env, payload=None, cwd=None):
     started = time.monotonic()
     r = subprocess.run([*RUNTIME, sys.executable, "-m", "continuation", *args], env=env, cwd=cwd,
@@ -81,24 +71,12 @@ def session(tmp_path, fifo):
     """A git repository, a prompt and two calls without an outcome: a Write aimed at a FIFO and
     an Edit aimed at a link to /dev/zero."""
     repo = tmp_path / "repo"
-    repo.mkdir()
-    subprocess.run(["git", "init", "-q", str(repo)], check=True)
-    subprocess.run(["git", "-C", str(repo), "commit", "-q", "--allow-empty", "-m", "i"],
-                   check=True, env={**os.environ, **GIT_ENV})
-    os.mkfifo(repo / "pipe")
-    (repo / "zero").symlink_to("/dev/zero")
+    payloads = special_repo(repo)
     env = {**os.environ, **GIT_ENV, "CONTINUATION_HOME": str(tmp_path / "state")}
-    base = {"session_id": "s", "cwd": str(repo), "prompt_id": "p1"}
-    for payload in (
-        {**base, "hook_event_name": "UserPromptSubmit", "prompt": "go"},
-        {**base, "hook_event_name": "PreToolUse", "tool_use_id": "w1", "tool_name": "Write",
-         "tool_input": {"file_path": str(repo / "pipe"), "content": "x"}},
-        {**base, "hook_event_name": "PreToolUse", "tool_use_id": "e1", "tool_name": "Edit",
-         "tool_input": {"file_path": str(repo / "zero"), "old_string": "a", "new_string": "b"}},
-    ):
+    for payload in payloads:
         r, _ = _run(["hook", "--runtime", "claude"], env, payload)
         assert r.returncode == 0
-    return repo, env, base
+    return repo, env, payloads[0]
 
 
 @pytest.mark.parametrize("transcript", ["fifo", "/dev/zero"])

@@ -115,6 +115,13 @@ def _print_item(it) -> None:
 def _decide(thread, call, args) -> int:
     from ..recovery import reconcile
 
+    if call.status not in ("unknown", "in_flight"):
+        # a runtime id reused in a later turn names two calls: say which one waits
+        reused = [c.call_id for c in thread.tool_calls(("unknown", "in_flight"))
+                  if c.runtime_call_id == call.call_id]
+        hint = f"; the call waiting with this runtime id is {reused[0]}" if reused else ""
+        raise CommandError(f"tool call {call.call_id} already has an outcome ({call.status}), "
+                           f"nothing to reconcile{hint}")
     reconcile.decide(thread, call.call_id, args.decision, args.note)
     held = [r for r in thread.inputs() if r.turn_id == call.turn_id and call.turn_id]
     if args.json:

@@ -199,7 +199,8 @@ def _run_rewind(args, mode: str) -> int:
         if result.files:
             print(f"files: {len(result.files['restored'])} modified, "
                   f"{len(result.files['recreated'])} re-created, {len(result.files['deleted'])} "
-                  f"deleted; safety snapshot {result.files['safety_ref']}")
+                  f"deleted, {len(result.files.get('kept', []))} kept (new since the checkpoint, "
+                  f"not created by the agent); safety snapshot {result.files['safety_ref']}")
         if prompt:
             print(prompt.describe())
             print(prompt.text)

@@ -17,6 +17,7 @@ import os
 
 from statemachine import events as ev
 
+from ..claude_synthetic import notification_kind
 from ..engine import Engine, Thread, session_marker
 
 OUTPUT_EXCERPT = 2000
@@ -237,6 +238,8 @@ def on_user_prompt(ctx: HookContext) -> dict | None:
     text = p.get("prompt")
     if not isinstance(text, str):
         text = "" if text is None else str(text)
+    if ctx.runtime == "claude" and notification_kind(text):
+        return None  # a <task-notification> Claude Code sends itself: a runtime fact, no input
     turn = _turn_id(ctx.runtime, ctx.thread, p)
     conn = ctx.thread.store.conn
     input_id = p.get("prompt_id") if ctx.runtime == "claude" else None

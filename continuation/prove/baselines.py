@@ -81,6 +81,32 @@ class CodexNativeHistory(_Baseline):
         return [Item(text=t, key=catalog.key_for(t), state="new") for t in reversed(kept)]
 
 
+class GeminiCompression(SummaryOnly):
+    """Gemini CLI's compression: a model-written ``<state_snapshot>`` of the older history, and
+    the newest ~30% kept verbatim (``COMPRESSION_PRESERVE_THRESHOLD``): the running turn's own
+    tool calls are still in it, so the model knows which of them it made."""
+
+    name = "gemini compression"
+
+    def after_boundary(self, *, transcript, context_text, catalog, memory):
+        from .agent import canon
+
+        items = super().after_boundary(transcript=transcript, context_text=context_text,
+                                       catalog=catalog, memory=memory)
+        users = _users(transcript)
+        if users:
+            i, last = users[-1]
+            item = next((x for x in items if x.key and x.key == last.get("key")), None)
+            if item is None and not _stopped_after(transcript, i, last.get("turn")):
+                # the prompt being answered is sent after the compressed history
+                item = Item(text=last["text"], key=last.get("key"), state="open")
+                items.append(item)
+            for e in transcript[i + 1:]:
+                if item is not None and e.get("role") == "tool_call" and e.get("key") == item.key:
+                    item.done_args = sorted(set(item.done_args) | {canon(e.get("args"))})
+        return items
+
+
 class LatestPromptTurnMatch(_Baseline):
     name = "latest prompt + turn match"
 
@@ -94,7 +120,7 @@ class LatestPromptTurnMatch(_Baseline):
 
 
 #: each runtime's own compaction, the fallback when no continuation context arrives
-NATIVE = {"codex": CodexNativeHistory, "claude": SummaryOnly}
+NATIVE = {"codex": CodexNativeHistory, "claude": SummaryOnly, "gemini": GeminiCompression}
 
 POLICIES = {"summary-only": "SummaryOnly", "codex-native": "CodexNativeHistory",
             "latest-prompt": "LatestPromptTurnMatch"}

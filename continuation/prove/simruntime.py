@@ -1,7 +1,7 @@
 """A simulated agent runtime: ``python -m continuation.prove.simruntime SCRIPT.json``.
 
 It plays one scripted session the way Codex CLI or Claude Code would: it calls the real
-``continuation hook --runtime codex|claude`` command with the runtime's payload shapes, and it
+``continuation hook --runtime codex|claude|gemini`` command with the runtime's payload shapes, and it
 plays the model with :mod:`continuation.prove.agent`, acting on what the hooks answer.
 
 Everything it does is written down for the runner, line by line and fsynced (it may be
@@ -26,7 +26,9 @@ import time
 from pathlib import Path
 
 from .agent import ANSWERED, Catalog, Item, decide, memory_from_context, merge, read_context
-from .payloads import COMPACTION_ORDER, PayloadShape
+from .payloads import COMPACTION_ORDER, GEMINI_WINDOW, PayloadShape
+
+IDLE_PROMPT_TOKENS = 2_000
 
 
 def _append_line(path: Path, record: dict) -> None:
@@ -234,6 +236,7 @@ class Runtime:
         self.transcript.append({"role": "tool_call", "key": decision.key, "call": call_id,
                                 "args": tool["input"], "turn": turn})
         self.save()
+        self._model_request()
         self.hook(self.shape.pre_tool(turn, call_id, tool["tool"], tool["input"]))
         _append_line(self.ledger_path, {"kind": "exec", "key": decision.key,
                                         "tool_index": decision.tool_index, "call": call_id,
@@ -246,8 +249,12 @@ class Runtime:
             self.log(kind="hanging", call=call_id, key=decision.key)
             while True:  # the runner kills us here
                 time.sleep(60)
-        self.hook(self.shape.post_tool(turn, call_id, tool["tool"], tool["input"], output="ok"))
+        context = self.hook(self.shape.post_tool(turn, call_id, tool["tool"], tool["input"], output="ok"))
         self.transcript.append({"role": "tool_result", "call": call_id, "status": "ok"})
+        if context:  # Gemini CLI: AfterTool's answer is appended to the result the model reads
+            self.memory = self.policy.on_resume(transcript=self.transcript, context_text=context,
+                                                catalog=self.catalog, memory=self.memory)
+            self.log(kind="context_seen", source="after_tool")
         from .agent import canon
 
         for item in self.memory:
@@ -281,7 +288,9 @@ class Runtime:
     def op_stop(self, st):
         turn = st.get("turn") or self.turn
         message = st.get("message") or "done"
-        self.hook(self.shape.stop(turn, message), fault=st.get("fault"))
+        self._model_request()
+        prompts = [e["text"] for e in self.transcript if e.get("role") == "user" and e.get("turn") == turn]
+        self.hook(self.shape.stop(turn, message, prompts[0] if prompts else ""), fault=st.get("fault"))
         self.transcript.append({"role": "assistant", "text": message, "turn": turn, "stop": True})
 
     def op_compact(self, st):
@@ -289,9 +298,13 @@ class Runtime:
         turn = st.get("turn") or self.turn
         faults = st.get("faults") or {}
         context = held_context = None
+        if self.runtime == "gemini":  # the last answer's prompt token count crossed the threshold
+            self.shape.record_usage(GEMINI_WINDOW)
         for event in COMPACTION_ORDER[self.runtime]:
             if event == "PreCompact":
                 self.hook(self.shape.pre_compact(turn, trigger), fault=faults.get(event))
+                if self.runtime == "gemini":
+                    self.shape.record_usage(IDLE_PROMPT_TOKENS)  # the compressed history
                 for p in st.get("prompts_during", []):  # typed while the compaction runs
                     self.held.append(p)
                     held_context = self.op_prompt_held(p) or held_context
@@ -313,6 +326,13 @@ class Runtime:
         self.held = []
         self.log(kind="boundary", n=self.boundaries, context=bool(context or held_context),
                  memory={m.key or m.text[:40]: m.state for m in self.memory})
+
+    def _model_request(self) -> None:
+        """Gemini CLI fires PreCompress(auto) before every model request, also when it then
+        does not compress (the recorded prompt token count is under its threshold)."""
+        if self.runtime == "gemini":
+            self.hook(self.shape.pre_compact(self.turn, "auto"), label="idle")
+            self.shape.record_usage(IDLE_PROMPT_TOKENS)
 
     def op_prompt_held(self, p):
         turn = p.get("turn") or self.turn

@@ -265,18 +265,14 @@ def check_refs(engine, *, fix: bool = False) -> list[Finding]:
     return out or [Finding("refs", OK, f"no orphaned snapshot refs in {len(roots)} workspace(s)")]
 
 
-def check_checkpoint_refs(engine) -> list[Finding]:
-    """Every checkpoint's snapshot ref must name the commit the checkpoint records: a ref moved
-    by another snapshot leaves the recorded commit unprotected, and ``git gc`` then deletes the
-    files a rewind of that checkpoint needs. A ref that is gone (``gc --keep`` pruned it, or it
-    was deleted) is counted, not blamed."""
+def _recorded_snapshots(engine) -> dict[str, list[tuple[str, str, str, int]]]:
+    """root -> (checkpoint id, ref, recorded commit, generation) of every checkpoint with a
+    snapshot ref."""
     import json
 
-    from ..workspace import list_snapshot_refs
-
     by_root: dict[str, list[tuple[str, str, str, int]]] = {}
-    for thread_key, cp_id, generation, text in engine.store.conn.execute(
-            "SELECT thread_key, checkpoint_id, generation, workspace FROM checkpoints"
+    for cp_id, generation, text in engine.store.conn.execute(
+            "SELECT checkpoint_id, generation, workspace FROM checkpoints"
             " WHERE workspace IS NOT NULL ORDER BY thread_key, generation"):
         try:
             ws = json.loads(text)
@@ -287,9 +283,20 @@ def check_checkpoint_refs(engine) -> list[Finding]:
         ref, commit, root = ws.get("snapshot_ref"), ws.get("snapshot_commit"), ws.get("root")
         if all(isinstance(v, str) and v for v in (ref, commit, root)):
             by_root.setdefault(root, []).append((cp_id, ref, commit, generation))
+    return by_root
+
+
+def check_checkpoint_refs(engine, *, fix: bool = False) -> list[Finding]:
+    """Every checkpoint's snapshot ref must name the commit the checkpoint records: a ref moved
+    by another snapshot leaves the recorded commit unprotected, and ``git gc`` then deletes the
+    files a rewind of that checkpoint needs. A ref that is gone (``gc --keep`` pruned it, or it
+    was deleted) is counted, not blamed. ``fix``: point the ref back at the recorded commit
+    while git still has it, unless the commit it names now is another checkpoint's."""
+    from ..workspace import list_snapshot_refs, repoint_snapshot_ref
+
     out: list[Finding] = []
     checked = gone = 0
-    for root, items in sorted(by_root.items()):
+    for root, items in sorted(_recorded_snapshots(engine).items()):
         if not Path(root).is_dir():
             continue
         try:
@@ -297,22 +304,32 @@ def check_checkpoint_refs(engine) -> list[Finding]:
         except Exception as exc:
             out.append(Finding("checkpoints.refs", WARN, f"cannot list snapshot refs in {root}: {exc}"))
             continue
+        recorded = {commit for _, _, commit, _ in items}
         for cp_id, ref, commit, generation in items:
             checked += 1
             named = names.get(ref)
             if named is None:
                 gone += 1
-            elif named != commit:
-                out.append(Finding(
-                    "checkpoints.refs", PROBLEM,
-                    f"checkpoint {cp_id} (generation {generation}) records snapshot {commit[:12]} "
-                    f"but its ref {ref} names {named[:12]} in {root}: nothing keeps the recorded "
-                    "snapshot, and after `git gc` its files cannot be restored",
-                    "take a new checkpoint (`continuation checkpoint`) so that the current files "
-                    "are protected; rewind the files to another checkpoint",
-                    data={"checkpoint": cp_id, "ref": ref, "recorded": commit, "ref_names": named,
-                          "root": root}))
-    if not out:
+                continue
+            if named == commit:
+                continue
+            what = (f"checkpoint {cp_id} (generation {generation}) records snapshot {commit[:12]} "
+                    f"but its ref {ref} names {named[:12]} in {root}")
+            if fix and named not in recorded and repoint_snapshot_ref(
+                    root, ref, commit, named, state_home=engine.home):
+                out.append(Finding("checkpoints.refs", OK, f"{what}: pointed the ref back at "
+                                   "the recorded snapshot"))
+                continue
+            out.append(Finding(
+                "checkpoints.refs", PROBLEM,
+                f"{what}: nothing keeps the recorded snapshot, and after `git gc` its files "
+                "cannot be restored" + (" (git no longer has it, or the ref is another "
+                                        "checkpoint's)" if fix else ""),
+                "run `continuation doctor --fix` to point the ref back at it while git still has "
+                "it; take a new checkpoint (`continuation checkpoint`) to protect the current files",
+                data={"checkpoint": cp_id, "ref": ref, "recorded": commit, "ref_names": named,
+                      "root": root}))
+    if not any(f.status != OK for f in out):
         message = f"{checked} checkpoint snapshot ref(s) name the commit their checkpoint records"
         if gone:
             message += f"; {gone} ref(s) are gone (pruned or deleted: those files cannot be restored)"
@@ -494,7 +511,7 @@ def run_checks(home: Path, *, project_dir: Path, fix: bool = False, hooks: bool 
                 findings += check_derived(engine, fix=fix)
                 findings += check_checkpoints(engine)
                 findings += check_refs(engine, fix=fix)
-                findings += check_checkpoint_refs(engine)
+                findings += check_checkpoint_refs(engine, fix=fix)
                 findings += check_interrupted(engine)
         except Exception as exc:
             findings.append(Finding("store", PROBLEM, f"cannot open the store: {exc}",

@@ -240,7 +240,8 @@ def restore_files(engine: Engine, files_plan) -> dict:
             "files restore failed: " + "; ".join(result.errors) + f". The files as they were "
             f"before are in the safety snapshot {result.safety.snapshot_ref}; the conversation "
             "was not rewound")
-    return files_done(result)
+    # new files no successful agent call created stay, and are named in the record
+    return {**files_done(result), "kept": list(files_plan.kept)}
 
 
 def rewind(engine: Engine, selector: str, mode: str, *, reason: str = "") -> RewindResult:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 
 from capsule.source import SourceNotice
+from statemachine.reducer import alias_of
 
 from .timeline import discarded_branch
 
@@ -192,6 +193,18 @@ def _reason_line(d: dict) -> str:
     return f"The user's reason: {_clip(reason, 600)}" if reason else "The user gave no reason."
 
 
+def _call_key(calls: dict, data: dict, *, starting: bool = False) -> str:
+    """The call an event names, keyed like the reducer (statemachine.reducer.call_key): a
+    runtime id reused in another turn is a call of its own, ``id@turn``."""
+    call_id, turn = data.get("call_id"), data.get("turn_id")
+    if turn and alias_of(call_id, turn) in calls:
+        return alias_of(call_id, turn)
+    known = calls.get(call_id)
+    if known is None or not turn or known.get("turn_id") in (None, turn):
+        return call_id
+    return alias_of(call_id, turn) if starting else call_id
+
+
 def conversation_notices(events: list[dict], anchor: dict, thread_key: str) -> list[SourceNotice]:
     branch = discarded_branch(events, int(anchor["seq"]))
     d = anchor["data"]
@@ -206,10 +219,11 @@ def conversation_notices(events: list[dict], anchor: dict, thread_key: str) -> l
         if t == "input_admitted":
             inputs.append(data)
         elif t == "tool_started":
-            calls[data.get("call_id")] = data
-            order.append(data.get("call_id"))
+            key = _call_key(calls, data, starting=True)
+            calls[key] = data
+            order.append(key)
         elif t == "tool_finished":
-            finishes.setdefault(data.get("call_id"), data)
+            finishes.setdefault(_call_key(calls, data), data)
         elif t == "reconciled":
             decisions[data.get("call_id")] = data
         elif t == "turn_aborted":
@@ -218,9 +232,12 @@ def conversation_notices(events: list[dict], anchor: dict, thread_key: str) -> l
             turns.append(f"  - the session ended without a clean end ({data.get('reason')})")
         elif t == "assistant_claim":
             claims.append(data.get("text") or "")
-    late = {e["data"].get("call_id"): e["data"] for e in events
-            if e["seq"] > anchor["seq"] and e["type"] == "tool_finished"
-            and e["data"].get("call_id") in calls and e["data"].get("call_id") not in finishes}
+    late = {}
+    for e in events:
+        if e["seq"] > anchor["seq"] and e["type"] == "tool_finished":
+            key = _call_key(calls, e["data"])
+            if key in calls and key not in finishes:
+                late[key] = e["data"]
 
     call_lines, failing, unknown = [], [], []
     for call_id in order:

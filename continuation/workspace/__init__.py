@@ -86,6 +86,7 @@ _EXPORTS = {
     "list_snapshot_refs": "retention",
     "prune_thread_refs": "retention",
     "release_snapshot": "retention",
+    "repoint_snapshot_ref": "retention",
     "GcReport": "retention",
     "gc_workspaces": "retention",
     "list_workspaces": "retention",
@@ -120,7 +121,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .restore import apply_restore, plan_restore, plan_undo
     from .retention import (
         GcReport, SnapshotRefInfo, delete_thread_refs, gc_shadow, gc_workspaces, list_snapshot_refs,
-        list_workspaces, prune_thread_refs, release_snapshot,
+        list_workspaces, prune_thread_refs, release_snapshot, repoint_snapshot_ref,
     )
     from .snapshot import take_snapshot
     from .lookup import latest_snapshot, load_snapshot
@@ -159,6 +160,7 @@ __all__ = [
     "plan_undo",
     "prune_thread_refs",
     "release_snapshot",
+    "repoint_snapshot_ref",
     "snapshot_ref_name",
     "take_snapshot",
     "validate_thread_key",

@@ -119,6 +119,19 @@ def release_snapshot(ref, *, state_home: Path | str) -> bool:
     return code == 0
 
 
+def repoint_snapshot_ref(root: Path | str, ref_name: str, commit: str, expected: str, *,
+                         state_home: Path | str) -> bool:
+    """Point ``ref_name`` back at ``commit`` (the snapshot its checkpoint records) while it still
+    names ``expected`` (compare-and-swap) and git still has ``commit``; False when either fails."""
+    ws = resolve_workspace(root, state_home)
+    target = content_target(ws, create=False)
+    if target is None or not ref_name.startswith(REF_NAMESPACE + "/"):
+        return False
+    if target.run(["cat-file", "-e", f"{commit}^{{commit}}"], check=False)[0] != 0:
+        return False
+    return target.run(["update-ref", "--no-deref", ref_name, commit, expected], check=False)[0] == 0
+
+
 def _delete(target: GitTarget, refs: list[SnapshotRefInfo]) -> int:
     if not refs:
         return 0
