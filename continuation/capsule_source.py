@@ -164,9 +164,12 @@ def gather(thread: Thread, *, generation: int, reason: str, upto_seq: int | None
     facts = [SourceFact(seq=e["seq"], kind=e["type"], text=_fact_text(e, known.get(e["seq"])),
                         pointer=pointer(key, e["seq"]))
              for e in facts_src]
+    checks = _claim_checks(view, claims_src)
+    delivered = store.events_of_types(key, ["context_delivered"], upto=upto_seq, newest=1)
+    supersedes = delivered[-1]["data"].get("generation") if delivered else None
     claims = [SourceClaim(turn_id=c["turn_id"], text=c["text"], seq=c["seq"],
-                          pointer=pointer(key, c["seq"]))
-              for c in claims_src]
+                          pointer=pointer(key, c["seq"]), checks=note)
+              for c, note in zip(claims_src, checks)]
     attachments = [SourceAttachment(ref=str(a.get("ref", a)) if isinstance(a, dict) else str(a),
                                     kind=a.get("kind") if isinstance(a, dict) else None,
                                     input_id=r.input_id, pointer=pointer(key, r.admitted_seq))
@@ -199,6 +202,7 @@ def gather(thread: Thread, *, generation: int, reason: str, upto_seq: int | None
                                 event_seq_last=last_seq or None,
                                 **_transcript_pointer(store, key, transcript, upto_seq)),
         notices=[*notices, *rewind_notices],
+        supersedes_generation=supersedes if isinstance(supersedes, int) else None,
         not_gathered=not_gathered,
     )
 
@@ -218,6 +222,19 @@ def _newest_live(store, key: str, types, upto: int | None, n: int,
             found = store.events_of_types(key, types, after=lo - 1, upto=hi,
                                           newest=n - len(found)) + found
     return found
+
+
+def _claim_checks(view: SqlStateView, claims_src: list[dict]) -> list[list[str]]:
+    """What each claim's turn recorded against it (``capsule.claim_check``): every call of the
+    claims' turns is read (a few turns, one indexed statement)."""
+    from capsule.claim_check import TurnCall, check_claims, claimed_kinds
+
+    turns = sorted({c["turn_id"] for c in claims_src if c["turn_id"] and claimed_kinds(c["text"])})
+    by_turn: dict[str, list] = {}
+    for call in view.calls_of_turns(turns, ("in_flight", "ok", "error", "unknown", "reconciled")):
+        by_turn.setdefault(call.turn_id, []).append(
+            TurnCall(call.args or {}, _tool_status(call), (call.outcome or {}).get("exit_code")))
+    return check_claims(((c["text"], c["turn_id"]) for c in claims_src), by_turn)
 
 
 def _not_gathered(store, key: str, calls, facts_src: list[dict], all_facts: list[dict] | None,

@@ -122,3 +122,19 @@ def test_shadow_snapshot_outside_git_stores_the_symlink_too(git_home, tmp_path):
         meta, path = line.split("\t", 1)
         listing[path] = meta.split(" ")[0]
     assert listing == {"lib": "120000", "top.txt": "100644"}
+
+
+def test_a_folder_that_replaced_a_symlink_is_kept_in_the_preview_too(git_home, tmp_path):
+    """The other way round: the checkpoint stored the link, a real folder with files stands
+    there now; the preview already says it is left alone (it said "recreate")."""
+    repo = make_repo(tmp_path / "repo", {"top.txt": "t\n"})
+    write(tmp_path / "elsewhere", {"a.py": "a\n"})
+    os.symlink("../elsewhere", repo / "lib")
+    ref = take_snapshot(repo, "t1", 1, state_home=git_home)
+    (repo / "lib").unlink()
+    write(repo, {"lib/mine.py": "the user's\n"})
+    plan = plan_restore(ref, state_home=git_home)
+    assert plan.recreated == [] and [s.path for s in plan.skipped] == ["lib"]
+    assert plan.kept == ["lib/mine.py"]
+    result = apply_restore(plan, state_home=git_home)
+    assert result.ok and (repo / "lib" / "mine.py").read_text() == "the user's\n"

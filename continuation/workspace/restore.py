@@ -94,14 +94,28 @@ def plan_restore(
         return plan
 
 
+def _holds_kept(folder: Path, rel: str, deleting: set[str]) -> bool:
+    """The folder holds something the plan does not delete (so it will not be empty)."""
+    for here, dirs, files in os.walk(folder):
+        base = rel + here[len(str(folder)):].replace(os.sep, "/")
+        for name in files + [d for d in dirs if os.path.islink(os.path.join(here, d))]:
+            if f"{base}/{name}" not in deleting:
+                return True
+    return False
+
+
 def _under_kept(root: Path, paths: list[str], deleting: set[str]) -> dict[str, str]:
     """Writes under a symlink or a file that now stands where the checkpoint had a folder and
-    that the plan keeps: path -> why it is skipped. Writing them would replace what the preview
+    that the plan keeps, or onto a folder with files in it: path -> why it is skipped. Writing them would replace what the preview
     says is kept (git removes a leading symlink or file to make the folder), and a write
     through a symlinked folder would land outside the workspace."""
     kinds: dict[str, str] = {}
     blocked: dict[str, str] = {}
     for path in paths:
+        full = root / path
+        if full.is_dir() and not full.is_symlink() and _holds_kept(full, path, deleting):
+            blocked[path] = "a folder with files is in the way; left as is"
+            continue
         parts = path.split("/")
         for depth in range(1, len(parts)):
             prefix = "/".join(parts[:depth])
