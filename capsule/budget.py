@@ -18,24 +18,26 @@ Drop order when everything does not fit (first dropped first; oldest first insid
 
 1.  texts of superseded and rolled-back inputs
 2.  texts of handled inputs
-3.  assistant claims
+3.  assistant claims, but the last one of each of the newest 3 turns
 4.  runtime facts
 5.  the work ledger of turns with no actionable input (finished calls, grouped)
-6.  notices of priority below 50 (lowest priority first)
-7.  rows of superseded / rolled-back inputs, then of handled inputs (counts stay in
+6.  the last assistant claim of each of the newest 3 turns (with what the turn's recorded
+    calls say against it: ``capsule.claim_check``)
+7.  notices of priority below 50 (lowest priority first)
+8.  rows of superseded / rolled-back inputs, then of handled inputs (counts stay in
     ``input_counts``)
-8.  attachment references
-9.  plan items: completed ones first, then the others from the end of the list
-10. background work
-11. extra permission and model settings
-12. model / provider, permissions / sandbox / approval, then the workspace reference (its
+9.  attachment references
+10. plan items: completed ones first, then the others from the end of the list
+11. background work
+12. extra permission and model settings
+13. model / provider, permissions / sandbox / approval, then the workspace reference (its
     model-facing view only: ``capsule.workspace_view``)
-13. notices of priority 50 and above (lowest priority first)
-14. the work ledger of turns with an actionable input: what was already done for it
-15. texts of actionable inputs other than the objective (queued ones first)
-16. arguments of in-flight / unknown-outcome tool calls
-17. rows of actionable inputs (pending, interrupted, reconciling, queued)
-18. rows of in-flight / unknown-outcome tool calls
+14. notices of priority 50 and above (lowest priority first)
+15. the work ledger of turns with an actionable input: what was already done for it
+16. texts of actionable inputs other than the objective (queued ones first)
+17. arguments of in-flight / unknown-outcome tool calls
+18. rows of actionable inputs (pending, interrupted, reconciling, queued)
+19. rows of in-flight / unknown-outcome tool calls
 
 Elements are kept in the reverse order until one does not fit; that one is clipped to the room
 left when it has text, and everything after it is dropped, so nothing of a later step is kept
@@ -457,6 +459,7 @@ class _Builder:
             generation=sk.generation,
             reason=sk.reason,
             created_at=sk.created_at,
+            supersedes_generation=sk.supersedes_generation,
             objective=objective,
             cursor=cursor,
             next_action=sk.next_action,

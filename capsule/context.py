@@ -208,20 +208,10 @@ def _shrink(m: ContextMessage, room: int, where: str) -> str | None:
         return whole
     if m.kind == "instructions":
         return None
-    if m.kind == "capsule":
-        lines = whole.split("\n")
-        head, body, end = lines[:1], lines[1:-1], lines[-1]
-        kept: list[str] = []
-        note = "[{} more lines of this block moved to the file " + where + "]"
-        budget = room - js_len(head[0]) - js_len(end) - js_len(note.format(len(body))) - 3
-        for line in body:
-            if js_len(line) + 1 > budget:
-                break
-            kept.append(line)
-            budget -= js_len(line) + 1
-        if len(kept) < 8:  # not even the preamble and the objective: leave a stub
-            return None
-        return "\n".join([*head, *kept, note.format(len(body) - len(kept)), end])
+    if m.kind == "capsule":  # the most useful lines stay, the others move (capsule.spill_order)
+        from .spill_order import shorten_block
+
+        return shorten_block(whole.split("\n"), room, js_len)
     # a user input: a prefix of its text, inside its own markers
     tail = f"\n[... {js_len(m.text)} characters in all; the rest moved to the file {where}]"
     frame = js_len(_input_block(m, "")) + js_len(tail)

@@ -56,6 +56,8 @@ POINTER_MAX = 256
 REF_MAX = 256
 MAX_ROW_ATTACHMENTS = 8
 MAX_ROW_INPUTS = 8
+FINAL_CLAIM_TURNS = 3
+MAX_CLAIM_CHECKS = 4
 MAX_EXTRA_KEYS = 16
 VALUE_MAX = 512  # one workspace / settings value, JSON bytes
 
@@ -65,19 +67,20 @@ T_HIST_HANDLED_TEXT = 2
 T_CLAIM = 3
 T_FACT = 4
 T_SETTLED_CALL = 5
-T_NOTICE_LOW = 6
-T_HIST_ROW = 7
-T_ATTACHMENT = 8
-T_PLAN_ITEM = 9
-T_BACKGROUND = 10
-T_EXTRA_SETTINGS = 11
-T_WORKSPACE_SETTINGS = 12
-T_NOTICE_HIGH = 13
-T_LEDGER_ACTIVE = 14
-T_ACTIONABLE_TEXT = 15
-T_UNSETTLED_ARGS = 16
-T_ACTIONABLE_ROW = 17
-T_UNSETTLED_ROW = 18
+T_FINAL_CLAIM = 6  # the last claim of each of the newest FINAL_CLAIM_TURNS turns
+T_NOTICE_LOW = 7
+T_HIST_ROW = 8
+T_ATTACHMENT = 9
+T_PLAN_ITEM = 10
+T_BACKGROUND = 11
+T_EXTRA_SETTINGS = 12
+T_WORKSPACE_SETTINGS = 13
+T_NOTICE_HIGH = 14
+T_LEDGER_ACTIVE = 15
+T_ACTIONABLE_TEXT = 16
+T_UNSETTLED_ARGS = 17
+T_ACTIONABLE_ROW = 18
+T_UNSETTLED_ROW = 19
 
 # Group names used for the one cut that summarises what a field lost whole.
 G_INPUT_TEXT_HIST = "inputs.text[historical]"
@@ -153,6 +156,7 @@ class Skeleton:
     source: SourcePointers
     plan: Plan | None  # header only
     replaced_surrogates: int
+    supersedes_generation: int | None = None
 
 
 class _Scrubber:
@@ -218,6 +222,15 @@ def _split_extras(values: dict[str, Any], prefix: str, pointer: str, as_text: bo
         rest = {k: values[k] for k in keys[MAX_EXTRA_KEYS:]}
         cuts.append(PendingCut(f"{prefix}[{len(rest)} more keys]", _json_text(rest), "", pointer))
     return kept, cuts
+
+
+def _final_claims(claims) -> set[int]:
+    """Indexes of the last claim of each of the newest FINAL_CLAIM_TURNS turns (claims are in
+    order; a claim with no turn id is a turn of its own)."""
+    last: dict[Any, int] = {}
+    for k, claim in enumerate(claims):
+        last[claim.turn_id if claim.turn_id is not None else ("no turn", k)] = k
+    return set(sorted(last.values())[-FINAL_CLAIM_TURNS:])
 
 
 def _ledger(source: CapsuleSource, s: _Scrubber) -> list[Element]:
@@ -376,10 +389,12 @@ def collect(source: CapsuleSource) -> tuple[Skeleton, list[Element]]:
             full=s.text(fact.text), original=fact.text,
             field=f"runtime_facts[{fact_fields['pointer']}].text", pointer=fact_fields["pointer"],
         ))
+    final = _final_claims(source.claims)
     for k, claim in enumerate(source.claims):
-        claim_fields = dict(seq=claim.seq, turn_id=s.ident(claim.turn_id), pointer=s.ident(claim.pointer, POINTER_MAX))
+        claim_fields = dict(seq=claim.seq, turn_id=s.ident(claim.turn_id), pointer=s.ident(claim.pointer, POINTER_MAX),
+                            checks=[s.ident(c, 256) for c in claim.checks[:MAX_CLAIM_CHECKS]])
         elements.append(Element(
-            rank=(T_CLAIM, 0, k), slot="assistant_claims", index=k, group=G_CLAIMS,
+            rank=(T_FINAL_CLAIM if k in final else T_CLAIM, 0, k), slot="assistant_claims", index=k, group=G_CLAIMS,
             build=lambda t, _f=claim_fields: AssistantClaim(**_f, text=t or ""),
             line=lambda o, c: render.claim_line(o, clipped=c),
             full=s.text(claim.text), original=claim.text,
@@ -513,12 +528,15 @@ def collect(source: CapsuleSource) -> tuple[Skeleton, list[Element]]:
         transcript_path=s.ident(p.transcript_path, POINTER_MAX), transcript_offset=p.transcript_offset,
         transcript_prefix_sha256=s.ident(p.transcript_prefix_sha256, 80),
     )
+    every = source.input_counts if source.input_counts is not None else counts
     skeleton = Skeleton(
         thread=thread, generation=source.generation, reason=s.ident(source.reason, 64) or "",
         created_at=source.created_at, objective=objective, objective_original=objective_original,
         cursor=cursor, cursor_original=cursor_original, next_action=action,
-        input_counts={k: counts[k] for k in INPUT_STATES if k in counts}, source=pointers,
+        input_counts={k: every[k] for k in INPUT_STATES if k in every}, source=pointers,
         plan=plan_header, replaced_surrogates=0,
+        supersedes_generation=source.supersedes_generation
+        if source.supersedes_generation is not None and source.supersedes_generation != source.generation else None,
     )
     skeleton.replaced_surrogates = s.replaced
     return skeleton, elements

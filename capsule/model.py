@@ -135,6 +135,9 @@ class AssistantClaim(_Part):
     turn_id: str | None = None
     text: str
     pointer: str = ""
+    # what the turn's recorded calls say against it (capsule.claim_check), e.g. "no tool call
+    # of this turn ran tests"; added in schema 3, absent (empty) in older capsules
+    checks: list[str] = Field(default_factory=list)
 
 
 class Permissions(_Part):
@@ -233,6 +236,7 @@ class Capsule(_Part):
     generation: int
     reason: str
     created_at: datetime
+    supersedes_generation: int | None = None  # an earlier block the runtime may still show
     objective: Objective
     cursor: Cursor
     next_action: NextAction

@@ -79,6 +79,7 @@ class SourceClaim(_Source):
     text: str
     seq: int | None = None
     pointer: str
+    checks: list[str] = Field(default_factory=list)  # capsule.claim_check notes on what it says it did
 
 
 class SourceCursor(_Source):
@@ -186,4 +187,10 @@ class CapsuleSource(_Source):
     background: list[SourceBackgroundWork] = Field(default_factory=list)
     pointers: SourcePointers = Field(default_factory=SourcePointers)
     notices: list[SourceNotice] = Field(default_factory=list)
+    # the generation of the checkpoint block delivered last before this one (Claude Code keeps
+    # earlier blocks in its history): the new block says it supersedes it
+    supersedes_generation: int | None = None
     not_gathered: list[SourceNotGathered] = Field(default_factory=list)
+    # every input of the thread by state, when ``inputs`` holds only some of them (the gatherer
+    # reads the open ones and only the newest historical ones); None: ``inputs`` is all of them
+    input_counts: dict[str, int] | None = None

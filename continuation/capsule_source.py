@@ -46,6 +46,10 @@ MAX_CLAIMS = 20
 #: finished tool calls carried from turns with no open input (the newest); unsettled ones, and
 #: every finished call of a turn that has an open input (the work ledger), are always carried
 MAX_FINISHED_CALLS = 100
+#: historical inputs (handled, superseded, rolled back) read at a boundary: the newest ones; the
+#: older ones are counted in a "(not gathered)" cut (a capsule keeps a few dozen rows anyway)
+MAX_HISTORICAL_INPUTS = 200
+_HISTORICAL = ("handled", "rolled_back", "superseded")
 FINISHED = ("ok", "error", "reconciled")
 OPEN_STATES = ("pending", "interrupted", "reconciling", "queued")
 CURSOR_TYPES = ("tool_finished", "turn_completed", "turn_aborted", "reconciled")
@@ -112,7 +116,7 @@ def gather(thread: Thread, *, generation: int, reason: str, upto_seq: int | None
     row = thread.row
     key = thread.key
     store = thread.store
-    inputs = thread.inputs()
+    inputs, older_inputs = _bounded_inputs(store, key)
     # every unsettled call, every finished call of an open input's turn (the work ledger), and
     # only the newest other finished ones; indexed reads, not the whole history of a long thread
     view = SqlStateView(store.conn, key)
@@ -140,6 +144,8 @@ def gather(thread: Thread, *, generation: int, reason: str, upto_seq: int | None
     meta = thread.meta()
     not_gathered = _not_gathered(store, key, calls, facts_src, all_facts, claims_src, upto_seq,
                                  ranges)
+    not_gathered += _count("inputs[handled,rolled_back,superseded](not gathered)", key,
+                           older_inputs)
     claims_src = claims_src[-MAX_CLAIMS:]
 
     src_inputs = [
@@ -164,9 +170,12 @@ def gather(thread: Thread, *, generation: int, reason: str, upto_seq: int | None
     facts = [SourceFact(seq=e["seq"], kind=e["type"], text=_fact_text(e, known.get(e["seq"])),
                         pointer=pointer(key, e["seq"]))
              for e in facts_src]
+    checks = _claim_checks(view, claims_src)
+    delivered = store.events_of_types(key, ["context_delivered"], upto=upto_seq, newest=1)
+    supersedes = delivered[-1]["data"].get("generation") if delivered else None
     claims = [SourceClaim(turn_id=c["turn_id"], text=c["text"], seq=c["seq"],
-                          pointer=pointer(key, c["seq"]))
-              for c in claims_src]
+                          pointer=pointer(key, c["seq"]), checks=note)
+              for c, note in zip(claims_src, checks)]
     attachments = [SourceAttachment(ref=str(a.get("ref", a)) if isinstance(a, dict) else str(a),
                                     kind=a.get("kind") if isinstance(a, dict) else None,
                                     input_id=r.input_id, pointer=pointer(key, r.admitted_seq))
@@ -199,7 +208,9 @@ def gather(thread: Thread, *, generation: int, reason: str, upto_seq: int | None
                                 event_seq_last=last_seq or None,
                                 **_transcript_pointer(store, key, transcript, upto_seq)),
         notices=[*notices, *rewind_notices],
+        supersedes_generation=supersedes if isinstance(supersedes, int) else None,
         not_gathered=not_gathered,
+        input_counts=store.input_counts(key) if older_inputs else None,
     )
 
 
@@ -218,6 +229,43 @@ def _newest_live(store, key: str, types, upto: int | None, n: int,
             found = store.events_of_types(key, types, after=lo - 1, upto=hi,
                                           newest=n - len(found)) + found
     return found
+
+
+def _bounded_inputs(store, key: str):
+    """(inputs, older): every input not yet historical and the newest
+    ``MAX_HISTORICAL_INPUTS`` historical ones, in admission order (the only ones decoded); and
+    (admitted seq, stored size) of the older historical ones, for their cut."""
+    from statemachine.records import InputRecord
+
+    marks = ",".join("?" * len(_HISTORICAL))
+    conn = store.conn
+    rows = conn.execute(f"SELECT data FROM inputs WHERE thread_key=? AND state NOT IN ({marks})",
+                        (key, *_HISTORICAL)).fetchall()
+    rows += conn.execute(f"SELECT data FROM inputs WHERE thread_key=? AND state IN ({marks})"
+                         " ORDER BY admitted_seq DESC LIMIT ?",
+                         (key, *_HISTORICAL, MAX_HISTORICAL_INPUTS)).fetchall()
+    inputs = sorted((InputRecord.from_row(json.loads(r[0])) for r in rows),
+                    key=lambda r: r.admitted_seq)
+    historical = [r.admitted_seq for r in inputs if r.state in _HISTORICAL]
+    older: list = []
+    if len(historical) >= MAX_HISTORICAL_INPUTS:
+        older = conn.execute(f"SELECT admitted_seq, length(data) FROM inputs WHERE thread_key=?"
+                             f" AND state IN ({marks}) AND admitted_seq<? ORDER BY admitted_seq",
+                             (key, *_HISTORICAL, min(historical))).fetchall()
+    return inputs, older
+
+
+def _claim_checks(view: SqlStateView, claims_src: list[dict]) -> list[list[str]]:
+    """What each claim's turn recorded against it (``capsule.claim_check``): every call of the
+    claims' turns is read (a few turns, one indexed statement)."""
+    from capsule.claim_check import TurnCall, check_claims, claimed_kinds
+
+    turns = sorted({c["turn_id"] for c in claims_src if c["turn_id"] and claimed_kinds(c["text"])})
+    by_turn: dict[str, list] = {}
+    for call in view.calls_of_turns(turns, ("in_flight", "ok", "error", "unknown", "reconciled")):
+        by_turn.setdefault(call.turn_id, []).append(
+            TurnCall(call.args or {}, _tool_status(call), (call.outcome or {}).get("exit_code")))
+    return check_claims(((c["text"], c["turn_id"]) for c in claims_src), by_turn)
 
 
 def _not_gathered(store, key: str, calls, facts_src: list[dict], all_facts: list[dict] | None,

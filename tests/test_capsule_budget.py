@@ -188,9 +188,11 @@ def _levels(capsule) -> dict[str, tuple[int, int]]:
     inputs = capsule.inputs
     return {
         "handled_text": (sum(1 for i in inputs if i.state == "handled" and i.text is not None), 40),
-        "claims": (len(capsule.assistant_claims), 40),
+        "claims": (sum(1 for c in capsule.assistant_claims if c.seq < 37), 37),
         "facts": (len(capsule.runtime_facts), 40),
         "settled_calls": (sum(w.count for w in capsule.work_done if w.status == "ok"), 40),
+        # the last claim of each of the newest 3 turns (no turn ids here: each claim is one)
+        "final_claims": (sum(1 for c in capsule.assistant_claims if c.seq >= 37), 3),
         "handled_rows": (sum(1 for i in inputs if i.state == "handled"), 40),
         "pending_text": (sum(1 for i in inputs if i.state == "pending" and i.text is not None), 5),
         "unknown_args": (sum(1 for c in capsule.tool_calls if c.status == "unknown" and c.args is not None), 3),

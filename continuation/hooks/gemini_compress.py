@@ -11,9 +11,11 @@ token count it last recorded (the newest ``tokens.input`` in the session file,
 ``.gemini/settings.json`` over the user's, default 0.5) of the model's window (1,048,576
 tokens; 256,000 for Gemma 4). ``manual`` (``/compress``) always compresses.
 
-Known misses, both on the safe side (an extra checkpoint, never a lost one): the CLI may still
-find nothing to compress (too little history before the newest prompt), and a resumed session
-starts from an estimate of the history instead of the recorded count.
+Where this and the CLI disagree: the CLI may still find nothing to compress (too little history
+before the newest prompt): an extra checkpoint. The first request of a resumed process compares
+an estimate of the history (characters / 4) instead of the recorded count; the recorded count
+also covers the system prompt and tool declarations and is normally the larger (an extra
+checkpoint again), but when the estimate alone crosses the threshold the boundary is missed.
 """
 from __future__ import annotations
 
