@@ -128,3 +128,19 @@ def test_a_boundary_hook_answers_by_its_deadline(tmp_path):
     assert r.returncode == 0 and "keep me" in r.stdout.decode()
     assert "deadline" in (tmp_path / "state" / "logs" / "hooks.log").read_text() or \
         "still busy" in (tmp_path / "state" / "logs" / "hooks.log").read_text()
+
+
+def test_gemini_compress_check_never_waits_on_special_files(tmp_path, fifo):
+    """Gemini's PreCompress reads the transcript's tail and the project's settings.json."""
+    from continuation.hooks.gemini_compress import DEFAULT_THRESHOLD, _settings_threshold, \
+        will_compress
+
+    (tmp_path / ".gemini").mkdir()
+    os.mkfifo(tmp_path / ".gemini" / "settings.json")
+    started = time.monotonic()
+    for transcript in (str(fifo), "/dev/zero"):
+        assert will_compress({"trigger": "auto", "transcript_path": transcript,
+                              "cwd": str(tmp_path)}) is False
+    assert _settings_threshold(str(tmp_path), {"GEMINI_CLI_HOME": str(tmp_path)}) == \
+        DEFAULT_THRESHOLD
+    assert time.monotonic() - started < 5

@@ -26,16 +26,19 @@ DEFAULT_THRESHOLD = 0.5
 DEFAULT_WINDOW = 1_048_576
 GEMMA_4_WINDOW = 256_000
 TAIL_BYTES = 1 << 20
+SETTINGS_MAX_BYTES = 4 << 20
 
 
 def _last_recorded(transcript_path: str | None) -> tuple[int | None, str | None]:
     """(prompt tokens, model) of the newest Gemini message that recorded its usage."""
-    if not transcript_path or not os.path.isfile(transcript_path):
+    from ..userfiles import read_tail
+
+    if not transcript_path or not isinstance(transcript_path, str):
         return None, None
-    with open(transcript_path, "rb") as fh:
-        size = fh.seek(0, os.SEEK_END)
-        fh.seek(max(0, size - TAIL_BYTES))
-        lines = fh.read().split(b"\n")
+    try:
+        lines = read_tail(transcript_path, TAIL_BYTES)[0].split(b"\n")
+    except OSError:  # gone, unreadable, or a FIFO / device named as the transcript
+        return None, None
     for line in reversed(lines):
         if b'"tokens"' not in line:
             continue
@@ -56,10 +59,11 @@ def _settings_threshold(cwd: str | None, env) -> float:
     if cwd:
         candidates.append(os.path.join(cwd, ".gemini", "settings.json"))
     candidates.append(os.path.join(home, ".gemini", "settings.json"))
+    from ..userfiles import read_bounded
+
     for path in candidates:
         try:
-            with open(path, encoding="utf-8") as fh:
-                data = json.load(fh)
+            data = json.loads(read_bounded(path, SETTINGS_MAX_BYTES).decode("utf-8"))
         except (OSError, ValueError):
             continue
         value = (data.get("model") or {}).get("compressionThreshold") if isinstance(data, dict) else None
