@@ -529,11 +529,12 @@ def collect(source: CapsuleSource) -> tuple[Skeleton, list[Element]]:
         transcript_path=s.ident(p.transcript_path, POINTER_MAX), transcript_offset=p.transcript_offset,
         transcript_prefix_sha256=s.ident(p.transcript_prefix_sha256, 80),
     )
+    every = source.input_counts if source.input_counts is not None else counts
     skeleton = Skeleton(
         thread=thread, generation=source.generation, reason=s.ident(source.reason, 64) or "",
         created_at=source.created_at, objective=objective, objective_original=objective_original,
         cursor=cursor, cursor_original=cursor_original, next_action=action,
-        input_counts={k: counts[k] for k in INPUT_STATES if k in counts}, source=pointers,
+        input_counts={k: every[k] for k in INPUT_STATES if k in every}, source=pointers,
         plan=plan_header, replaced_surrogates=0,
         supersedes_generation=source.supersedes_generation
         if source.supersedes_generation is not None and source.supersedes_generation != source.generation else None,

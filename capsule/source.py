@@ -191,3 +191,6 @@ class CapsuleSource(_Source):
     # earlier blocks in its history): the new block says it supersedes it
     supersedes_generation: int | None = None
     not_gathered: list[SourceNotGathered] = Field(default_factory=list)
+    # every input of the thread by state, when ``inputs`` holds only some of them (the gatherer
+    # reads the open ones and only the newest historical ones); None: ``inputs`` is all of them
+    input_counts: dict[str, int] | None = None

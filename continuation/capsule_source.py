@@ -46,6 +46,10 @@ MAX_CLAIMS = 20
 #: finished tool calls carried from turns with no open input (the newest); unsettled ones, and
 #: every finished call of a turn that has an open input (the work ledger), are always carried
 MAX_FINISHED_CALLS = 100
+#: historical inputs (handled, superseded, rolled back) read at a boundary: the newest ones; the
+#: older ones are counted in a "(not gathered)" cut (a capsule keeps a few dozen rows anyway)
+MAX_HISTORICAL_INPUTS = 200
+_HISTORICAL = ("handled", "rolled_back", "superseded")
 FINISHED = ("ok", "error", "reconciled")
 OPEN_STATES = ("pending", "interrupted", "reconciling", "queued")
 CURSOR_TYPES = ("tool_finished", "turn_completed", "turn_aborted", "reconciled")
@@ -112,7 +116,7 @@ def gather(thread: Thread, *, generation: int, reason: str, upto_seq: int | None
     row = thread.row
     key = thread.key
     store = thread.store
-    inputs = thread.inputs()
+    inputs, older_inputs = _bounded_inputs(store, key)
     # every unsettled call, every finished call of an open input's turn (the work ledger), and
     # only the newest other finished ones; indexed reads, not the whole history of a long thread
     view = SqlStateView(store.conn, key)
@@ -140,6 +144,8 @@ def gather(thread: Thread, *, generation: int, reason: str, upto_seq: int | None
     meta = thread.meta()
     not_gathered = _not_gathered(store, key, calls, facts_src, all_facts, claims_src, upto_seq,
                                  ranges)
+    not_gathered += _count("inputs[handled,rolled_back,superseded](not gathered)", key,
+                           older_inputs)
     claims_src = claims_src[-MAX_CLAIMS:]
 
     src_inputs = [
@@ -204,6 +210,7 @@ def gather(thread: Thread, *, generation: int, reason: str, upto_seq: int | None
         notices=[*notices, *rewind_notices],
         supersedes_generation=supersedes if isinstance(supersedes, int) else None,
         not_gathered=not_gathered,
+        input_counts=store.input_counts(key) if older_inputs else None,
     )
 
 
@@ -222,6 +229,30 @@ def _newest_live(store, key: str, types, upto: int | None, n: int,
             found = store.events_of_types(key, types, after=lo - 1, upto=hi,
                                           newest=n - len(found)) + found
     return found
+
+
+def _bounded_inputs(store, key: str):
+    """(inputs, older): every input not yet historical and the newest
+    ``MAX_HISTORICAL_INPUTS`` historical ones, in admission order (the only ones decoded); and
+    (admitted seq, stored size) of the older historical ones, for their cut."""
+    from statemachine.records import InputRecord
+
+    marks = ",".join("?" * len(_HISTORICAL))
+    conn = store.conn
+    rows = conn.execute(f"SELECT data FROM inputs WHERE thread_key=? AND state NOT IN ({marks})",
+                        (key, *_HISTORICAL)).fetchall()
+    rows += conn.execute(f"SELECT data FROM inputs WHERE thread_key=? AND state IN ({marks})"
+                         " ORDER BY admitted_seq DESC LIMIT ?",
+                         (key, *_HISTORICAL, MAX_HISTORICAL_INPUTS)).fetchall()
+    inputs = sorted((InputRecord.from_row(json.loads(r[0])) for r in rows),
+                    key=lambda r: r.admitted_seq)
+    historical = [r.admitted_seq for r in inputs if r.state in _HISTORICAL]
+    older: list = []
+    if len(historical) >= MAX_HISTORICAL_INPUTS:
+        older = conn.execute(f"SELECT admitted_seq, length(data) FROM inputs WHERE thread_key=?"
+                             f" AND state IN ({marks}) AND admitted_seq<? ORDER BY admitted_seq",
+                             (key, *_HISTORICAL, min(historical))).fetchall()
+    return inputs, older
 
 
 def _claim_checks(view: SqlStateView, claims_src: list[dict]) -> list[list[str]]:

@@ -334,3 +334,34 @@ def test_a_capsule_that_needs_cuts_is_counted_with_the_tokenizer(engine, monkeyp
     assert capsule.budget.tokens <= Budget().max_tokens
     assert capsule.budget.tokens == get_token_counter().count(render_capsule(capsule))
     assert (engine.home / "cache").is_dir() and any((engine.home / "cache").iterdir())
+
+
+def test_a_boundary_reads_only_the_newest_historical_inputs_and_counts_the_rest(engine, monkeypatch):
+    """A long thread's boundary decodes its open inputs and only the newest historical ones
+    (issue 15: it read all 20,000); the older ones are counted in a '(not gathered)' cut and the
+    capsule's counts per state still cover every input."""
+    from continuation import capsule_source
+    from statemachine.records import InputRecord
+
+    monkeypatch.setattr(capsule_source, "MAX_HISTORICAL_INPUTS", 5)
+    t = engine.thread("codex", "s1")
+    t.admit("an early request still open", turn_id="t0")
+    for n in range(1, 13):
+        t.admit(f"request {n}", turn_id=f"t{n}")
+        t.turn_completed(f"t{n}")
+    t.admit("the newest request", turn_id="t99")
+    decoded = []
+    original = InputRecord.from_row.__func__
+    monkeypatch.setattr(InputRecord, "from_row",
+                        classmethod(lambda cls, d: decoded.append(d["text"]) or original(cls, d)))
+    source = capsule_source.gather(t, generation=1, reason="manual")
+    assert sorted(decoded) == sorted(["an early request still open", "the newest request",
+                                      *(f"request {n}" for n in range(8, 13))])
+    assert [i.text for i in source.inputs][:2] == ["an early request still open", "request 8"]
+    [unread] = [n for n in source.not_gathered if n.field.startswith("inputs[")]
+    assert unread.items == 7 and unread.pointer.endswith(":2") and unread.last_pointer.endswith(":14")
+    from capsule.budget import Budget, build_capsule
+
+    capsule = build_capsule(source, Budget())
+    assert capsule.input_counts == {"pending": 2, "handled": 12}
+    assert any(c.field == unread.field and c.items == 7 for c in capsule.cuts)

@@ -128,3 +128,35 @@ def test_a_boundary_hook_answers_by_its_deadline(tmp_path):
     assert r.returncode == 0 and "keep me" in r.stdout.decode()
     assert "deadline" in (tmp_path / "state" / "logs" / "hooks.log").read_text() or \
         "still busy" in (tmp_path / "state" / "logs" / "hooks.log").read_text()
+
+
+def test_gemini_compress_check_never_waits_on_special_files(tmp_path, fifo):
+    """Gemini's PreCompress reads the transcript's tail and the project's settings.json."""
+    from continuation.hooks.gemini_compress import DEFAULT_THRESHOLD, _settings_threshold, \
+        will_compress
+
+    (tmp_path / ".gemini").mkdir()
+    os.mkfifo(tmp_path / ".gemini" / "settings.json")
+    started = time.monotonic()
+    for transcript in (str(fifo), "/dev/zero"):
+        assert will_compress({"trigger": "auto", "transcript_path": transcript,
+                              "cwd": str(tmp_path)}) is False
+    assert _settings_threshold(str(tmp_path), {"GEMINI_CLI_HOME": str(tmp_path)}) == \
+        DEFAULT_THRESHOLD
+    assert time.monotonic() - started < 5
+
+
+def test_install_and_doctor_refuse_a_fifo_as_the_runtime_config(tmp_path):
+    """``~/.codex/hooks.json`` (or ``config.toml``) that is a FIFO: one clear line, no hang."""
+    codex = tmp_path / "codex"
+    codex.mkdir()
+    os.mkfifo(codex / "hooks.json")
+    os.mkfifo(codex / "config.toml")
+    env = {**os.environ, "CODEX_HOME": str(codex), "HOME": str(tmp_path),
+           "CONTINUATION_HOME": str(tmp_path / "state")}
+    r, took = _run(["install", "--runtime", "codex"], env)
+    err = r.stderr.decode()
+    assert r.returncode != 0 and "not a regular file" in err and err.strip().count("\n") == 0
+    r, took = _run(["doctor"], env, cwd=tmp_path)
+    assert r.returncode == 1 and "not a regular file" in r.stdout.decode()
+    assert "Traceback" not in r.stderr.decode()

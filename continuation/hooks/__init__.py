@@ -88,11 +88,16 @@ def _with_notices(answer: dict | None, notices: list[str]) -> dict | None:
     return answer
 
 
+def _pending_notices() -> list[str]:
+    """Notices raised while handling (see :mod:`continuation.lost_writes`); that module is
+    loaded only when something raised one, so the hot path does not import it."""
+    module = sys.modules.get(__name__.rsplit(".", 1)[0] + ".lost_writes")
+    return list(module.NOTICES) if module is not None else []
+
+
 def run(runtime: str, raw: bytes, *, ending: bool = False) -> tuple[str, int]:
     """Handle one payload; returns (stdout text, exit code). ``ending``: the process exits
     right after (see :func:`main`)."""
-    from .. import lost_writes
-
     payload = None
     try:
         payload = parse_payload(raw)
@@ -104,13 +109,14 @@ def run(runtime: str, raw: bytes, *, ending: bool = False) -> tuple[str, int]:
             from .handlers import handle
 
             answer = handle(runtime, payload, ending=ending)
-        answer = _with_notices(answer, lost_writes.NOTICES)
+        answer = _with_notices(answer, _pending_notices())
         return (json.dumps(answer, ensure_ascii=False) if answer else CONTINUE), 0
     except Exception as exc:  # fail open: the user's agent must go on
         _log_error(runtime, raw, exc)
-        notices = list(lost_writes.NOTICES)
+        notices = _pending_notices()
         if payload is not None and _storage_failure(exc):
             # the log line above may be lost too (no room): leave a trace that survives
+            from .. import lost_writes
             from ..paths import state_home_str
 
             home = state_home_str()

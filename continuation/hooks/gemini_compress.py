@@ -11,9 +11,11 @@ token count it last recorded (the newest ``tokens.input`` in the session file,
 ``.gemini/settings.json`` over the user's, default 0.5) of the model's window (1,048,576
 tokens; 256,000 for Gemma 4). ``manual`` (``/compress``) always compresses.
 
-Known misses, both on the safe side (an extra checkpoint, never a lost one): the CLI may still
-find nothing to compress (too little history before the newest prompt), and a resumed session
-starts from an estimate of the history instead of the recorded count.
+Where this and the CLI disagree: the CLI may still find nothing to compress (too little history
+before the newest prompt): an extra checkpoint. The first request of a resumed process compares
+an estimate of the history (characters / 4) instead of the recorded count; the recorded count
+also covers the system prompt and tool declarations and is normally the larger (an extra
+checkpoint again), but when the estimate alone crosses the threshold the boundary is missed.
 """
 from __future__ import annotations
 
@@ -24,16 +26,19 @@ DEFAULT_THRESHOLD = 0.5
 DEFAULT_WINDOW = 1_048_576
 GEMMA_4_WINDOW = 256_000
 TAIL_BYTES = 1 << 20
+SETTINGS_MAX_BYTES = 4 << 20
 
 
 def _last_recorded(transcript_path: str | None) -> tuple[int | None, str | None]:
     """(prompt tokens, model) of the newest Gemini message that recorded its usage."""
-    if not transcript_path or not os.path.isfile(transcript_path):
+    from ..userfiles import read_tail
+
+    if not transcript_path or not isinstance(transcript_path, str):
         return None, None
-    with open(transcript_path, "rb") as fh:
-        size = fh.seek(0, os.SEEK_END)
-        fh.seek(max(0, size - TAIL_BYTES))
-        lines = fh.read().split(b"\n")
+    try:
+        lines = read_tail(transcript_path, TAIL_BYTES)[0].split(b"\n")
+    except OSError:  # gone, unreadable, or a FIFO / device named as the transcript
+        return None, None
     for line in reversed(lines):
         if b'"tokens"' not in line:
             continue
@@ -54,10 +59,11 @@ def _settings_threshold(cwd: str | None, env) -> float:
     if cwd:
         candidates.append(os.path.join(cwd, ".gemini", "settings.json"))
     candidates.append(os.path.join(home, ".gemini", "settings.json"))
+    from ..userfiles import read_bounded
+
     for path in candidates:
         try:
-            with open(path, encoding="utf-8") as fh:
-                data = json.load(fh)
+            data = json.loads(read_bounded(path, SETTINGS_MAX_BYTES).decode("utf-8"))
         except (OSError, ValueError):
             continue
         value = (data.get("model") or {}).get("compressionThreshold") if isinstance(data, dict) else None

@@ -47,6 +47,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from .jsonfile import read_config
 from .target import HookTarget, Scope
 
 CODEX_EVENTS = (
@@ -119,7 +120,7 @@ def codex_home(home: Path, env: Mapping[str, str]) -> Path:
 
 def _load_toml(path: Path) -> tuple[dict[str, Any], str | None]:
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8")), None
+        return tomllib.loads(read_config(path).decode("utf-8")), None
     except FileNotFoundError:
         return {}, None
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:

@@ -25,7 +25,8 @@ from .claude import CLAUDE
 from .codex import CODEX
 from .errors import InstallError
 from .gemini import GEMINI
-from .jsonfile import JsonDocument, atomic_write, fsync_dir, read_json_object, render
+from .jsonfile import (JsonDocument, atomic_write, fsync_dir, read_config, read_json_object,
+                       render)
 from .target import HookTarget, Runtime, Scope, hook_command_line, render_command
 
 TARGETS: dict[str, HookTarget] = {"codex": CODEX, "claude": CLAUDE, "gemini": GEMINI}
@@ -208,7 +209,7 @@ def uninstall(
     store = BackupStore(state_home, runtime, scope, path)
     with store.lock():
         try:
-            raw = path.read_bytes()
+            raw = read_config(path)
         except FileNotFoundError:
             raw = None
         record, record_warnings = _load_record(store)

@@ -61,6 +61,18 @@ def detect_style(text: str) -> JsonStyle:
     return JsonStyle(indent=indent, newline=newline, final_newline=body.endswith("\n") or not body.strip())
 
 
+#: a runtime's settings file larger than this is not one we should rewrite
+CONFIG_MAX_BYTES = 16 * 1024 * 1024
+
+
+def read_config(path: Path) -> bytes:
+    """A runtime config file's bytes: a regular file only, bounded (a FIFO there would hang
+    ``install`` and ``doctor``; see :mod:`continuation.userfiles`)."""
+    from ..userfiles import read_bounded
+
+    return read_bounded(path, CONFIG_MAX_BYTES)
+
+
 def read_json_object(path: Path) -> JsonDocument:
     """Parse ``path`` as a JSON object; a missing or blank file is an empty object.
 
@@ -68,7 +80,7 @@ def read_json_object(path: Path) -> JsonDocument:
     UTF-8, not JSON, or not an object at the top level.
     """
     try:
-        raw = path.read_bytes()
+        raw = read_config(path)
     except FileNotFoundError:
         return JsonDocument(path, None, {}, JsonStyle())
     except OSError as exc:

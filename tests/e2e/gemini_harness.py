@@ -6,9 +6,10 @@ recorder, on every event) and ``hooksConfig.enabled: false``; ``continuation ins
 gemini`` merges ours in and switches hooks on. Then three headless runs (``gemini -p``):
 
 1. "append a line to notes.txt": one ``run_shell_command`` call, an answer;
-2. ``--resume latest`` "do two steps please": the model chains three shell calls; the answer
-   after the first call reports 900,000 prompt tokens, so before the third model request the
-   CLI compresses (PreCompress auto, two summary requests, a new history);
+2. ``--resume latest`` "do two steps please": the model chains shell calls; the answer after
+   the first call reports 900,000 prompt tokens, so before the third model request the CLI
+   compresses (PreCompress auto, two summary requests, a new history). Mode "after-tool": a
+   third call follows; mode "next-run": the turn ends on a text answer after the compression;
 3. ``--resume latest`` "append a second line".
 
 Then uninstall. The report holds everything the tests assert on: exit codes, files written,
@@ -34,6 +35,9 @@ MODEL = "gemini-2.5-flash"
 RUN_TIMEOUT_S = 180
 BIG_PROMPT_TOKENS = 900_000  # over half of the 1,048,576-token window: the next request compresses
 CHAIN = {"echo one >> steps.txt": "echo two >> steps.txt", "echo two >> steps.txt": "echo three >> steps.txt"}
+# "after-tool": a third step follows the compression (AfterTool can carry the context);
+# "next-run": the turn ends on text right after it (the next `gemini -p` run must carry it)
+MODES = {"after-tool": CHAIN, "next-run": {"echo one >> steps.txt": "echo two >> steps.txt"}}
 PROMPTS = ("append a line to notes.txt", "do two steps please", "append a second line")
 HERE = Path(__file__).resolve().parent
 
@@ -73,7 +77,7 @@ def user_settings(recorder: list[str]) -> dict[str, Any]:
     }
 
 
-def run_scenario(root: Path, gemini: Path) -> dict[str, Any]:
+def run_scenario(root: Path, gemini: Path, mode: str = "after-tool") -> dict[str, Any]:
     home, project, state = root / "home", root / "project", root / "state"
     project.mkdir(parents=True)
     (home / ".gemini").mkdir(parents=True)
@@ -87,14 +91,14 @@ def run_scenario(root: Path, gemini: Path) -> dict[str, Any]:
     env.update(HOME=str(home), GEMINI_CLI_HOME=str(home), CONTINUATION_HOME=str(state),
                RECORDER_HOOK_LOG=str(recorder_log), GEMINI_API_KEY="standin-key", NO_COLOR="1")
     cont = launcher()
-    report: dict[str, Any] = {"settings_before": before.decode("utf-8")}
+    report: dict[str, Any] = {"settings_before": before.decode("utf-8"), "mode": mode}
     install = run_bounded([*cont, "install", "--runtime", "gemini", "--json"], timeout=60, cwd=project, env=env)
     report["install"] = {"exit": install.returncode, "stderr": install.stderr,
                          "report": json.loads(install.stdout) if install.returncode == 0 else install.stdout}
     report["settings_installed"] = json.loads(settings.read_text(encoding="utf-8"))
     log = root / "requests.jsonl"
     runs = []
-    with GeminiStandInServer(log, chain=dict(CHAIN), prompt_tokens=_prompt_tokens) as server:
+    with GeminiStandInServer(log, chain=dict(MODES[mode]), prompt_tokens=_prompt_tokens) as server:
         env["GOOGLE_GEMINI_BASE_URL"] = server.base_url
         for i, prompt in enumerate(PROMPTS):
             first = len(read_log(log))
