@@ -19,7 +19,8 @@ Drop order when everything does not fit (first dropped first; oldest first insid
 1.  texts of superseded and rolled-back inputs
 2.  texts of handled inputs
 3.  assistant claims, but the last one of each of the newest 3 turns
-4.  runtime facts
+4.  runtime facts: session starts / ends, deliveries and finished-call facts first, then
+    crashes, aborts, boundaries, reconciliations and rewinds
 5.  the work ledger of turns with no actionable input (finished calls, grouped)
 6.  the last assistant claim of each of the newest 3 turns (with what the turn's recorded
     calls say against it: ``capsule.claim_check``)

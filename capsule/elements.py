@@ -48,6 +48,7 @@ from .source import (
     ThreadKey,
 )
 from .ledger import group_calls
+from .spill_order import KEY_FACT_KINDS
 from .textclip import clip_json_bytes, json_size, scrub, short_id
 from .workspace_view import workspace_view
 
@@ -383,7 +384,7 @@ def collect(source: CapsuleSource) -> tuple[Skeleton, list[Element]]:
     for k, fact in enumerate(source.facts):
         fact_fields = dict(seq=fact.seq, kind=s.ident(fact.kind, 64), pointer=s.ident(fact.pointer, POINTER_MAX))
         elements.append(Element(
-            rank=(T_FACT, 0, k), slot="runtime_facts", index=k, group=G_FACTS,
+            rank=(T_FACT, 1 if fact.kind in KEY_FACT_KINDS else 0, k), slot="runtime_facts", index=k, group=G_FACTS,
             build=lambda t, _f=fact_fields: RuntimeFact(**_f, text=t or ""),
             line=lambda o, c: render.fact_line(o, clipped=c),
             full=s.text(fact.text), original=fact.text,

@@ -51,7 +51,8 @@ _OTHER_WORK = 38
 _OTHER_INPUT = 40
 _KEY_FACT = 58
 _OTHER_FACT = 20
-_KEY_FACT_KINDS = frozenset({"crash_detected", "turn_aborted", "boundary", "reconciled", "rolled_back"})
+#: facts kept longer than the others (session starts and ends, deliveries, finished-call facts)
+KEY_FACT_KINDS = frozenset({"crash_detected", "turn_aborted", "boundary", "reconciled", "rolled_back"})
 _STATE = re.compile(r" state=(\w+)")
 _KIND = re.compile(r' kind="([^"\\]*)"')
 _INPUT_ID = re.compile(r'^- input=("(?:[^"\\]|\\.)*")')
@@ -79,7 +80,7 @@ def _item_priority(section: str, first_line: str, open_ids: set[str]) -> int:
         return _OPEN_INPUT if m and m.group(1) in _OPEN else _OTHER_INPUT
     if section.startswith("## runtime facts"):
         m = _KIND.search(first_line)
-        return _KEY_FACT if m and m.group(1) in _KEY_FACT_KINDS else _OTHER_FACT
+        return _KEY_FACT if m and m.group(1) in KEY_FACT_KINDS else _OTHER_FACT
     for prefix, priority in _SECTION_PRIORITY:
         if section.startswith(prefix):
             return priority

@@ -1,8 +1,6 @@
 """The work ledger (issue 12 item 1): a long turn's finished calls survive the budget, grouped."""
 from __future__ import annotations
 
-import json
-
 from test_capsule_sample import counter, ptr, representative_source
 
 from capsule import Budget, build_capsule, render_capsule

@@ -22,7 +22,7 @@ def user_home(tmp_path, monkeypatch):
     h = tmp_path / "userhome"
     h.mkdir()
     monkeypatch.setenv("HOME", str(h))
-    for key in ("CODEX_HOME", "CLAUDE_CONFIG_DIR"):
+    for key in ("CODEX_HOME", "CLAUDE_CONFIG_DIR", "GEMINI_CLI_HOME"):
         monkeypatch.delenv(key, raising=False)
     monkeypatch.chdir(tmp_path)
     return h

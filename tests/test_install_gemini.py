@@ -159,3 +159,22 @@ def test_cli_install_and_uninstall_round_trip(tmp_path: Path) -> None:
     done = subprocess.run([*run, "uninstall", "--runtime", "gemini"], env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert settings.read_bytes() == DISABLED.encode()
+
+
+def test_doctor_says_when_gemini_hooks_are_switched_off(dirs, monkeypatch) -> None:
+    from continuation.recovery.health import check_hooks
+
+    monkeypatch.delenv("GEMINI_CLI_HOME", raising=False)
+    report = install("gemini", "user", command=LAUNCHER, env={}, **dirs)
+
+    def gemini_findings():
+        return [f for f in check_hooks(dirs["state_home"], dirs["project_dir"], user_home=dirs["home"])
+                if "gemini user hooks" in f.message]
+
+    [ok] = gemini_findings()
+    assert ok.status == "ok"
+    data = json.loads(report.path.read_bytes())
+    data["hooksConfig"] = {"enabled": False}
+    report.path.write_text(json.dumps(data), encoding="utf-8")
+    [off] = gemini_findings()
+    assert off.status == "problem" and "switched off" in off.message

@@ -76,3 +76,16 @@ def test_a_later_block_says_which_generation_it_supersedes(home, tmp_path):
     preamble = render_capsule(second).splitlines()[1:4]
     assert any("supersedes the checkpoint block of generation 1" in x for x in preamble)
     assert not any("supersedes" in x for x in render_capsule(first).splitlines())
+
+
+def test_the_budget_drops_session_facts_before_an_older_crash_fact():
+    facts = [SourceFact(seq=1, kind="crash_detected", text="session ended without a clean end", pointer=ptr(1))]
+    facts += [SourceFact(seq=10 + k, kind="session_started", text=f"session started (resume) #{k} " + "x" * 80,
+                         pointer=ptr(10 + k)) for k in range(40)]
+    from capsule import Budget
+
+    capsule = build_capsule(representative_source(facts=facts), Budget(max_bytes=8192, max_tokens=2500),
+                            counter=counter())
+    kinds = [f.kind for f in capsule.runtime_facts]
+    assert capsule.budget.dropped.get("runtime_facts"), capsule.budget.dropped
+    assert "crash_detected" in kinds

@@ -401,9 +401,9 @@ def check_hooks(home: Path, project_dir: Path, user_home: Path | None = None) ->
             out.append(Finding("hooks", OK, f"{where}: installed" + (" and trusted" if trust else ""),
                                data={"runtime": runtime, "scope": scope}))
     if not installed_any:
-        out.append(Finding("hooks", PROBLEM, "no continuation hooks are installed for Codex CLI or "
-                           "Claude Code", "run `continuation install --runtime codex` or "
-                           "`continuation install --runtime claude`"))
+        out.append(Finding("hooks", PROBLEM, "no continuation hooks are installed for Codex CLI, "
+                           "Claude Code or Gemini CLI", "run `continuation install --runtime codex`, "
+                           "`--runtime claude` or `--runtime gemini`"))
     return out
 
 
