@@ -208,3 +208,28 @@ def test_hook_command_accepts_gemini(tmp_path, transcript):
                        input=json.dumps(payload("BeforeAgent", transcript, prompt="hi")).encode(),
                        capture_output=True, env=env, timeout=60)
     assert r.returncode == 0 and json.loads(r.stdout) == {}, r.stderr
+
+
+def test_parallel_tool_calls_get_distinct_ids_and_all_close(home, transcript, tmp_path):
+    """Gemini runs parallelizable calls at once: their BeforeTool and AfterTool hooks race."""
+    run(payload("BeforeAgent", transcript, prompt="read four files"))
+    reads = [{"tool_name": "read_file", "tool_input": {"file_path": f"f{i}.py"}} for i in range(4)]
+    reads.append(dict(reads[0]))  # the same file read twice in one batch: two calls
+
+    def spawn_all(event, extra):
+        env = {**os.environ, "CONTINUATION_HOME": str(home)}
+        procs = [subprocess.Popen([sys.executable, "-m", "continuation", "hook", "--runtime", "gemini"],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+                 for _ in reads]
+        for proc, call in zip(procs, reads):
+            proc.stdin.write(json.dumps(payload(event, transcript, **call, **extra)).encode())
+            proc.stdin.close()
+        assert all(proc.wait(timeout=120) == 0 for proc in procs)
+
+    spawn_all("BeforeTool", {})
+    spawn_all("AfterTool", {"tool_response": {"llmContent": "contents"}})
+    engine, t = thread(home)
+    with engine:
+        calls = {c.call_id: c.status for c in t.tool_calls()}
+    assert calls == {f"prompt-1:call-{k}": "ok" for k in range(1, 6)}
+    assert not (home / "logs" / "hooks.log").exists()

@@ -33,6 +33,7 @@ SessionStart(resume). Gemini escapes ``<`` and ``>`` in additionalContext as ``&
 from __future__ import annotations
 
 import json
+import os
 import re
 
 _LEADING_HOOK_CONTEXT = re.compile(r"\A(?:\s*<hook_context>.*?</hook_context>)+\s*", re.S)
@@ -131,6 +132,22 @@ def translate(payload: dict, conn, thread_key: str) -> dict | None:
     return out
 
 
+def _numbering_lock(engine, thread_key: str, event: str):
+    """Gemini runs parallelizable tool calls at once, and their BeforeTool / AfterTool hooks
+    with them: the call number (count, then record) and the pairing (find the open call, then
+    close it) must not interleave between two hook processes of one thread."""
+    if event not in ("BeforeAgent", "BeforeTool", "AfterTool"):
+        import contextlib
+
+        return contextlib.nullcontext()
+    from filelock import FileLock
+
+    from ..paths import ensure_private_dir
+
+    folder = ensure_private_dir(os.path.join(engine._home, "locks"))
+    return FileLock(os.path.join(folder, f"gemini-{thread_key}.lock"), timeout=60, mode=0o600)
+
+
 def handle(payload: dict) -> dict | None:
     """Record one Gemini hook payload; the answer Gemini reads (``hookSpecificOutput``)."""
     from ..engine import Engine
@@ -141,16 +158,17 @@ def handle(payload: dict) -> dict | None:
         return None
     with Engine() as engine:
         ctx = handlers.HookContext("gemini", payload, engine)
-        shared = translate(payload, ctx.thread.store.conn, ctx.thread.key)
-        if shared is None:
-            return None
         if event == "PreCompress":
             from .gemini_compress import will_compress
 
             if not will_compress(payload):
                 return None
-        ctx.payload, ctx.event = shared, shared["hook_event_name"]
-        answer = handlers.HANDLERS[ctx.event](ctx)
+        with _numbering_lock(engine, ctx.thread.key, event):
+            shared = translate(payload, ctx.thread.store.conn, ctx.thread.key)
+            if shared is None:
+                return None
+            ctx.payload, ctx.event = shared, shared["hook_event_name"]
+            answer = handlers.HANDLERS[ctx.event](ctx)
         if event == "AfterTool" and ctx.thread.row["needs_context"]:
             from .. import boundary
 
