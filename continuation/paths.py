@@ -40,6 +40,8 @@ def ensure_private_dir(path):
         try:
             os.mkdir(created, 0o700)
         except FileExistsError:
+            if not os.path.isdir(created):
+                raise  # a file where a folder must be: say so here, not at a later write
             continue  # a concurrent process made it: its mode is its own business
         try:
             os.chmod(created, 0o700)  # mkdir's mode is masked by the umask (0o277 -> 0500)
