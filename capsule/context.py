@@ -180,7 +180,11 @@ def _fit(messages: Sequence[ContextMessage], limit: int, spill_path: str, full_c
         line = f"[{len(messages)} messages, moved to the file {where}]"
         return _clip_chars(header + sep + line, limit - 1) + "\n"
     # Give room in priority order; the capsule leaves a share for the inputs behind it.
-    order = sorted(range(len(messages)), key=lambda i: ("instructions", "capsule", "actionable_input", "queued_input").index(messages[i].kind))
+    # Inside one kind, inputs are given room newest first (they come oldest first): an old
+    # long input is shortened before the newest one loses its text.
+    kinds = ("instructions", "capsule", "actionable_input", "queued_input")
+    order = sorted(range(len(messages)), key=lambda i: (kinds.index(messages[i].kind),
+                                                        -i if messages[i].kind in _INPUT_KINDS else i))
     for i in order:
         m = messages[i]
         room = limit - used + js_len(stubs[i])

@@ -89,3 +89,18 @@ def test_the_budget_drops_session_facts_before_an_older_crash_fact():
     kinds = [f.kind for f in capsule.runtime_facts]
     assert capsule.budget.dropped.get("runtime_facts"), capsule.budget.dropped
     assert "crash_detected" in kinds
+
+
+def test_the_newest_input_keeps_its_text_before_an_older_long_one(tmp_path):
+    from capsule.source import SourceInput
+
+    source = representative_source()
+    capsule = build_capsule(source, counter=counter())
+    old = SourceInput(id="in-old", text="migrate the handlers: " + "step k: update a handler. " * 150,
+                      state="interrupted", turn_id="t-old", admitted_seq=40, pointer=ptr(40))
+    new = SourceInput(id="in-new", text="and the docs for both", state="pending", turn_id="t-new",
+                      admitted_seq=41, pointer=ptr(41))
+    ctx = assemble_context(None, capsule, actionable_inputs=[old, new])
+    inline = ctx.fit_inline(js_len(render_capsule(capsule)) + 1500, str(tmp_path / "spill.md")).text
+    assert "\nand the docs for both\n" in inline  # whole, in its own block
+    assert 'BEGIN user input id="in-old"' in inline and "characters in all; the rest moved" in inline

@@ -93,6 +93,8 @@ def spill_order(box, r):
             len(facts) < 30, f"{len(facts)} inline")
     r.check("the open inputs and their done work stay inline",
             all(f'state={st}' in text for st in ("interrupted", "pending")) and "- done " in text)
+    r.check("the newest input keeps its whole text inline (an older long one is shortened first)",
+            "\nand the docs for both\n" in text)
     r.check("the new block says it supersedes the generation delivered at the resume",
             "supersedes the checkpoint block of generation 1" in text, text[:0])
     s.run([{"op": "act", "turn": "p-c"}, {"op": "stop", "turn": "p-c", "message": "Done."}])
