@@ -139,14 +139,12 @@ def gather(thread: Thread, *, generation: int, reason: str, upto_seq: int | None
     cursor_src = _newest_live(store, key, CURSOR_TYPES, upto_seq, 1, ranges)
     background_src = [e for e in store.events_of_types(key, ["background_task"], upto=upto_seq)
                       if ranges is None or in_ranges(e["seq"], ranges)]
-    claims_src = [c for c in thread.claims() if (upto_seq is None or c["seq"] <= upto_seq)
-                  and (ranges is None or in_ranges(c["seq"], ranges))]
+    claims_src, older_claims = _bounded_claims(store, key, upto_seq, ranges)
     meta = thread.meta()
-    not_gathered = _not_gathered(store, key, calls, facts_src, all_facts, claims_src, upto_seq,
+    not_gathered = _not_gathered(store, key, calls, facts_src, all_facts, older_claims, upto_seq,
                                  ranges)
     not_gathered += _count("inputs[handled,rolled_back,superseded](not gathered)", key,
                            older_inputs)
-    claims_src = claims_src[-MAX_CLAIMS:]
 
     src_inputs = [
         SourceInput(id=r.input_id, text=r.text, state=r.state, turn_id=r.turn_id,
@@ -268,8 +266,35 @@ def _claim_checks(view: SqlStateView, claims_src: list[dict]) -> list[list[str]]
     return check_claims(((c["text"], c["turn_id"]) for c in claims_src), by_turn)
 
 
+def _seq_filter(upto: int | None, ranges: list[tuple[int, int]] | None) -> tuple[str, list]:
+    """SQL (and its arguments) keeping the seqs up to ``upto`` on the current branch."""
+    sql, args = "", []
+    if upto is not None:
+        sql, args = " AND seq<=?", [upto]
+    if ranges is not None:
+        sql += " AND (" + " OR ".join("seq BETWEEN ? AND ?" for _ in ranges) + ")"
+        args += [x for r in ranges for x in r]
+    return sql, args
+
+
+def _bounded_claims(store, key: str, upto: int | None, ranges) -> tuple[list[dict], list]:
+    """The newest ``MAX_CLAIMS`` claims on the branch (texts read), and (seq, UTF-8 size) of
+    the older ones (texts not read), in seq order."""
+    where, args = _seq_filter(upto, ranges)
+    rows = store.conn.execute(
+        f"SELECT seq, turn_id, text FROM claims WHERE thread_key=?{where} ORDER BY seq DESC"
+        " LIMIT ?", (key, *args, MAX_CLAIMS)).fetchall()
+    claims = [{"seq": q, "turn_id": t, "text": x} for q, t, x in reversed(rows)]
+    older: list = []
+    if len(claims) >= MAX_CLAIMS:
+        older = store.conn.execute(
+            f"SELECT seq, length(CAST(text AS BLOB)) FROM claims WHERE thread_key=?{where}"
+            " AND seq<? ORDER BY seq", (key, *args, claims[0]["seq"])).fetchall()
+    return claims, older
+
+
 def _not_gathered(store, key: str, calls, facts_src: list[dict], all_facts: list[dict] | None,
-                  claims_src: list[dict], upto_seq: int | None,
+                  older_claims: list, upto_seq: int | None,
                   ranges: list[tuple[int, int]] | None = None) -> list[SourceNotGathered]:
     """Count what the bounds above leave unread (older finished calls, facts, claims), so the
     capsule records every dropped item in a cut: sizes and seqs only, no text is read."""
@@ -286,16 +311,14 @@ def _not_gathered(store, key: str, calls, facts_src: list[dict], all_facts: list
         older = all_facts[:-MAX_FACTS] if len(all_facts) > MAX_FACTS else []
         older_facts = [(e["seq"], len(json.dumps(e["data"]))) for e in older]
     elif len(facts_src) >= MAX_FACTS:
+        where, args = _seq_filter(None, ranges)
         sql = (f"SELECT seq, length(data) FROM events WHERE thread_key=? AND type IN"
-               f" ({','.join('?' * len(FACT_TYPES))}) AND seq<? ORDER BY seq")
-        older_facts = [(seq, size) for seq, size in
-                       store.conn.execute(sql, (key, *FACT_TYPES, facts_src[0]["seq"])).fetchall()
-                       if ranges is None or in_ranges(seq, ranges)]
+               f" ({','.join('?' * len(FACT_TYPES))}) AND seq<?{where} ORDER BY seq")
+        older_facts = store.conn.execute(
+            sql, (key, *FACT_TYPES, facts_src[0]["seq"], *args)).fetchall()
     else:
         older_facts = []
     out += _count("runtime_facts(not gathered)", key, older_facts)
-    older_claims = [(c["seq"], len(c["text"].encode("utf-8", "surrogatepass")))
-                    for c in claims_src[:-MAX_CLAIMS]]
     out += _count("assistant_claims(not gathered)", key, older_claims)
     return out
 

@@ -365,3 +365,25 @@ def test_a_boundary_reads_only_the_newest_historical_inputs_and_counts_the_rest(
     capsule = build_capsule(source, Budget())
     assert capsule.input_counts == {"pending": 2, "handled": 12}
     assert any(c.field == unread.field and c.items == 7 for c in capsule.cuts)
+
+
+def test_claims_after_a_rewind_are_the_newest_on_the_branch_and_the_older_are_counted(engine):
+    """Claims are read newest first on the current branch only; older branch claims are
+    counted (not read), and claims a rewind discarded are neither shown nor counted."""
+    from continuation import capsule_source
+
+    t = engine.thread("codex", "s1")
+    t.admit("start", turn_id="t0")
+    for n in range(25):
+        t.record("assistant_claim", {"text": f"kept claim {n}", "turn_id": "t0"})
+    mark = t.row["last_seq"]
+    for n in range(5):
+        t.record("assistant_claim", {"text": f"discarded claim {n}", "turn_id": "t0"})
+    t.record("rolled_back", {"to_seq": mark, "reason": "test"})
+    t.record("assistant_claim", {"text": "after the rewind", "turn_id": "t0"})
+    source = capsule_source.gather(t, generation=1, reason="manual")
+    texts = [c.text for c in source.claims]
+    assert len(texts) == capsule_source.MAX_CLAIMS and texts[-1] == "after the rewind"
+    assert texts[0] == "kept claim 6" and not any("discarded" in x for x in texts)
+    [older] = [n for n in source.not_gathered if n.field.startswith("assistant_claims")]
+    assert older.items == 6 and older.original_bytes == sum(len(f"kept claim {n}") for n in range(6))
