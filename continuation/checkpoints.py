@@ -3,7 +3,7 @@
 Commit order (each step durable before the next):
 1. the human-readable copy ``capsules/<thread>/g<generation>.json`` is written atomically
    (temp file, fsync, rename, fsync of the folder);
-2. one SQLite transaction inserts the checkpoint row (exact capsule bytes + sha256 + the
+2. one store transaction inserts the checkpoint row (exact capsule bytes + sha256 + the
    rendered block) and appends the ``checkpoint_committed`` fact.
 The row is the commit point: a crash before it leaves an orphan file and the previous
 checkpoint current. Every generation is kept. Reading verifies the sha256; a capsule whose
@@ -21,20 +21,11 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from statemachine import events as ev
 
-from . import faults
 from .atomic import atomic_write
 from .engine import Thread
-from .store import StoreError
-
-
-class CheckpointError(StoreError):
-    pass
-
-
-class GenerationTaken(CheckpointError):
-    """Another process committed this generation (or a later one) first: retry with the next."""
+# defined with the store (a backend raises them); their home for callers stays here
+from .store import CheckpointError, GenerationTaken  # noqa: F401
 
 
 @dataclass
@@ -86,8 +77,7 @@ def capsule_dir(home: Path, thread_key: str) -> Path:
     return Path(home) / "capsules" / thread_key
 
 
-def _row_to_checkpoint(row: tuple, names: list[str]) -> Checkpoint:
-    d = dict(zip(names, row))
+def _row_to_checkpoint(d: dict) -> Checkpoint:
     return Checkpoint(
         checkpoint_id=d["checkpoint_id"], thread_key=d["thread_key"], generation=d["generation"],
         seq=d["seq"], reason=d["reason"], created_at=d["created_at"], sha256=d["sha256"],
@@ -97,29 +87,18 @@ def _row_to_checkpoint(row: tuple, names: list[str]) -> Checkpoint:
 
 
 def list_checkpoints(thread: Thread) -> list[Checkpoint]:
-    cur = thread.store.conn.execute(
-        "SELECT * FROM checkpoints WHERE thread_key=? ORDER BY generation", (thread.key,))
-    names = [d[0] for d in cur.description]
-    return [_row_to_checkpoint(r, names) for r in cur.fetchall()]
+    return [_row_to_checkpoint(r) for r in thread.store.checkpoint_rows(thread.key)]
 
 
 def newest_checkpoint(thread: Thread) -> Checkpoint | None:
     """The thread's newest checkpoint row (one indexed read, whatever the thread's length)."""
-    cur = thread.store.conn.execute(
-        "SELECT * FROM checkpoints WHERE thread_key=? ORDER BY generation DESC LIMIT 1",
-        (thread.key,))
-    names = [d[0] for d in cur.description]
-    row = cur.fetchone()
-    return _row_to_checkpoint(row, names) if row else None
+    rows = thread.store.checkpoint_rows(thread.key, newest_first=True, limit=1)
+    return _row_to_checkpoint(rows[0]) if rows else None
 
 
 def find_checkpoint(engine, selector: str) -> Checkpoint:
     """By id or unique id prefix, across threads."""
-    cur = engine.store.conn.execute(
-        "SELECT * FROM checkpoints WHERE checkpoint_id=? OR checkpoint_id LIKE ?",
-        (selector, selector.replace("%", "") + "%"))
-    names = [d[0] for d in cur.description]
-    rows = [_row_to_checkpoint(r, names) for r in cur.fetchall()]
+    rows = [_row_to_checkpoint(r) for r in engine.store.find_checkpoint_rows(selector)]
     exact = [r for r in rows if r.checkpoint_id == selector]
     if exact:
         return exact[0]
@@ -188,23 +167,13 @@ def commit(thread: Thread, *, reason: str, workspace: dict | None = None,
     path = capsule_dir(thread.engine.home, thread.key) / f"g{generation:06d}-{digest[:12]}.json"
     atomic_write(path, data)
     now = time.time()
-    with store.transaction() as c:
-        current = c.execute("SELECT generation FROM threads WHERE thread_key=?",
-                            (thread.key,)).fetchone()[0]
-        if current >= generation:  # another process committed this generation meanwhile
-            raise GenerationTaken(f"generation {generation} of {thread.key} already committed")
-        c.execute(
-            "INSERT INTO checkpoints (checkpoint_id, thread_key, generation, seq, reason,"
-            " created_at, capsule, sha256, capsule_version, rendered, workspace, file_path)"
-            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-            (cp_id, thread.key, generation, seq, reason, now, data, digest, SCHEMA_VERSION,
-             rendered, json.dumps(workspace) if workspace else None, str(path)))
-        store._append_in(c, thread.key, ev.CHECKPOINT_COMMITTED,
-                         {"checkpoint_id": cp_id, "generation": generation, "reason": reason,
-                          "sha256": digest, "covers_seq": seq,
-                          "snapshot_ref": (workspace or {}).get("snapshot_ref")},
-                         "engine", now)
-        faults.point("checkpoint.before_commit")
+    store.commit_checkpoint(
+        {"checkpoint_id": cp_id, "thread_key": thread.key, "generation": generation, "seq": seq,
+         "reason": reason, "created_at": now, "capsule": data, "sha256": digest,
+         "capsule_version": SCHEMA_VERSION, "rendered": rendered,
+         "workspace": json.dumps(workspace) if workspace else None, "file_path": str(path)},
+        {"checkpoint_id": cp_id, "generation": generation, "reason": reason, "sha256": digest,
+         "covers_seq": seq, "snapshot_ref": (workspace or {}).get("snapshot_ref")})
     return Checkpoint(cp_id, thread.key, generation, seq, reason, now, digest, SCHEMA_VERSION,
                       rendered, workspace, str(path), data)
 
@@ -221,12 +190,14 @@ def verify(cp: Checkpoint) -> str | None:
 def _newest_first(thread: Thread, generation: int | None):
     """Checkpoints from ``generation`` (or the newest) down, read one at a time: the common
     case (the newest verifies) reads one row."""
-    cur = thread.store.conn.execute(
-        "SELECT * FROM checkpoints WHERE thread_key=? AND generation<=? ORDER BY generation DESC",
-        (thread.key, generation if generation is not None else 2**62))
-    names = [d[0] for d in cur.description]
-    for row in cur:
-        yield _row_to_checkpoint(row, names)
+    upto = generation if generation is not None else 2**62
+    while True:
+        rows = thread.store.checkpoint_rows(thread.key, upto_generation=upto, newest_first=True,
+                                            limit=1)
+        if not rows:
+            return
+        yield _row_to_checkpoint(rows[0])
+        upto = rows[0]["generation"] - 1
 
 
 def load(thread: Thread, generation: int | None = None, *, decode: bool = True) -> LoadedCapsule | None:

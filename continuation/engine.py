@@ -13,15 +13,15 @@ from statemachine import events as ev
 from statemachine.lifecycle import ACTIONABLE
 
 from .paths import state_home_str
-from .store import Appended, SqliteStore, UnknownThread
+from .store import STORE_FILE, Appended, UnknownThread, open_store
 
-STORE_FILE = "store.sqlite3"
+__all__ = ["STORE_FILE", "Engine", "Thread"]
 
 
 class Engine:
     def __init__(self, home=None, *, create: bool = True):
         self._home = os.fspath(home) if home is not None else state_home_str()
-        self.store = SqliteStore(os.path.join(self._home, STORE_FILE), create=create)
+        self.store = open_store(self._home, create=create)  # the backend CONTINUATION_STORE names
 
     @property
     def home(self):

@@ -16,6 +16,7 @@ def home(tmp_path, monkeypatch) -> Path:
     state = tmp_path / "state"
     monkeypatch.setenv("CONTINUATION_HOME", str(state))
     monkeypatch.delenv("CONTINUATION_STRICT", raising=False)
+    monkeypatch.delenv("CONTINUATION_STORE", raising=False)  # the embedded default
     return state
 
 
@@ -32,3 +33,24 @@ def engine(home):
 
     with Engine(home) as e:
         yield e
+
+
+@pytest.fixture(scope="session")
+def pg_cluster():
+    """One throwaway PostgreSQL cluster for the session (skips with the reason when none)."""
+    from pg_cluster import remove, start_cluster
+
+    cluster, reason = start_cluster()
+    if cluster is None:
+        pytest.skip(reason)
+    yield cluster
+    remove(cluster)
+
+
+@pytest.fixture
+def pg_url(pg_cluster):
+    """A fresh database of the session's cluster for one test."""
+    return pg_cluster.create_database(f"t{next(_DATABASES)}_{os.getpid()}")
+
+
+_DATABASES = __import__("itertools").count(1)

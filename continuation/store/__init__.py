@@ -1,7 +1,11 @@
-"""The durable thread store. ``Store`` is the interface the engine uses; SQLite is the embedded
-default (a server database can implement the same methods later)."""
+"""The durable thread store. :class:`Store` (``interface``) is what the engine, hooks,
+importers and commands use; ``open_store`` picks the backend from ``CONTINUATION_STORE``:
+SQLite under the state home (the embedded default) or a PostgreSQL server (``postgres``)."""
+from .factory import STORE_FILE, backend_name, open_store, store_url
 from .sqlite import (
     Appended,
+    CheckpointError,
+    GenerationTaken,
     IllegalFact,
     SqliteStore,
     StoreError,
@@ -10,9 +14,17 @@ from .sqlite import (
     thread_key_for,
 )
 
-Store = SqliteStore
-
 __all__ = [
-    "Appended", "IllegalFact", "SqliteStore", "Store", "StoreError", "StoreVersionError",
-    "UnknownThread", "thread_key_for",
+    "Appended", "CheckpointError", "GenerationTaken", "IllegalFact", "STORE_FILE", "SqliteStore",
+    "Store", "StoreError", "StoreVersionError", "UnknownThread", "backend_name", "open_store",
+    "store_url", "thread_key_for",
 ]
+
+
+def __getattr__(name):
+    # the Protocol needs `typing`, which the hook hot path does not otherwise import
+    if name == "Store":
+        from .interface import Store
+
+        return Store
+    raise AttributeError(name)

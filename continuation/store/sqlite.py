@@ -23,6 +23,9 @@ from .schema import MIGRATIONS, SCHEMA_VERSION
 from .view import SqlStateView
 
 BUSY_TIMEOUT_S = 60.0
+CHECKPOINT_COLUMNS = ("checkpoint_id", "thread_key", "generation", "seq", "reason", "created_at",
+                      "capsule", "sha256", "capsule_version", "rendered", "workspace",
+                      "file_path")
 
 
 class StoreError(Exception):
@@ -39,6 +42,14 @@ class UnknownThread(StoreError):
 
 class IllegalFact(StoreError):
     """A fact the lifecycle forbids (e.g. reconciling a call that has an outcome)."""
+
+
+class CheckpointError(StoreError):
+    pass
+
+
+class GenerationTaken(CheckpointError):
+    """Another process committed this generation (or a later one) first."""
 
 
 class Appended:
@@ -206,6 +217,10 @@ class SqliteStore:
         from pathlib import Path
 
         return Path(self._path)
+
+    @property
+    def location(self) -> str:
+        return self._path
 
     def transaction(self) -> _Transaction:
         """``BEGIN IMMEDIATE``: take the write lock up front, so two writers never deadlock
@@ -407,6 +422,48 @@ class SqliteStore:
         rows = [{"seq": s, "type": t, "kind": k, "data": json.loads(d), "ts": ts, "source": src}
                 for s, t, k, d, ts, src in self.conn.execute(sql, args).fetchall()]
         return rows[::-1] if newest is not None else rows
+
+    # -- checkpoints -------------------------------------------------------------------------
+    def commit_checkpoint(self, row: dict, fact: dict) -> None:
+        """Insert the checkpoint ``row`` and append its ``checkpoint_committed`` ``fact`` in one
+        transaction; :class:`GenerationTaken` when the thread already has this generation or
+        a later one (nothing is written)."""
+        key, generation = row["thread_key"], row["generation"]
+        with self.transaction() as c:
+            current = c.execute("SELECT generation FROM threads WHERE thread_key=?",
+                                (key,)).fetchone()
+            if current is None:
+                raise UnknownThread(f"no thread {key!r}")
+            if current[0] >= generation:
+                raise GenerationTaken(f"generation {generation} of {key} already committed")
+            c.execute(f"INSERT INTO checkpoints ({','.join(CHECKPOINT_COLUMNS)}) VALUES"
+                      f" ({','.join('?' * len(CHECKPOINT_COLUMNS))})",
+                      [row[name] for name in CHECKPOINT_COLUMNS])
+            self._append_in(c, key, ev.CHECKPOINT_COMMITTED, fact, "engine", row["created_at"])
+            faults.point("checkpoint.before_commit")
+
+    def checkpoint_rows(self, thread_key: str, *, upto_generation: int | None = None,
+                        newest_first: bool = False, limit: int | None = None) -> list[dict]:
+        sql, args = "SELECT * FROM checkpoints WHERE thread_key=?", [thread_key]
+        if upto_generation is not None:
+            sql += " AND generation<=?"
+            args.append(upto_generation)
+        sql += " ORDER BY generation DESC" if newest_first else " ORDER BY generation"
+        if limit is not None:
+            sql += " LIMIT ?"
+            args.append(limit)
+        return self._dict_rows(sql, args)
+
+    def find_checkpoint_rows(self, selector: str) -> list[dict]:
+        """Checkpoints whose id is ``selector`` or starts with it, across threads."""
+        return self._dict_rows(
+            "SELECT * FROM checkpoints WHERE checkpoint_id=? OR checkpoint_id LIKE ?",
+            (selector, selector.replace("%", "") + "%"))
+
+    def _dict_rows(self, sql, args) -> list[dict]:
+        cur = self.conn.execute(sql, args)
+        names = [d[0] for d in cur.description]
+        return [dict(zip(names, r)) for r in cur.fetchall()]
 
     # -- live sessions -----------------------------------------------------------------------
     @staticmethod

@@ -1,0 +1,39 @@
+"""Which backend a state home uses: ``CONTINUATION_STORE``.
+
+Unset or ``sqlite``: the embedded SQLite file under the state home (the default).
+``postgresql://...`` (or ``postgres://``): a PostgreSQL server shared by every machine of a
+team (``pip install 'continuation-engine[postgres]'``). Kept light: the hook hot path calls
+this, so nothing here imports a database driver until that backend is chosen.
+"""
+from __future__ import annotations
+
+import os
+
+from .sqlite import SqliteStore, StoreError
+
+STORE_FILE = "store.sqlite3"
+ENV = "CONTINUATION_STORE"
+
+
+def store_url() -> str:
+    """The configured backend: ``sqlite`` or a PostgreSQL URL."""
+    return (os.environ.get(ENV) or "").strip() or "sqlite"
+
+
+def backend_name(url: str | None = None) -> str:
+    url = store_url() if url is None else url
+    if url == "sqlite":
+        return "sqlite"
+    if url.startswith(("postgresql://", "postgres://")):
+        return "postgresql"
+    raise StoreError(f"{ENV}={url!r} is not a store: use `sqlite` or a postgresql:// URL")
+
+
+def open_store(home: str, *, create: bool = True, url: str | None = None):
+    """The store of the state home ``home`` (a :class:`~continuation.store.interface.Store`)."""
+    url = store_url() if url is None else url
+    if backend_name(url) == "sqlite":
+        return SqliteStore(os.path.join(home, STORE_FILE), create=create)
+    from .postgres import PostgresStore  # imports psycopg: only when chosen
+
+    return PostgresStore(url, home=home, create=create)

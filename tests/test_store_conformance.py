@@ -1,0 +1,254 @@
+"""The store contract, run against every backend (SQLite always; PostgreSQL when a throwaway
+cluster can be started). A backend is conformant when all of these pass: they define
+exactly-once admission, contiguous per-thread ordering, concurrent writers (several
+processes), checkpoints and markers, and the recovery reads."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from continuation.store import (
+    GenerationTaken,
+    IllegalFact,
+    Store,
+    UnknownThread,
+    backend_name,
+    open_store,
+)
+from statemachine import events as ev
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def backend(request, home, monkeypatch):
+    """(url, state home) of a fresh store of the parametrised backend; CONTINUATION_STORE set
+    so that subprocesses and the engine pick the same one."""
+    if request.param == "sqlite":
+        url = "sqlite"
+    else:
+        pytest.importorskip("psycopg", reason="psycopg not installed (the postgres extra)")
+        pytest.importorskip("continuation.store.postgres", reason="no PostgreSQL backend yet")
+        url = request.getfixturevalue("pg_url")
+    monkeypatch.setenv("CONTINUATION_STORE", url)
+    return url, str(home)
+
+
+@pytest.fixture
+def store(backend):
+    s = open_store(backend[1])
+    yield s
+    s.close()
+
+
+def _admit(store, key, input_id, text="hi", **extra):
+    return store.append(key, ev.INPUT_ADMITTED,
+                        {"input_id": input_id, "text": text, "turn_id": extra.get("turn_id"),
+                         "ordinal": 0, "queued": False, "id_source": "runtime"},
+                        source="test")
+
+
+def test_factory_picks_the_backend(backend, store):
+    url, _ = backend
+    assert isinstance(store, Store)
+    assert backend_name() == backend_name(url)
+    assert type(store).__name__ == {"sqlite": "SqliteStore",
+                                    "postgresql": "PostgresStore"}[backend_name(url)]
+    assert "password" not in store.location
+
+
+def test_exactly_once_admission(backend, store):
+    key = store.ensure_thread("codex", "s1", workspace_root="/w")
+    first = _admit(store, key, "in-1", "do it")
+    again = _admit(store, key, "in-1", "do it")
+    assert first.seq == 1 and first.outcome != "duplicate"
+    assert again.seq is None and again.outcome == "duplicate"
+    other = open_store(backend[1])  # another connection (another process/host) sees it too
+    try:
+        assert _admit(other, key, "in-1", "do it").seq is None
+        assert [r.input_id for r in other.inputs(key)] == ["in-1"]
+    finally:
+        other.close()
+    assert [e["seq"] for e in store.events(key)] == [1]
+    assert store.thread(key)["last_seq"] == 1
+
+
+def test_an_illegal_fact_leaves_no_trace(store):
+    key = store.ensure_thread("codex", "s1")
+    store.append(key, ev.TOOL_STARTED, {"call_id": "c1", "tool": "sh", "args": {},
+                                        "turn_id": None}, source="test")
+    store.append(key, ev.TOOL_FINISHED, {"call_id": "c1", "status": "ok", "turn_id": None},
+                 source="test")
+    with pytest.raises(IllegalFact):
+        store.append(key, ev.RECONCILED, {"call_id": "c1", "decision": "retry", "note": ""},
+                     source="test")
+    assert [e["seq"] for e in store.events(key)] == [1, 2]
+    with pytest.raises(UnknownThread):
+        _admit(store, "no-such-thread", "x")
+
+
+def test_per_thread_contiguous_ordering_and_reads(store):
+    a = store.ensure_thread("codex", "a")
+    b = store.ensure_thread("claude", "b")
+    for i in range(10):
+        _admit(store, a if i % 2 else b, f"in-{i}", f"text {i}")
+        store.append(a, ev.ASSISTANT_CLAIM, {"text": f"claim {i}", "turn_id": None},
+                     source="test")
+    assert [e["seq"] for e in store.events(a)] == list(range(1, 16))
+    assert [e["seq"] for e in store.events(b)] == list(range(1, 6))
+    assert [e["seq"] for e in store.events(a, after=3, upto=7)] == [4, 5, 6, 7]
+    assert [e["seq"] for e in store.events(a, after=3, limit=2)] == [4, 5]
+    claims = store.events_of_types(a, [ev.ASSISTANT_CLAIM], newest=2)
+    assert [e["data"]["text"] for e in claims] == ["claim 8", "claim 9"]
+    assert [c["text"] for c in store.claims(a)][:2] == ["claim 0", "claim 1"]
+    assert [r.input_id for r in store.inputs(a)] == ["in-1", "in-3", "in-5", "in-7", "in-9"]
+    assert [r.input_id for r in store.newest_inputs(a, 2)] == ["in-7", "in-9"]
+    assert sum(store.input_counts(a).values()) == 5
+    assert store.thread("a")["thread_key"] == a  # by session id
+    assert store.thread_by_session("claude", "b")["thread_key"] == b
+    assert store.thread_by_session("claude", "nope") is None
+    with pytest.raises(UnknownThread):
+        store.thread("zzz")
+    assert [t["thread_key"] for t in store.threads()] == [a, b]
+    # text survives exactly, lone surrogates included
+    _admit(store, b, "odd", "x\ud800y é")
+    assert store.events(b)[-1]["data"]["text"] == "x\ud800y é"
+
+
+def test_append_many_is_all_or_nothing(store):
+    key = store.ensure_thread("codex", "s")
+    done = store.append_many(key, [
+        (ev.TOOL_STARTED, {"call_id": "c1", "tool": "sh", "args": {}, "turn_id": None}),
+        (ev.TOOL_FINISHED, {"call_id": "c1", "status": "ok", "turn_id": None})], source="test")
+    assert [d.seq for d in done] == [1, 2]
+    with pytest.raises(IllegalFact):  # the second is illegal: the first is not kept either
+        store.append_many(key, [
+            (ev.ASSISTANT_CLAIM, {"text": "c", "turn_id": None}),
+            (ev.RECONCILED, {"call_id": "c1", "decision": "retry", "note": ""})], source="test")
+    assert [e["seq"] for e in store.events(key)] == [1, 2]
+    assert store.claims(key) == []
+
+
+WRITER = r"""
+import sys
+from continuation.engine import Engine
+from continuation.store import IllegalFact
+home, who, n, shared = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+with Engine(home) as engine:
+    thread = engine.thread("codex", "shared-session")
+    for i in range(n):
+        thread.admit(f"text {who} {i}", input_id=f"{who}-{i}")
+        # every writer also offers the same shared ids: exactly one admission each
+        if i < shared:
+            thread.admit(f"shared {i}", input_id=f"shared-{i}")
+"""
+
+
+def test_concurrent_processes_exactly_once_and_contiguous(backend):
+    url, home = backend
+    writers, n, shared = 4, 40, 10
+    env = {**os.environ, "CONTINUATION_STORE": url, "CONTINUATION_HOME": home}
+    procs = [subprocess.Popen([sys.executable, "-c", WRITER, home, f"w{w}", str(n), str(shared)],
+                              env=env, stderr=subprocess.PIPE) for w in range(writers)]
+    for p in procs:
+        _, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err.decode()[-2000:]
+    store = open_store(home)
+    try:
+        key = store.thread("shared-session")["thread_key"]
+        events = store.events(key)
+        ids = [e["data"]["input_id"] for e in events if e["type"] == ev.INPUT_ADMITTED]
+        assert [e["seq"] for e in events] == list(range(1, len(events) + 1))  # no gap
+        assert len(ids) == len(set(ids)) == writers * n + shared  # none lost, none twice
+        assert store.thread(key)["last_seq"] == len(events)
+        for w in range(writers):  # each writer's own order is kept
+            mine = [int(i.split("-")[1]) for i in ids if i.startswith(f"w{w}-")]
+            assert mine == list(range(n))
+    finally:
+        store.close()
+
+
+def _checkpoint(key, generation, capsule=b'{"capsule": 1}'):
+    row = {"checkpoint_id": f"cp-{key}-g{generation}", "thread_key": key,
+           "generation": generation, "seq": 0, "reason": "test", "created_at": 1.0 + generation,
+           "capsule": capsule, "sha256": hashlib.sha256(capsule).hexdigest(),
+           "capsule_version": 1, "rendered": f"rendered {generation}",
+           "workspace": json.dumps({"snapshot_ref": "r"}), "file_path": None}
+    fact = {"checkpoint_id": row["checkpoint_id"], "generation": generation, "reason": "test",
+            "sha256": row["sha256"], "covers_seq": 0, "snapshot_ref": "r"}
+    return row, fact
+
+
+def test_checkpoints_commit_once_with_their_hash(store):
+    key = store.ensure_thread("codex", "s")
+    capsule = bytes(range(256)) * 4  # exact bytes, not text
+    store.commit_checkpoint(*_checkpoint(key, 1, capsule))
+    store.commit_checkpoint(*_checkpoint(key, 2))
+    with pytest.raises(GenerationTaken):
+        store.commit_checkpoint(*_checkpoint(key, 2))
+    with pytest.raises(GenerationTaken):
+        store.commit_checkpoint(*_checkpoint(key, 1))
+    facts = store.events_of_types(key, [ev.CHECKPOINT_COMMITTED])
+    assert [f["data"]["generation"] for f in facts] == [1, 2]  # the refused ones left no fact
+    assert store.thread(key)["generation"] == 2
+    rows = store.checkpoint_rows(key)
+    assert [r["generation"] for r in rows] == [1, 2]
+    assert bytes(rows[0]["capsule"]) == capsule
+    assert rows[0]["sha256"] == hashlib.sha256(capsule).hexdigest()
+    newest = store.checkpoint_rows(key, newest_first=True, limit=1)
+    assert [r["generation"] for r in newest] == [2]
+    assert [r["generation"] for r in store.checkpoint_rows(key, upto_generation=1,
+                                                           newest_first=True)] == [1]
+    assert [r["checkpoint_id"] for r in store.find_checkpoint_rows(f"cp-{key}-g2")] == \
+        [f"cp-{key}-g2"]
+    assert len(store.find_checkpoint_rows(f"cp-{key}")) == 2
+
+
+def test_markers_sessions_and_facts(store):
+    key = store.ensure_thread("codex", "s", workspace_root=None)
+    assert store.ensure_thread("codex", "s", workspace_root="/w") == key
+    assert store.thread(key)["workspace_root"] == "/w"  # a later hook fills it in
+    marker = {"pid": 4242, "proc_start": "123", "host": "host-a"}
+    _admit(store, key, "i1")
+    store.append(key, ev.ASSISTANT_CLAIM, {"text": "x", "turn_id": None}, source="test",
+                 ts=100.0, session=marker)
+    store.append(key, ev.ASSISTANT_CLAIM, {"text": "y", "turn_id": None}, source="test",
+                 ts=200.0, session=marker)
+    [live] = store.sessions(key)
+    assert (live["pid"], live["host"], live["heartbeat"], live["ended_at"]) == \
+        (4242, "host-a", 200.0, None)
+    store.end_sessions(key, now=300.0)
+    assert store.sessions(key)[0]["ended_at"] == 300.0
+    store.append(key, ev.BOUNDARY, {"reason": "compact"}, source="test")
+    assert store.thread(key)["needs_context"] == 1
+    store.append(key, ev.CONTEXT_DELIVERED, {"generation": 3}, source="test")
+    row = store.thread(key)
+    assert (row["needs_context"], row["delivered_generation"]) == (0, 3)
+    store.append(key, ev.SETTINGS, {"model": "m1"}, source="test")
+    store.append(key, ev.SETTINGS, {"model": "m2"}, source="test")
+    assert store.meta(key)[ev.SETTINGS]["model"] == "m2"
+
+
+def test_recovery_reads_agree_with_replay(store):
+    key = store.ensure_thread("codex", "s")
+    _admit(store, key, "i1", turn_id="t1")
+    store.append(key, ev.INPUT_DELIVERED, {"input_id": "i1", "turn_id": "t1"}, source="test")
+    store.append(key, ev.TOOL_STARTED, {"call_id": "c1", "tool": "sh", "args": {"cmd": "x"},
+                                        "turn_id": "t1"}, source="test")
+    store.append(key, ev.CRASH_DETECTED, {"reason": "runtime died"}, source="test")
+    _admit(store, key, "i2", turn_id=None)
+    statuses = {c.call_id: c.status for c in store.tool_calls(key)}
+    states = {r.input_id: r.state for r in store.inputs(key)}
+    assert states["i1"] != "handled" and statuses["c1"] != "ok"
+    open_calls = store.tool_calls(key, [statuses["c1"]])
+    assert [c.call_id for c in open_calls] == ["c1"]
+    assert [r.input_id for r in store.inputs(key, [states["i2"]])] == ["i2"]
+    replayed = store.replay(key)
+    assert store.derived_state(key).inputs == replayed.inputs
+    assert store.derived_state(key).calls == replayed.calls
+    store.rebuild(key)  # recovery re-derives the same state from the log
+    assert store.derived_state(key).inputs == replayed.inputs
+    assert store.derived_state(key).calls == replayed.calls
