@@ -71,3 +71,27 @@ def test_payload_shapes_follow_each_runtime():
     assert claude.user_prompt("p1", "x")["prompt_id"] == "p1"
     assert isinstance(codex.post_tool("t", "c", "Bash", {}, "out")["tool_response"], str)
     assert isinstance(claude.post_tool("t", "c", "Bash", {}, "out")["tool_response"], dict)
+
+
+def test_work_ledger_lines_count_each_call_and_a_spilled_context_is_read_from_its_file(tmp_path):
+    """The agent reads the work ledger as a model is told to: ``ran=Kx`` is K calls, ``N=`` puts
+    each number into ``{N}``; a context shortened to fit is read from the file it names."""
+    cat = Catalog({"L": {"text": "long request", "tools": (
+        [{"tool": "Bash", "input": {"command": "echo line >> notes.txt"}}] * 5
+        + [{"tool": "Bash", "input": {"command": f"echo step {i} >> log.txt"}} for i in range(1, 8)])}})
+    template = json.dumps(json.dumps({"command": "echo step {N} >> log.txt"}))
+    same = json.dumps(json.dumps({"command": "echo line >> notes.txt"}))
+    block = _block([
+        "## work already done (x)",
+        f'- done turn="t1" inputs=["i1"] tool="Bash" ran=3x status=ok pointer="p" args={same}',
+        f'- done turn="t1" inputs=["i1"] tool="Bash" ran=5x status=ok pointer="p" N=1..4,6 args={template}',
+        "## user inputs (total by state: pending=1; listed 1)",
+        '- input="i1" state=pending turn="t1" seq=1 pointer="p" text="long request"',
+    ])
+    spill = tmp_path / "g000001.md"
+    spill.write_text(block, encoding="utf-8")
+    inline = (f'[continuation] The fresh context below was shortened to fit 9500 characters. The full text '
+              f'(9999 characters) is in the file {json.dumps(str(spill))}: read it for anything marked as moved there.')
+    memory = memory_from_context(read_context(inline), cat)
+    todo = [(d.key, d.tool_index) for d in decide(memory, cat)]
+    assert todo == [("L", 3), ("L", 4), ("L", 9), ("L", 11)]  # 2 of 5 "echo line"; steps 5 and 7
