@@ -167,7 +167,8 @@ def test_hook_command_end_to_end_via_subprocess(tmp_path):
 
 
 def test_hot_path_imports_stay_light(tmp_path):
-    """UserPromptSubmit / PreToolUse / PostToolUse load no pydantic, tokenizer or GitPython."""
+    """UserPromptSubmit / PreToolUse / PostToolUse load no pydantic, tokenizer or GitPython,
+    and, on the embedded SQLite store, no PostgreSQL driver."""
     home = tmp_path / "h"
     script = r"""
 import json, sys
@@ -180,12 +181,13 @@ for p in ({**base, "hook_event_name": "UserPromptSubmit", "prompt": "x"},
            "tool_input": {"command": "ls"}, "tool_use_id": "c1", "tool_response": "ok"}):
     out, code = hooks.run("codex", json.dumps(p).encode())
     assert code == 0, out
-heavy = [m for m in ("pydantic", "tiktoken", "git", "transitions", "capsule")
+heavy = [m for m in ("pydantic", "tiktoken", "git", "transitions", "capsule", "psycopg")
          if m in sys.modules]
 print(json.dumps(heavy))
 """
+    env = {k: v for k, v in os.environ.items() if k != "CONTINUATION_STORE"}
     r = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=60,
-                       env={**os.environ, "CONTINUATION_HOME": str(home)})
+                       env={**env, "CONTINUATION_HOME": str(home)})
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout) == []
     assert not (home / "logs" / "hooks.log").exists()

@@ -66,11 +66,11 @@ def cmd_status(args) -> int:
             report.append({"thread": {**t.row, "status": runtime["verdict"]}, "runtime": runtime,
                            "counts": counts, "inputs": inputs})
         if args.json:
-            emit_json({"store": str(engine.store.path), "schema_version": engine.store.schema_version,
+            emit_json({"store": engine.store.location, "schema_version": engine.store.schema_version,
                        "threads": report})
             return 0
         if not report:
-            print(f"no threads yet (store: {engine.store.path})")
+            print(f"no threads yet (store: {engine.store.location})")
             return 0
         for item in report:
             row = item["thread"]

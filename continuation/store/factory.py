@@ -29,6 +29,11 @@ def backend_name(url: str | None = None) -> str:
     raise StoreError(f"{ENV}={url!r} is not a store: use `sqlite` or a postgresql:// URL")
 
 
+def store_file(home: str) -> str | None:
+    """The store's file under ``home`` when the backend keeps one (SQLite), else None."""
+    return os.path.join(home, STORE_FILE) if backend_name() == "sqlite" else None
+
+
 def open_store(home: str, *, create: bool = True, url: str | None = None):
     """The store of the state home ``home`` (a :class:`~continuation.store.interface.Store`)."""
     url = store_url() if url is None else url
