@@ -42,14 +42,27 @@ def check_server_store(home: Path) -> tuple[list[Finding], bool]:
     from ..store import StoreError, open_store
     from ..store.schema import SCHEMA_VERSION
 
+    from ..store.spool import pending
+
+    spooled = pending(str(home))
+    out = [Finding("store.spool", WARN if spooled else OK,
+                   f"{spooled} fact(s) recorded on this machine while the server was "
+                   "unreachable wait in the local spool" if spooled else "no spooled facts",
+                   "the next hook or command that reaches the server drains them" if spooled
+                   else "", data={"spooled": spooled})]
     try:
         store = open_store(str(home), create=False)
     except StoreError as exc:
-        return [Finding("store", PROBLEM, str(exc),
-                        "check CONTINUATION_STORE and that the server is up")], False
+        return out + [Finding("store", PROBLEM, str(exc),
+                              "check CONTINUATION_STORE and that the server is up")], False
+    if getattr(store, "stale", False):
+        store.close()
+        return out + [Finding("store", PROBLEM, f"the server {store.server} cannot be reached: "
+                              f"{store.reason}", "check CONTINUATION_STORE and that the server "
+                              "is up")], False
     try:
         version = store.schema_version
-        return [Finding("store", OK, f"store at {store.location}"),
+        return out + [Finding("store", OK, f"store at {store.location}"),
                 Finding("store.version", OK, f"schema version {version} (current {SCHEMA_VERSION})",
                         data={"version": version, "current": SCHEMA_VERSION})], True
     finally:

@@ -39,6 +39,20 @@ def open_store(home: str, *, create: bool = True, url: str | None = None):
     url = store_url() if url is None else url
     if backend_name(url) == "sqlite":
         return SqliteStore(os.path.join(home, STORE_FILE), create=create)
-    from .postgres import PostgresStore  # imports psycopg: only when chosen
+    from .postgres import PostgresStore, ServerUnreachable, redact  # psycopg: only when chosen
+    from .spool import SPOOL_FILE
 
-    return PostgresStore(url, home=home, create=create)
+    spooled = os.path.exists(os.path.join(home, SPOOL_FILE))
+    try:
+        store = PostgresStore(url, home=home, create=create)
+    except ServerUnreachable as exc:
+        if not create and not spooled:
+            raise
+        from .spool import SpoolStore  # no fact is lost: it waits here for the server
+
+        return SpoolStore(home, redact(url), str(exc))
+    if spooled:
+        from .spool import drain
+
+        drain(home, store)
+    return store

@@ -27,6 +27,10 @@ def redact(url: str) -> str:
     return re.sub(r"(://[^:/@]*):[^@/]*@", r"\1:***@", url)
 
 
+class ServerUnreachable(StoreError):
+    """The server cannot be reached now (facts then go to the local spool)."""
+
+
 class _Connection:
     """The few DB-API calls the store and its callers make, in SQLite's dialect."""
 
@@ -36,7 +40,10 @@ class _Connection:
         self.raw = raw
 
     def execute(self, sql: str, args=()):
-        return self.raw.execute(to_postgres(sql), _params(args))
+        try:
+            return self.raw.execute(to_postgres(sql), _params(args))
+        except psycopg.OperationalError as exc:  # the server went away mid-run
+            raise ServerUnreachable(f"lost the store server: {_first_line(exc)}") from None
 
     def executemany(self, sql: str, rows):
         with self.raw.cursor() as cur:
@@ -45,6 +52,10 @@ class _Connection:
 
     def close(self) -> None:
         self.raw.close()
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
 def _params(args):
@@ -61,11 +72,13 @@ class _Transaction:
         self.conn = conn
 
     def __enter__(self) -> _Connection:
-        self.conn.raw.execute("BEGIN")
+        self.conn.execute("BEGIN")
         return self.conn
 
     def __exit__(self, exc_type, exc, tb) -> bool:
-        self.conn.raw.execute("ROLLBACK" if exc_type is not None else "COMMIT")
+        if exc_type is not None and self.conn.raw.closed:
+            return False  # the connection is gone: so is the transaction
+        self.conn.execute("ROLLBACK" if exc_type is not None else "COMMIT")
         return False
 
 
@@ -79,8 +92,8 @@ class PostgresStore(SqliteStore):
         try:
             raw = psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S)
         except psycopg.Error as exc:
-            raise StoreError(f"cannot reach the store {redact(url)}: "
-                             f"{str(exc).strip().splitlines()[0]}") from None
+            raise ServerUnreachable(f"cannot reach the store {redact(url)}: "
+                                    f"{_first_line(exc)}") from None
         self.conn = _Connection(raw)
         version = self._version()
         if version > SCHEMA_VERSION:
