@@ -100,7 +100,7 @@ class Budget(BaseModel):
     the skeleton of a capsule for an ordinary thread would not fit.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     max_bytes: int = 16384
     max_tokens: int = 4000

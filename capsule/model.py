@@ -48,7 +48,8 @@ class CapsuleVersionError(CapsuleFormatError):
 
 
 class _Part(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    # schemas are built on first use (issue 15): a boundary pays only for the models it uses
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
 
 class Objective(_Part):

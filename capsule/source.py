@@ -32,7 +32,7 @@ UNSETTLED_TOOL_STATUSES = frozenset({"in_flight", "unknown"})
 
 
 class _Source(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
 
 class ThreadKey(_Source):

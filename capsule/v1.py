@@ -23,7 +23,7 @@ from .source import ACTIONABLE_STATES, InputState
 
 
 class _V1(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
 
 class InputV1(_V1):

@@ -143,3 +143,29 @@ def test_v1_with_wrong_types_is_a_clear_error():
     obj["inputs"][0]["state"] = "finished"
     with pytest.raises(CapsuleFormatError, match="schema 1"):
         decode_capsule(json.dumps(obj))
+
+
+def test_schemas_are_built_on_first_use_and_still_validate():
+    """Issue 15: importing the capsule package builds no pydantic schema (``defer_build``: a
+    boundary pays only for the models it uses); a model's first use builds it, and a capsule
+    read back is still validated against it."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import pydantic, capsule.model as m, capsule.source as s, capsule.budget as b, capsule.v1 as v\n"
+        "models = [c for mod in (m, s, b, v) for c in vars(mod).values()\n"
+        "          if isinstance(c, type) and issubclass(c, pydantic.BaseModel) and c.__module__ == mod.__name__]\n"
+        "assert len(models) > 30, len(models)\n"
+        "built = [c.__name__ for c in models if c.__pydantic_complete__]\n"
+        "assert not built, built\n"
+        "try:\n"
+        "    m.decode_capsule(b'{\"schema_version\": 3, \"thread\": {}}')\n"
+        "except m.CapsuleFormatError:\n"
+        "    pass\n"
+        "else:\n"
+        "    raise SystemExit('an invalid capsule was accepted')\n"
+        "assert m.Capsule.__pydantic_complete__\n"
+        "print('ok')\n")
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-2000:]

@@ -167,7 +167,8 @@ def test_hook_command_end_to_end_via_subprocess(tmp_path):
 
 
 def test_hot_path_imports_stay_light(tmp_path):
-    """UserPromptSubmit / PreToolUse / PostToolUse load no pydantic, tokenizer or GitPython."""
+    """UserPromptSubmit / PreToolUse / PostToolUse load no pydantic, tokenizer or GitPython,
+    and, on the embedded SQLite store, no PostgreSQL driver."""
     home = tmp_path / "h"
     script = r"""
 import json, sys
@@ -181,16 +182,18 @@ for p in ({**base, "hook_event_name": "UserPromptSubmit", "prompt": "x"},
     out, code = hooks.run("codex", json.dumps(p).encode())
     assert code == 0, out
 # nor what costs start-up time and the hot path does not need: the CLI's argparse,
-# dataclasses (inspect), typing, pathlib, tempfile
-heavy = [m for m in ("pydantic", "tiktoken", "git", "transitions", "capsule", "argparse",
-                     "dataclasses", "typing", "pathlib", "tempfile") if m in sys.modules]
+# dataclasses (inspect), typing, pathlib, tempfile; nor a PostgreSQL driver (SQLite store)
+heavy = [m for m in ("pydantic", "tiktoken", "git", "transitions", "capsule", "psycopg",
+                     "argparse", "dataclasses", "typing", "pathlib", "tempfile")
+         if m in sys.modules]
 print(json.dumps(heavy))
 """
+    env = {k: v for k, v in os.environ.items() if k != "CONTINUATION_STORE"}
     # -S: no site (the development venv's editable-install hook imports pathlib and re in
     # every interpreter); the source tree on PYTHONPATH, as an installed package would be
     root = str(Path(hooks.__file__).resolve().parents[2])
     r = subprocess.run([sys.executable, "-S", "-c", script], capture_output=True, timeout=60,
-                       env={**os.environ, "CONTINUATION_HOME": str(home), "PYTHONPATH": root})
+                       env={**env, "CONTINUATION_HOME": str(home), "PYTHONPATH": root})
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout) == []
     assert not (home / "logs" / "hooks.log").exists()

@@ -31,7 +31,6 @@ def backend(request, home, monkeypatch):
         url = "sqlite"
     else:
         pytest.importorskip("psycopg", reason="psycopg not installed (the postgres extra)")
-        pytest.importorskip("continuation.store.postgres", reason="no PostgreSQL backend yet")
         url = request.getfixturevalue("pg_url")
     monkeypatch.setenv("CONTINUATION_STORE", url)
     return url, str(home)

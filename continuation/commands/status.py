@@ -65,12 +65,15 @@ def cmd_status(args) -> int:
             runtime = _runtime(t)
             report.append({"thread": {**t.row, "status": runtime["verdict"]}, "runtime": runtime,
                            "counts": counts, "inputs": inputs})
+        stale = _stale_notice(engine.store)
         if args.json:
-            emit_json({"store": str(engine.store.path), "schema_version": engine.store.schema_version,
+            emit_json({"store": engine.store.location, "stale": stale, "schema_version": engine.store.schema_version,
                        "threads": report})
             return 0
+        if stale:
+            print(stale)
         if not report:
-            print(f"no threads yet (store: {engine.store.path})")
+            print(f"no threads yet (store: {engine.store.location})")
             return 0
         for item in report:
             row = item["thread"]
@@ -113,3 +116,12 @@ def cmd_events(args) -> int:
                   [("seq", "seq", 8), ("kind", "kind", 6), ("type", "type", 22),
                    ("source", "source", 14), ("data", "data", 90)])
     return 0
+
+
+def _stale_notice(store) -> str | None:
+    """Said first when the store read is the local spool (the server is unreachable)."""
+    if not getattr(store, "stale", False):
+        return None
+    return (f"stale local view: the store server {store.server} cannot be reached "
+            f"({store.reason}); this shows only what was recorded on this machine since, "
+            "spooled until the server is back")

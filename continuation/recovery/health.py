@@ -37,6 +37,38 @@ def damaged_store_advice(path: Path) -> str:
             f"place; the capsules under capsules/ stay readable meanwhile")
 
 
+def check_server_store(home: Path) -> tuple[list[Finding], bool]:
+    """A store on a server (CONTINUATION_STORE): reachable, and its schema version."""
+    from ..store import StoreError, open_store
+    from ..store.schema import SCHEMA_VERSION
+
+    from ..store.spool import pending
+
+    spooled = pending(str(home))
+    out = [Finding("store.spool", WARN if spooled else OK,
+                   f"{spooled} fact(s) recorded on this machine while the server was "
+                   "unreachable wait in the local spool" if spooled else "no spooled facts",
+                   "the next hook or command that reaches the server drains them" if spooled
+                   else "", data={"spooled": spooled})]
+    try:
+        store = open_store(str(home), create=False)
+    except StoreError as exc:
+        return out + [Finding("store", PROBLEM, str(exc),
+                              "check CONTINUATION_STORE and that the server is up")], False
+    if getattr(store, "stale", False):
+        store.close()
+        return out + [Finding("store", PROBLEM, f"the server {store.server} cannot be reached: "
+                              f"{store.reason}", "check CONTINUATION_STORE and that the server "
+                              "is up")], False
+    try:
+        version = store.schema_version
+        return out + [Finding("store", OK, f"store at {store.location}"),
+                Finding("store.version", OK, f"schema version {version} (current {SCHEMA_VERSION})",
+                        data={"version": version, "current": SCHEMA_VERSION})], True
+    finally:
+        store.close()
+
+
 def check_store(path: Path, *, read_only: bool = False) -> tuple[list[Finding], bool]:
     """Findings, and whether the store can be opened for the other checks. ``read_only``: the
     state home cannot be written (SQLite may be unable to open its shared-memory file; the
@@ -495,12 +527,17 @@ def _guarded(check: str, run, *args, **kwargs) -> list[Finding]:
 
 def run_checks(home: Path, *, project_dir: Path, fix: bool = False, hooks: bool = True,
                user_home: Path | None = None, min_temp_age: float | None = None) -> list[Finding]:
-    from ..engine import STORE_FILE, Engine
+    from ..engine import Engine
+    from ..store import store_file
 
     home = Path(home)
     read_only = home_writable(home) is not None
     findings = check_home(home) if home.is_dir() else []
-    found, usable = check_store(home / STORE_FILE, read_only=read_only)
+    local = store_file(str(home))
+    if local is not None:
+        found, usable = check_store(Path(local), read_only=read_only)
+    else:
+        found, usable = check_server_store(home)
     findings += found
     if usable and read_only:
         findings.append(Finding("store", INFO, "the derived state, checkpoints, refs and "
@@ -515,7 +552,8 @@ def run_checks(home: Path, *, project_dir: Path, fix: bool = False, hooks: bool 
                 findings += check_interrupted(engine)
         except Exception as exc:
             findings.append(Finding("store", PROBLEM, f"cannot open the store: {exc}",
-                                    damaged_store_advice(home / STORE_FILE)))
+                                    damaged_store_advice(Path(local)) if local else
+                                    "check CONTINUATION_STORE and that the server is up"))
     if home.is_dir():
         findings += _guarded("lost_writes", check_lost_writes, home, fix=fix and not read_only)
         if not read_only:  # taking a lock needs a writable file

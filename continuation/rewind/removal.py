@@ -28,14 +28,7 @@ THREAD_FOLDERS = ("capsules", "contexts", "handoff")
 
 
 def thread_tables(engine: Engine) -> list[str]:
-    names = [r[0] for r in engine.store.conn.execute(
-        "SELECT name FROM sqlite_master WHERE type='table'").fetchall()]
-    out = []
-    for name in names:
-        cols = [r[1] for r in engine.store.conn.execute(f'PRAGMA table_info("{name}")')]
-        if "thread_key" in cols:
-            out.append(name)
-    return sorted(out, key=lambda n: n == "threads")  # the thread row last
+    return engine.store.thread_tables()  # the thread row's table last
 
 
 def live_sessions(engine: Engine, key: str, now: float | None = None) -> list[dict]:

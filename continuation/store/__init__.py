@@ -1,7 +1,7 @@
 """The durable thread store. :class:`Store` (``interface``) is what the engine, hooks,
 importers and commands use; ``open_store`` picks the backend from ``CONTINUATION_STORE``:
 SQLite under the state home (the embedded default) or a PostgreSQL server (``postgres``)."""
-from .factory import STORE_FILE, backend_name, open_store, store_url
+from .factory import STORE_FILE, backend_name, open_store, store_file, store_url
 from .sqlite import (
     Appended,
     CheckpointError,
@@ -17,7 +17,7 @@ from .sqlite import (
 __all__ = [
     "Appended", "CheckpointError", "GenerationTaken", "IllegalFact", "STORE_FILE", "SqliteStore",
     "Store", "StoreError", "StoreVersionError", "UnknownThread", "backend_name", "open_store",
-    "store_url", "thread_key_for",
+    "store_file", "store_url", "thread_key_for",
 ]
 
 

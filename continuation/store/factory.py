@@ -29,11 +29,30 @@ def backend_name(url: str | None = None) -> str:
     raise StoreError(f"{ENV}={url!r} is not a store: use `sqlite` or a postgresql:// URL")
 
 
+def store_file(home: str) -> str | None:
+    """The store's file under ``home`` when the backend keeps one (SQLite), else None."""
+    return os.path.join(home, STORE_FILE) if backend_name() == "sqlite" else None
+
+
 def open_store(home: str, *, create: bool = True, url: str | None = None):
     """The store of the state home ``home`` (a :class:`~continuation.store.interface.Store`)."""
     url = store_url() if url is None else url
     if backend_name(url) == "sqlite":
         return SqliteStore(os.path.join(home, STORE_FILE), create=create)
-    from .postgres import PostgresStore  # imports psycopg: only when chosen
+    from .postgres import PostgresStore, ServerUnreachable, redact  # psycopg: only when chosen
+    from .spool import SPOOL_FILE
 
-    return PostgresStore(url, home=home, create=create)
+    spooled = os.path.exists(os.path.join(home, SPOOL_FILE))
+    try:
+        store = PostgresStore(url, home=home, create=create)
+    except ServerUnreachable as exc:
+        if not create and not spooled:
+            raise
+        from .spool import SpoolStore  # no fact is lost: it waits here for the server
+
+        return SpoolStore(home, redact(url), str(exc))
+    if spooled:
+        from .spool import drain
+
+        drain(home, store)
+    return store

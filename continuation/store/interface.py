@@ -89,3 +89,13 @@ class Store(Protocol):
                         newest_first: bool = False, limit: int | None = None) -> list[dict]: ...
 
     def find_checkpoint_rows(self, selector: str) -> list[dict]: ...
+
+    # maintenance
+    def thread_tables(self) -> list[str]: ...
+
+    def transaction(self) -> Any:
+        """A write transaction (a context manager yielding ``conn``)."""
+
+    #: the connection: ``execute(sql, args)`` in the store's SQL (SQLite's dialect, which a
+    #: server backend translates, see ``dialect``); reads and writes not named above
+    conn: Any

@@ -116,6 +116,10 @@ class _Transaction:
 
 
 class SqliteStore:
+    #: appended to the statement that reads a thread's last seq before a write: SQLite's
+    #: ``BEGIN IMMEDIATE`` already serialises writers; a server backend locks the thread row
+    _LOCK_THREAD = ""
+
     def __init__(self, path, *, create: bool = True):
         self._path = os.fspath(path)
         try:
@@ -324,7 +328,8 @@ class SqliteStore:
             return [self._append_in(c, thread_key, t, d, source, ts) for t, d in items]
 
     def _append_in(self, c, thread_key, etype, data, source, ts) -> Appended:
-        row = c.execute("SELECT last_seq FROM threads WHERE thread_key=?", (thread_key,)).fetchone()
+        row = c.execute("SELECT last_seq FROM threads WHERE thread_key=?" + self._LOCK_THREAD,
+                        (thread_key,)).fetchone()
         if row is None:
             raise UnknownThread(f"no thread {thread_key!r}")
         seq = row[0] + 1
@@ -430,8 +435,8 @@ class SqliteStore:
         a later one (nothing is written)."""
         key, generation = row["thread_key"], row["generation"]
         with self.transaction() as c:
-            current = c.execute("SELECT generation FROM threads WHERE thread_key=?",
-                                (key,)).fetchone()
+            current = c.execute("SELECT generation FROM threads WHERE thread_key=?"
+                                + self._LOCK_THREAD, (key,)).fetchone()
             if current is None:
                 raise UnknownThread(f"no thread {key!r}")
             if current[0] >= generation:
@@ -459,6 +464,14 @@ class SqliteStore:
         return self._dict_rows(
             "SELECT * FROM checkpoints WHERE checkpoint_id=? OR checkpoint_id LIKE ?",
             (selector, selector.replace("%", "") + "%"))
+
+    def thread_tables(self) -> list[str]:
+        """The tables holding per-thread rows (the thread row's table last)."""
+        names = [r[0] for r in self.conn.execute(
+            "SELECT name FROM sqlite_master WHERE type='table'").fetchall()]
+        out = [n for n in names
+               if "thread_key" in [r[1] for r in self.conn.execute(f'PRAGMA table_info("{n}")')]]
+        return sorted(out, key=lambda n: n == "threads")
 
     def _dict_rows(self, sql, args) -> list[dict]:
         cur = self.conn.execute(sql, args)

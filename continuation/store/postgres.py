@@ -1,0 +1,153 @@
+"""The PostgreSQL backend (``CONTINUATION_STORE=postgresql://...``): every machine of a team
+(CI jobs, containers, a laptop) records into one server, so the facts outlive the machine.
+
+Same tables, same reducer, same SQL as the SQLite store (``dialect`` translates it). What the
+server adds: writers on several hosts serialise per thread on a row lock (``SELECT ... FOR
+UPDATE`` on the thread row), not on a file lock; the unique keys (thread, seq), (thread,
+input id), (thread, call id) and (thread, generation) refuse a second copy whatever happens.
+The schema is created and migrated by the tool (``continuation_schema.version``, under an
+advisory lock) and a newer server schema is refused, as with SQLite.
+"""
+from __future__ import annotations
+
+import re
+
+import psycopg
+
+from .dialect import schema_to_postgres, to_postgres
+from .schema import MIGRATIONS, SCHEMA_VERSION
+from .sqlite import SqliteStore, StoreError, StoreVersionError
+
+CONNECT_TIMEOUT_S = 5
+_MIGRATION_LOCK = 7_246_001  # pg_advisory_xact_lock key: one migrator at a time
+
+
+def redact(url: str) -> str:
+    """The URL without its password (for messages)."""
+    return re.sub(r"(://[^:/@]*):[^@/]*@", r"\1:***@", url)
+
+
+class ServerUnreachable(StoreError):
+    """The server cannot be reached now (facts then go to the local spool)."""
+
+
+class _Connection:
+    """The few DB-API calls the store and its callers make, in SQLite's dialect."""
+
+    __slots__ = ("raw",)
+
+    def __init__(self, raw: psycopg.Connection):
+        self.raw = raw
+
+    def execute(self, sql: str, args=()):
+        try:
+            return self.raw.execute(to_postgres(sql), _params(args))
+        except psycopg.OperationalError as exc:  # the server went away mid-run
+            raise ServerUnreachable(f"lost the store server: {_first_line(exc)}") from None
+
+    def executemany(self, sql: str, rows):
+        with self.raw.cursor() as cur:
+            cur.executemany(to_postgres(sql), [_params(r) for r in rows])
+            return cur
+
+    def close(self) -> None:
+        self.raw.close()
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+def _params(args):
+    # PostgreSQL text holds no NUL character (SQLite does): derived columns get U+FFFD; the
+    # event row keeps the exact text, JSON-escaped
+    return [a.replace("\x00", "\ufffd") if isinstance(a, str) and "\x00" in a else a
+            for a in args]
+
+
+class _Transaction:
+    __slots__ = ("conn",)
+
+    def __init__(self, conn: _Connection):
+        self.conn = conn
+
+    def __enter__(self) -> _Connection:
+        self.conn.execute("BEGIN")
+        return self.conn
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        if exc_type is not None and self.conn.raw.closed:
+            return False  # the connection is gone: so is the transaction
+        self.conn.execute("ROLLBACK" if exc_type is not None else "COMMIT")
+        return False
+
+
+class PostgresStore(SqliteStore):
+    """A :class:`~continuation.store.interface.Store` on a PostgreSQL server."""
+
+    _LOCK_THREAD = " FOR UPDATE"  # the per-thread row lock every append takes
+
+    def __init__(self, url: str, *, home: str | None = None, create: bool = True):
+        self._url, self._home = url, home
+        try:
+            raw = psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S)
+        except psycopg.Error as exc:
+            raise ServerUnreachable(f"cannot reach the store {redact(url)}: "
+                                    f"{_first_line(exc)}") from None
+        self.conn = _Connection(raw)
+        version = self._version()
+        if version > SCHEMA_VERSION:
+            self.close()
+            raise StoreVersionError(
+                f"the store {self.location} has schema version {version}, newer than this "
+                f"continuation understands ({SCHEMA_VERSION}); upgrade continuation")
+        if version < SCHEMA_VERSION:
+            if not create and version == 0:
+                self.close()
+                raise StoreError(f"no store at {self.location}")
+            self._migrate()
+
+    def _version(self) -> int:
+        row = self.conn.raw.execute(
+            "SELECT to_regclass('continuation_schema') IS NOT NULL").fetchone()
+        if not row[0]:
+            return 0
+        row = self.conn.raw.execute("SELECT max(version) FROM continuation_schema").fetchone()
+        return int(row[0] or 0)
+
+    def _migrate(self) -> None:
+        raw = self.conn.raw
+        with self.transaction():
+            raw.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+            raw.execute("CREATE TABLE IF NOT EXISTS continuation_schema (version BIGINT NOT NULL,"
+                        " applied_at TIMESTAMPTZ NOT NULL DEFAULT now())")
+            version = self._version()  # another host may have migrated while we waited
+            for number in range(version, SCHEMA_VERSION):
+                for statement in schema_to_postgres(MIGRATIONS[number]):
+                    raw.execute(statement)
+                raw.execute("INSERT INTO continuation_schema (version) VALUES (%s)",
+                            (number + 1,))
+
+    @property
+    def schema_version(self) -> int:
+        return self._version()
+
+    @property
+    def location(self) -> str:
+        return redact(self._url)
+
+    @property
+    def path(self):
+        raise StoreError("a PostgreSQL store has no file path (see `location`)")
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def transaction(self) -> _Transaction:
+        return _Transaction(self.conn)
+
+    def thread_tables(self) -> list[str]:
+        rows = self.conn.raw.execute(
+            "SELECT table_name FROM information_schema.columns WHERE column_name='thread_key'"
+            " AND table_schema=current_schema()").fetchall()
+        return sorted({r[0] for r in rows}, key=lambda n: (n == "threads", n))

@@ -1,0 +1,141 @@
+"""The local spool: when the server store cannot be reached, facts go to a SQLite store under
+the state home (``spool.sqlite3``) instead of being lost, and the next process that reaches
+the server drains them into it, in order, exactly once.
+
+Exactly once: each drained event is appended on the server in the same transaction as a row
+``(origin, thread_key, local seq)`` in ``spool_drained``, whose primary key refuses a second
+drain of it (two hooks draining at once, or a drain killed before the spool was emptied); the
+spool's ``origin`` is a random id written into it when it is made. A fact the server's
+reducer refuses (it knew more than the spool did) is dropped and counted, like a duplicate.
+
+While the spool is in use, reads see only what was recorded on this machine since the server
+was lost: ``stale`` says so (``continuation status`` prints it).
+"""
+from __future__ import annotations
+
+import os
+
+from .sqlite import IllegalFact, SqliteStore
+
+SPOOL_FILE = "spool.sqlite3"
+
+
+class SpoolStore(SqliteStore):
+    """The local SQLite store standing in for an unreachable server (``stale`` view). It holds
+    the spool's file lock while open, so a drain never empties the file under a writer."""
+
+    stale = True
+
+    def __init__(self, home: str, server: str, reason: str):
+        from filelock import FileLock
+
+        self._lock = FileLock(spool_path(home) + ".lock", timeout=60)
+        self._lock.acquire()
+        try:
+            super().__init__(spool_path(home))
+        except BaseException:
+            self._lock.release()
+            raise
+        self.server, self.reason = server, reason
+        self.conn.execute("CREATE TABLE IF NOT EXISTS spool_origin (origin TEXT NOT NULL)")
+        if self.conn.execute("SELECT count(*) FROM spool_origin").fetchone()[0] == 0:
+            with self.transaction() as c:
+                if c.execute("SELECT count(*) FROM spool_origin").fetchone()[0] == 0:
+                    c.execute("INSERT INTO spool_origin VALUES (?)", (os.urandom(12).hex(),))
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self._lock.release()
+
+
+def spool_path(home: str) -> str:
+    return os.path.join(home, SPOOL_FILE)
+
+
+def pending(home: str) -> int:
+    """How many facts wait in the spool (0 when there is none)."""
+    return _count(spool_path(home))
+
+
+def drain(home: str, server) -> tuple[int, int]:
+    """Move the spooled facts into ``server`` (a reachable server store), thread by thread in
+    their order; (appended, dropped as duplicates or refused). The spool file goes when
+    empty. One drainer at a time per machine (a file lock); the drained-keys table makes it
+    exactly once across machines and crashes too."""
+    from filelock import FileLock, Timeout
+
+    path = spool_path(home)
+    lock = FileLock(path + ".lock", timeout=0)
+    try:
+        lock.acquire()
+    except Timeout:
+        return 0, 0  # another process drains it, or spools into it: a later one drains
+    try:
+        if not os.path.exists(path):
+            return 0, 0
+        return _drain_locked(path, server)
+    finally:
+        lock.release()
+
+
+def _drain_locked(path: str, server) -> tuple[int, int]:
+    spool = SqliteStore(path, create=False)
+    appended = dropped = 0
+    try:
+        row = spool.conn.execute("SELECT origin FROM spool_origin").fetchone()
+        origin = row[0] if row else "unknown"
+        server.conn.execute(
+            "CREATE TABLE IF NOT EXISTS spool_drained (origin TEXT NOT NULL, thread_key TEXT"
+            " NOT NULL, seq BIGINT NOT NULL, PRIMARY KEY (origin, thread_key, seq))")
+        for thread in spool.threads():
+            key = server.ensure_thread(
+                thread["runtime"], thread["session_id"], workspace_root=thread["workspace_root"],
+                forked_from=thread["forked_from"], forked_at_seq=thread["forked_at_seq"],
+                name=thread["name"])
+            for event in spool.events(thread["thread_key"]):
+                done = _drain_one(server, origin, key, event)
+                appended, dropped = appended + done, dropped + (1 - done)
+                with spool.transaction() as c:
+                    c.execute("DELETE FROM events WHERE thread_key=? AND seq=?",
+                              (thread["thread_key"], event["seq"]))
+            for session in spool.sessions(thread["thread_key"]):
+                if session.get("ended_at") is None:
+                    with server.transaction() as c:
+                        server._heartbeat_in(c, key, session, session["heartbeat"])
+    finally:
+        spool.close()
+    if _count(path) == 0:  # under the lock: no writer has it open
+        for leftover in (path, path + "-wal", path + "-shm"):
+            try:
+                os.unlink(leftover)
+            except OSError:
+                pass
+    return appended, dropped
+
+
+def _drain_one(server, origin: str, key: str, event: dict) -> int:
+    """1 when the event was appended on the server, 0 when it was there already or refused."""
+    try:
+        with server.transaction() as c:
+            marked = c.execute(
+                "INSERT INTO spool_drained (origin, thread_key, seq) VALUES (?,?,?)"
+                " ON CONFLICT DO NOTHING RETURNING seq", (origin, key, event["seq"])).fetchone()
+            if marked is None:
+                return 0  # drained before (by a process that died before emptying the spool)
+            done = server._append_in(c, key, event["type"], event["data"], event["source"],
+                                     event["ts"])
+            return 0 if done.seq is None else 1
+    except IllegalFact:
+        return 0
+
+
+def _count(path: str) -> int:
+    if not os.path.exists(path):
+        return 0
+    store = SqliteStore(path, create=False)
+    try:
+        return store.conn.execute("SELECT count(*) FROM events").fetchone()[0]
+    finally:
+        store.close()
