@@ -240,6 +240,31 @@ def get_token_counter() -> TokenCounter:
     return _default
 
 
+_preloading: threading.Thread | None = None
+
+
+def preload_in_background() -> threading.Thread:
+    """Start loading the process-wide counter in a daemon thread and return it. A boundary that
+    will count exactly starts this before its git work, so the load (~100 ms of parsing ranks
+    and building the BPE table) overlaps the wait for git; the build's own
+    :func:`get_token_counter` then finds it loaded, or waits on the same lock. A failure here is
+    left to that call, which tries again and raises. One load per process: a second call
+    returns the thread already started."""
+
+    def load() -> None:
+        try:
+            get_token_counter()
+        except Exception:  # noqa: BLE001 - the caller's own load reports it
+            pass
+
+    global _preloading
+    with _lock:
+        if _preloading is None or (_default is None and not _preloading.is_alive()):
+            _preloading = threading.Thread(target=load, daemon=True, name="continuation-tokenizer")
+            _preloading.start()
+        return _preloading
+
+
 _by_name: dict[str, TokenCounter] = {}
 
 

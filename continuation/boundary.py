@@ -69,6 +69,8 @@ def commit_checkpoint(thread: Thread, *, reason: str, transcript_path: str | Non
     a ref always names the commit its checkpoint records; the store refuses a generation that
     is not past the thread's newest. The loser gives its claim back and tries again with the
     next generation, a fresh snapshot and capsule: a boundary is never dropped for a race."""
+    if snapshot:  # the tokenizer loads while git snapshots (when the capsule will need it)
+        checkpoints.prefetch_tokenizer(thread)
     notices = (*notices, *_reconciliation_notices(thread))
     transcript = transcript_pointer(transcript_path)
     floor = 0

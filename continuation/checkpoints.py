@@ -134,6 +134,27 @@ def build(thread: Thread, *, generation: int, reason: str, workspace: dict | Non
     return build_capsule(source, budget)
 
 
+def prefetch_tokenizer(thread: Thread) -> bool:
+    """Load the tokenizer in the background when this thread's next capsule will need it: its
+    newest capsule was counted exactly (it needed cuts; a thread only grows, so the next one
+    will too). Called before the boundary's git work, which the load then overlaps. True when
+    a load was started."""
+    from capsule.tokens import BYTE_BOUND_NAME, preload_in_background, set_ranks_cache
+
+    rows = thread.store.checkpoint_rows(thread.key, newest_first=True, limit=1)
+    if not rows:
+        return False
+    try:
+        encoding = json.loads(bytes(rows[0]["capsule"]))["budget"]["encoding"]
+    except (ValueError, KeyError, TypeError):
+        return False
+    if not encoding or encoding == BYTE_BOUND_NAME:
+        return False
+    set_ranks_cache(thread.engine.home / "cache")
+    preload_in_background()
+    return True
+
+
 def _text_bytes(source) -> int:
     """UTF-8 bytes of the texts a capsule without cuts renders whole (inputs, facts, claims):
     a lower bound of its byte-bound token count."""

@@ -26,16 +26,22 @@ import re
 SYNTHETIC_MODEL = "<synthetic>"
 NO_RESPONSE_REQUESTED = "No response requested."
 
-_UNKNOWN_OUTCOME = re.compile(
+_UNKNOWN_OUTCOME = (
     r"^\s*\[(?:Tool|Agent) call (?:interrupted|result not in this copy)\b"
-    r"|outcome is unknown|may or may not have (?:run|completed)", re.I)
+    r"|outcome is unknown|may or may not have (?:run|completed)")
 #: an envelope Claude Code wraps runtime notices in: <task-notification>, <bash-notification>...
-_NOTIFICATION = re.compile(r"^\s*<([a-z][a-z0-9_-]*-notification)>", re.I)
+_NOTIFICATION = r"^\s*<([a-z][a-z0-9_-]*-notification)>"
+
+
+def _pattern(source: str) -> re.Pattern:
+    """Compiled on first use (``re``'s own cache keeps it): compiling these case-insensitive
+    patterns is ~1 ms, a visible share of a Claude prompt hook that never needs them."""
+    return re.compile(source, re.I)
 
 
 def unknown_outcome_placeholder(text: str | None) -> bool:
     """``text`` (a tool result) is Claude Code's stand-in for a result it never recorded."""
-    return bool(text) and len(text) < 2000 and bool(_UNKNOWN_OUTCOME.search(text))
+    return bool(text) and len(text) < 2000 and bool(_pattern(_UNKNOWN_OUTCOME).search(text))
 
 
 def synthetic_reply(record: dict) -> bool:
@@ -55,7 +61,9 @@ def synthetic_reply(record: dict) -> bool:
 
 def notification_kind(text: str | None) -> str | None:
     """The envelope name when ``text`` is a runtime notification (``task-notification``)."""
-    m = _NOTIFICATION.match(text or "")
+    if not text or not text.lstrip().startswith("<"):
+        return None  # most prompts: no pattern to compile
+    m = _pattern(_NOTIFICATION).match(text)
     return m.group(1).lower() if m else None
 
 

@@ -154,8 +154,8 @@ class Thread:
     def actionable_inputs(self):
         return self.store.inputs(self.key, sorted(ACTIONABLE))
 
-    def tool_calls(self, statuses=None):
-        return self.store.tool_calls(self.key, statuses)
+    def tool_calls(self, statuses=None, *, after_seq: int | None = None):
+        return self.store.tool_calls(self.key, statuses, after_seq=after_seq)
 
     def claims(self):
         return self.store.claims(self.key)

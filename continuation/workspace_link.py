@@ -112,7 +112,7 @@ def session_written_paths(thread: Thread, after_seq: int = 0) -> list[str]:
     from .tool_files import written_paths
 
     root = thread.row["workspace_root"]
-    out = {rel for call in thread.tool_calls() if call.started_seq > after_seq
+    out = {rel for call in thread.tool_calls(after_seq=after_seq)
            for value in written_paths(call.tool, call.args)
            if (rel := _relative(root, value)) is not None}
     return sorted(out)
@@ -132,8 +132,8 @@ def session_created_paths(thread: Thread, after_seq: int = 0) -> list[str]:
         return (rows[0]["data"] or {}).get("status", "ok") if rows else None
 
     out: set[str] = set()
-    for call in thread.tool_calls():
-        if call.started_seq <= after_seq or not succeeded(call, finish_status):
+    for call in thread.tool_calls(after_seq=after_seq):  # only the calls past it are read
+        if not succeeded(call, finish_status):
             continue
         if reported_update(call):
             continue

@@ -14,23 +14,11 @@ runtime fact that causes it. Two consumers read it:
 """
 from __future__ import annotations
 
-from enum import Enum
-
-
-class InputState(str, Enum):
-    NEW = "new"
-    QUEUED = "queued"
-    PENDING = "pending"
-    HANDLED = "handled"
-    RECONCILING = "reconciling"
-    INTERRUPTED = "interrupted"
-    SUPERSEDED = "superseded"
-    ROLLED_BACK = "rolled_back"
-
-
-NEW, QUEUED, PENDING, HANDLED, RECONCILING, INTERRUPTED, SUPERSEDED, ROLLED_BACK = (
-    s.value for s in InputState
-)
+# plain strings, not an Enum: the fold compares and stores them as text, and building an Enum
+# class is a visible share of a hook run
+STATES = ("new", "queued", "pending", "handled", "reconciling", "interrupted", "superseded",
+          "rolled_back")
+NEW, QUEUED, PENDING, HANDLED, RECONCILING, INTERRUPTED, SUPERSEDED, ROLLED_BACK = STATES
 
 #: States in which an input still asks for work (shown to the model as actionable).
 ACTIONABLE = frozenset({QUEUED, PENDING, RECONCILING, INTERRUPTED})
@@ -94,7 +82,6 @@ def _compile(table: list[dict]) -> dict[tuple[str, str], str]:
 
 _NEXT = _compile(TRANSITIONS)
 TRIGGERS = tuple(dict.fromkeys(row["trigger"] for row in TRANSITIONS))
-STATES = tuple(s.value for s in InputState)
 
 
 def next_state(state: str, trigger: str, input_id: str | None = None) -> str:

@@ -387,3 +387,58 @@ def test_claims_after_a_rewind_are_the_newest_on_the_branch_and_the_older_are_co
     assert texts[0] == "kept claim 6" and not any("discarded" in x for x in texts)
     [older] = [n for n in source.not_gathered if n.field.startswith("assistant_claims")]
     assert older.items == 6 and older.original_bytes == sum(len(f"kept claim {n}") for n in range(6))
+
+
+def test_a_boundary_loads_the_tokenizer_in_the_background_only_when_it_will_count(home):
+    """Issue 15: a thread whose newest capsule was counted exactly (it needed cuts) starts the
+    tokenizer load in a background thread before the boundary's git work, and the build uses
+    that one load; a thread whose capsule fit by its byte bound loads no tokenizer at all."""
+    script = r"""
+import json, sys, threading
+from capsule import tokens
+from continuation import boundary, checkpoints
+from continuation.engine import Engine
+
+loads = []
+for name in ("_load_o200k_offline", "_load_offline"):
+    real = getattr(tokens, name)
+    def spy(real=real, name=name):
+        loads.append(threading.current_thread().name)
+        return real()
+    setattr(tokens, name, spy)
+
+out = {}
+with Engine() as e:
+    small = e.thread("codex", "small")
+    small.admit("rename the module", turn_id="t1")
+    checkpoints.commit(small, reason="manual")
+    out["small_prefetch"] = checkpoints.prefetch_tokenizer(small)
+    boundary.commit_checkpoint(small, reason="manual")
+    out["small_loads"] = list(loads)
+    out["tiktoken"] = "tiktoken" in sys.modules
+    big = e.thread("codex", "big")
+    for n in range(40):
+        big.admit(f"request {n}: " + "refactor the parser and keep its messages " * 12, turn_id=f"t{n}")
+        big.turn_completed(f"t{n}")
+    first = checkpoints.build(big, generation=1, reason="manual")
+    checkpoints.commit(big, reason="manual")
+    tokens._default = None  # as in a new process: nothing loaded yet
+    tokens._preloading = None
+    loads.clear()
+    cp = boundary.commit_checkpoint(big, reason="manual")
+    out["big_loads"] = list(loads)
+    out["big_encoding"] = checkpoints.load(big).capsule.budget.encoding
+    out["big_cuts"] = bool(first.cuts)
+print(json.dumps(out))
+"""
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=120,
+                       env={**os.environ, "CONTINUATION_HOME": str(home)})
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    from capsule.tokens import BYTE_BOUND_NAME
+
+    assert out["small_prefetch"] is False and out["small_loads"] == [] and out["tiktoken"] is False
+    assert out["big_cuts"] and out["big_encoding"] != BYTE_BOUND_NAME
+    # one load (o200k from the cache, else the offline encoding after looking for it), in the
+    # background thread
+    assert out["big_loads"] and set(out["big_loads"]) == {"continuation-tokenizer"}

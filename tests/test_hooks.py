@@ -181,13 +181,19 @@ for p in ({**base, "hook_event_name": "UserPromptSubmit", "prompt": "x"},
            "tool_input": {"command": "ls"}, "tool_use_id": "c1", "tool_response": "ok"}):
     out, code = hooks.run("codex", json.dumps(p).encode())
     assert code == 0, out
-heavy = [m for m in ("pydantic", "tiktoken", "git", "transitions", "capsule", "psycopg")
+# nor what costs start-up time and the hot path does not need: the CLI's argparse,
+# dataclasses (inspect), typing, pathlib, tempfile; nor a PostgreSQL driver (SQLite store)
+heavy = [m for m in ("pydantic", "tiktoken", "git", "transitions", "capsule", "psycopg",
+                     "argparse", "dataclasses", "typing", "pathlib", "tempfile")
          if m in sys.modules]
 print(json.dumps(heavy))
 """
     env = {k: v for k, v in os.environ.items() if k != "CONTINUATION_STORE"}
-    r = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=60,
-                       env={**env, "CONTINUATION_HOME": str(home)})
+    # -S: no site (the development venv's editable-install hook imports pathlib and re in
+    # every interpreter); the source tree on PYTHONPATH, as an installed package would be
+    root = str(Path(hooks.__file__).resolve().parents[2])
+    r = subprocess.run([sys.executable, "-S", "-c", script], capture_output=True, timeout=60,
+                       env={**env, "CONTINUATION_HOME": str(home), "PYTHONPATH": root})
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout) == []
     assert not (home / "logs" / "hooks.log").exists()

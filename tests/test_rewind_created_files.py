@@ -168,3 +168,39 @@ def test_a_file_created_on_a_conversation_rewound_branch_still_counts(home, repo
         assert (repo / "agent.txt").exists()
         plan = plan_rewind(e, cp.checkpoint_id, "files")
         assert plan.files.deleted == ["agent.txt"]
+
+
+def test_created_files_past_a_checkpoint_read_only_the_later_calls(home, tmp_path, monkeypatch):
+    """Issue 15: a files rewind at a long thread decodes only the calls started after its
+    checkpoint (filtered in SQL), so its cost does not grow with the thread's history."""
+    from statemachine import records
+
+    from continuation.workspace_link import session_created_paths, session_written_paths
+
+    root = tmp_path / "ws"
+    root.mkdir()
+    with Engine(home) as e:
+        t = e.thread("claude", "long", workspace_root=str(root))
+        for n in range(300):  # the history before the checkpoint: 300 files the agent made
+            t.tool_started(f"old{n}", "Write", {"file_path": str(root / f"old{n}.txt")}, turn_id="t0")
+            t.tool_finished(f"old{n}", "ok", turn_id="t0")
+        mark = int(t.row["last_seq"])
+        t.tool_started("new1", "Write", {"file_path": str(root / "new.txt")}, turn_id="t1")
+        t.tool_finished("new1", "ok", turn_id="t1")
+        t.tool_started("new2", "Write", {"file_path": str(root / "denied.txt")}, turn_id="t1")
+        t.tool_finished("new2", "error", turn_id="t1")
+        decoded = []
+        real = records.ToolCallRecord.from_row.__func__
+
+        def counting(cls, row):
+            decoded.append(row.get("call_id"))
+            return real(cls, row)
+
+        monkeypatch.setattr(records.ToolCallRecord, "from_row", classmethod(counting))
+        assert session_created_paths(t, after_seq=mark) == ["new.txt"]
+        assert sorted(decoded) == ["new1", "new2"]
+        decoded.clear()
+        assert session_written_paths(t, after_seq=mark) == ["denied.txt", "new.txt"]
+        assert sorted(decoded) == ["new1", "new2"]
+        # the whole history is still there for a checkpoint before it
+        assert len(session_created_paths(t, after_seq=0)) == 301

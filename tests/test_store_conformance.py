@@ -245,6 +245,11 @@ def test_recovery_reads_agree_with_replay(store):
     open_calls = store.tool_calls(key, [statuses["c1"]])
     assert [c.call_id for c in open_calls] == ["c1"]
     assert [r.input_id for r in store.inputs(key, [states["i2"]])] == ["i2"]
+    c2 = store.append(key, ev.TOOL_STARTED, {"call_id": "c2", "tool": "sh", "turn_id": "t1"},
+                      source="test")
+    later = store.tool_calls(key, after_seq=int(c2.seq) - 1)  # only calls past a position
+    assert [c.call_id for c in later] == ["c2"]
+    assert store.tool_calls(key, ["ok"], after_seq=int(c2.seq) - 1) == []
     replayed = store.replay(key)
     assert store.derived_state(key).inputs == replayed.inputs
     assert store.derived_state(key).calls == replayed.calls

@@ -212,6 +212,7 @@ def apply_rewind(engine: Engine, plan: RewindPlan) -> RewindResult:
     from ..boundary import commit_checkpoint
 
     thread = Thread(engine, plan.thread_key)
+    cps.prefetch_tokenizer(thread)  # its load overlaps the restore's git work
     files = None
     if plan.files is not None:
         files = restore_files(engine, plan.files)

@@ -513,8 +513,12 @@ class SqliteStore:
     def input_counts(self, thread_key: str) -> dict:
         return SqlStateView(self.conn, thread_key).input_counts()
 
-    def tool_calls(self, thread_key: str, statuses=None) -> list[ToolCallRecord]:
+    def tool_calls(self, thread_key: str, statuses=None, *,
+                   after_seq: int | None = None) -> list[ToolCallRecord]:
         view = SqlStateView(self.conn, thread_key)
+        if after_seq is not None:  # filtered in SQL: only the later calls are decoded
+            calls = view.calls_after(after_seq)
+            return calls if statuses is None else [c for c in calls if c.status in set(statuses)]
         return view.all_calls() if statuses is None else view.calls_in_statuses(statuses)
 
     def turns(self, thread_key: str) -> list[TurnRecord]:
