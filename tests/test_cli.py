@@ -145,3 +145,42 @@ def test_the_command_ends_without_interpreter_teardown(tmp_path, args, code):
         assert r.stdout.strip()
     else:
         assert r.stderr.strip() and b"Traceback" not in r.stderr
+
+
+def test_command_table_names_the_module_that_registers_each_command():
+    """``commands.COMMANDS`` (which module to import for a command line) agrees with what each
+    module registers: every command is listed, with its own module, and nothing else is."""
+    import argparse
+    import importlib
+
+    from continuation import commands
+
+    registered = {}
+    for name in commands.MODULES:
+        sub = argparse.ArgumentParser().add_subparsers()
+        importlib.import_module(f"continuation.commands.{name}").register(sub)
+        registered.update({command: name for command in sub.choices})
+    assert commands.COMMANDS == registered
+
+
+def test_a_command_line_imports_only_its_own_command_module(tmp_path):
+    """`status` registers (imports) the status module only, and `--help` still lists every
+    command; an unknown command is still refused with the full list."""
+    script = r"""
+import json, sys
+from continuation.commands import run
+code = run(sys.argv[1:])
+print(json.dumps(sorted(m for m in sys.modules if m.startswith("continuation.commands."))))
+"""
+    env = {**os.environ, "CONTINUATION_HOME": str(tmp_path / "h")}
+    r = subprocess.run([sys.executable, "-c", script, "status"], capture_output=True, env=env,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout.decode().splitlines()[-1]) == ["continuation.commands.output",
+                                                              "continuation.commands.status"]
+    r = run_cli("--help", home=tmp_path / "h")
+    assert r.returncode == 0
+    for command in ("status", "rewind", "doctor", "install", "import", "capsule"):
+        assert command in r.stdout.decode()
+    r = run_cli("statsu", home=tmp_path / "h")
+    assert r.returncode == 2 and b"invalid choice" in r.stderr and b"rewind" in r.stderr

@@ -26,8 +26,25 @@ class _Parser(argparse.ArgumentParser):
 
 MODULES = ("status", "lifecycle_cmd", "prove_cmd", "capsule_cmd", "install_cmd", "rewind_cmd", "recover_cmd", "reconcile_cmd", "doctor_cmd", "import_cmd")
 
+#: the module that registers each command. A command line that names one imports only that
+#: module: importing every command module (and what each imports at its top) is a visible share
+#: of a short command such as ``status``. ``--help``, no command or an unknown one register
+#: them all. tests/test_cli.py checks this table against what the modules register.
+COMMANDS = {
+    "status": "status", "inputs": "status", "events": "status",
+    "lifecycle": "lifecycle_cmd", "prove": "prove_cmd",
+    "checkpoint": "capsule_cmd", "capsule": "capsule_cmd", "context": "capsule_cmd",
+    "source": "capsule_cmd",
+    "install": "install_cmd", "uninstall": "install_cmd",
+    "checkpoints": "rewind_cmd", "rewind": "rewind_cmd", "restore": "rewind_cmd",
+    "fork": "rewind_cmd", "thread": "rewind_cmd", "drift": "rewind_cmd", "gc": "rewind_cmd",
+    "recover": "recover_cmd", "reconcile": "reconcile_cmd", "doctor": "doctor_cmd",
+    "import": "import_cmd",
+}
 
-def build_parser() -> argparse.ArgumentParser:
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every command, or only of ``command``'s module when it is a known one."""
     parser = _Parser(prog="continuation",
                      description="Context-boundary continuation engine for coding agents.")
     parser.add_argument("--version", action="version", version=f"continuation {__version__}")
@@ -36,7 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     hook.add_argument("--runtime", choices=["codex", "claude", "gemini"], required=True)
     import importlib
 
-    for name in MODULES:
+    for name in [COMMANDS[command]] if command in COMMANDS else MODULES:
         importlib.import_module(f".{name}", __name__).register(sub)
     return parser
 
@@ -54,7 +71,7 @@ def run(argv: list[str]) -> int:
 def _run(argv: list[str]) -> int:
     from ..store import StoreError
 
-    parser = build_parser()
+    parser = build_parser(argv[0] if argv else None)
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()

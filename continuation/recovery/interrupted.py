@@ -14,7 +14,6 @@ has dealt with it.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 
 from statemachine.lifecycle import PENDING
 
@@ -24,20 +23,31 @@ DISMISSED = "recovery_dismissed"  # a fact: the user dismissed the recovery of t
 NEEDS_CRASH, CRASHED = "needs_crash", "crashed"
 
 
-@dataclass
 class Interrupted:
-    thread_key: str
-    runtime: str
-    session_id: str
-    workspace_root: str | None
-    status: str  # needs_crash | crashed
-    reason: str
-    last_activity: float | None
-    owners: list[dict] = field(default_factory=list)
-    last_checkpoint: dict | None = None
-    inputs: list[dict] = field(default_factory=list)
-    unknown_calls: list[dict] = field(default_factory=list)
-    drift: dict | None = None
+    """A thread whose owner is gone without a clean end. A plain class, not a dataclass:
+    ``status`` imports this module, and ``dataclasses`` (which imports ``inspect``) would be a
+    third of that command's start-up."""
+
+    def __init__(self, *, thread_key: str, runtime: str, session_id: str,
+                 workspace_root: str | None, status: str, reason: str,
+                 last_activity: float | None, owners: list[dict] | None = None,
+                 last_checkpoint: dict | None = None, inputs: list[dict] | None = None,
+                 unknown_calls: list[dict] | None = None, drift: dict | None = None):
+        self.thread_key, self.runtime, self.session_id = thread_key, runtime, session_id
+        self.workspace_root = workspace_root
+        self.status = status  # needs_crash | crashed
+        self.reason, self.last_activity = reason, last_activity
+        self.owners = owners if owners is not None else []
+        self.last_checkpoint = last_checkpoint
+        self.inputs = inputs if inputs is not None else []
+        self.unknown_calls = unknown_calls if unknown_calls is not None else []
+        self.drift = drift
+
+    def __repr__(self):
+        return f"Interrupted({self.thread_key!r}, status={self.status!r}, reason={self.reason!r})"
+
+    def __eq__(self, other):
+        return type(other) is type(self) and other.__dict__ == self.__dict__
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)

@@ -38,7 +38,13 @@ def open_snapshot_target(ws: Workspace, ref: WorkspaceRef) -> GitTarget:
 
 def snapshot_tree(target: GitTarget, ref: WorkspaceRef) -> str:
     """The snapshot's tree id, after checking its commit still exists."""
-    code, out, _ = target.run(["rev-parse", "--verify", "--quiet", f"{ref.snapshot_commit}^{{tree}}"], check=False)
+    args = ["rev-parse", "--verify", "--quiet", f"{ref.snapshot_commit}^{{tree}}"]
+    code, out, _ = target.run(args, check=False)
+    if code != 0:  # taken on another machine? (CONTINUATION_SNAPSHOT_REMOTE)
+        from .remote import fetch_thread_snapshots
+
+        if fetch_thread_snapshots(target, ref.thread_key):
+            code, out, _ = target.run(args, check=False)
     if code != 0:
         raise RestoreUnavailable(
             f"snapshot {ref.snapshot_ref or ref.snapshot_commit} is gone from {target.git_dir} "

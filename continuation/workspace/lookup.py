@@ -35,7 +35,13 @@ def load_snapshot(root: Path | str, checkpoint: str, *, state_home: Path | str) 
         name = checkpoint
     if name.startswith("refs/") and not name.startswith(REF_NAMESPACE + "/"):
         raise RestoreUnavailable(f"{checkpoint!r} is not a continuation snapshot ref")
-    code, out, _ = target.run(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{name}^{{commit}}"], check=False)
+    args = ["rev-parse", "--verify", "--quiet", "--end-of-options", f"{name}^{{commit}}"]
+    code, out, _ = target.run(args, check=False)
+    if code != 0 and name.startswith(REF_NAMESPACE + "/"):  # taken on another machine?
+        from .remote import fetch_thread_snapshots
+
+        if fetch_thread_snapshots(target, name[len(REF_NAMESPACE) + 1:].split("/", 1)[0]):
+            code, out, _ = target.run(args, check=False)
     if code != 0:
         raise RestoreUnavailable(f"no snapshot {checkpoint!r} in {ws.root}")
     commit = out.decode().strip()

@@ -159,6 +159,10 @@ def snapshot_locked(
     finally:
         scratch.unlink(missing_ok=True)
     ref.snapshot_commit = commit
+    if target.kind == "git" and os.environ.get("CONTINUATION_SNAPSHOT_REMOTE"):
+        from .remote import push_snapshot  # opt-in: see remote
+
+        push_snapshot(target, thread_key, ref_name)
     changes = _parse_raw_diff(diff_raw) if base != "none" else {}
     ref.dirty = tree_dirty_summary(changes, built, base=base)
     return ref
