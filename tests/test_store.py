@@ -120,3 +120,30 @@ def test_binary_and_surrogate_text_round_trips(store):
     store.append(key, "input_admitted", {"input_id": "a", "text": text, "turn_id": "t"}, source="t")
     assert store.events(key)[0]["data"]["text"] == text
     assert store.inputs(key)[0].text == text
+
+
+def test_a_version_1_store_gains_the_admission_index_and_newest_inputs_use_it(tmp_path):
+    """Migration 2: a store written before it opens with its events intact, and the newest
+    inputs (``status``) are read through ``inputs_by_admission``, not by sorting every input."""
+    from continuation.store import schema
+
+    path = tmp_path / "s.sqlite3"
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.executescript(schema.MIGRATIONS[0])
+    conn.execute("PRAGMA user_version=1")
+    conn.close()
+    s = SqliteStore(path)
+    key = s.ensure_thread("codex", "old")
+    for n in range(30):
+        s.append(key, "input_admitted", {"input_id": f"i{n}", "text": f"t{n}", "turn_id": "t"},
+                 source="t")
+    s.close()
+    s = SqliteStore(path)
+    assert s.schema_version == SCHEMA_VERSION >= 2
+    plan = " ".join(str(r) for r in s.conn.execute(
+        "EXPLAIN QUERY PLAN SELECT data FROM inputs WHERE thread_key=? ORDER BY admitted_seq DESC"
+        " LIMIT 20", (key,)))
+    assert "inputs_by_admission" in plan and "TEMP B-TREE" not in plan
+    assert [r.input_id for r in s.newest_inputs(key, 3)] == ["i27", "i28", "i29"]
+    s.close()

@@ -106,6 +106,11 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY (thread_key, host, pid)
     ) WITHOUT ROWID;
     """,
+    # 2: the newest inputs of a thread read through an index (`status` prints the newest 20 of
+    # any number: without it, every input row of the thread was read and sorted)
+    """
+    CREATE INDEX inputs_by_admission ON inputs (thread_key, admitted_seq);
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
