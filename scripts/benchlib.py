@@ -30,10 +30,10 @@ LAUNCHER = """#!{python}
 # -*- coding: utf-8 -*-
 import re
 import sys
-from continuation.cli import main
+from continuation.cli import entry
 if __name__ == '__main__':
     sys.argv[0] = re.sub(r'(-script\\.pyw|\\.exe)?$', '', sys.argv[0])
-    sys.exit(main())
+    sys.exit(entry())
 """
 
 

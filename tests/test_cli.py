@@ -124,6 +124,29 @@ def test_status_prints_counts_of_all_and_decodes_only_the_newest_inputs(home, mo
     assert len(decoded) == 20
 
 
+@pytest.mark.parametrize("args,code", [(["status", "--json"], 0), (["--version"], 0),
+                                       (["status", "--thread", "nope"], 1), (["no-such-command"], 2)])
+def test_the_command_ends_without_interpreter_teardown(tmp_path, args, code):
+    """Issue 15: the installed command (``cli.entry``) ends the process with ``os._exit`` once
+    ``main`` is done (no teardown: an atexit handler never runs), its output flushed and its
+    exit code kept, usage errors included."""
+    probe = ("import atexit, sys\n"
+             "atexit.register(lambda: sys.stderr.write('TEARDOWN'))\n"
+             f"sys.argv = ['continuation', *{args!r}]\n"
+             "from continuation.cli import entry\n"
+             "entry()\n")
+    r = subprocess.run([sys.executable, "-c", probe], capture_output=True, timeout=120,
+                       env={**os.environ, "CONTINUATION_HOME": str(tmp_path / "h")})
+    assert r.returncode == code, r.stderr
+    assert b"TEARDOWN" not in r.stderr
+    plain = run_cli(*args, home=tmp_path / "h")  # python -m continuation: the same entry
+    assert (plain.returncode, plain.stdout, plain.stderr) == (r.returncode, r.stdout, r.stderr)
+    if code == 0:
+        assert r.stdout.strip()
+    else:
+        assert r.stderr.strip() and b"Traceback" not in r.stderr
+
+
 def test_command_table_names_the_module_that_registers_each_command():
     """``commands.COMMANDS`` (which module to import for a command line) agrees with what each
     module registers: every command is listed, with its own module, and nothing else is."""

@@ -84,6 +84,13 @@ def test_owner_status():
     assert liveness.owner_status(me) == liveness.ALIVE
     assert liveness.owner_status({**me, "pid": _dead_pid(), "proc_start": None}) == liveness.DEAD
     assert liveness.owner_status({**me, "host": "elsewhere"}) == liveness.UNKNOWN
+    import time  # another host (a shared store): judged only once it has been silent too long
+
+    recent, silent = time.time() - 60, time.time() - liveness.REMOTE_SILENCE_S - 60
+    assert liveness.owner_status({**me, "host": "elsewhere", "heartbeat": recent}) == \
+        liveness.UNKNOWN
+    assert liveness.owner_status({**me, "host": "elsewhere", "heartbeat": silent}) == \
+        liveness.DEAD
     assert liveness.owner_status({**me, "pid": 0}) == liveness.DEAD
     if HAS_PROC:  # same pid, another start time: the pid was reused by another process
         assert liveness.owner_status({**me, "proc_start": "1"}) == liveness.DEAD

@@ -87,3 +87,36 @@ def test_host_b_sees_what_host_a_recorded(pg_url, tmp_path):
     doctor = _cli(["doctor"], b)
     assert "[ok] store: store at postgresql://" in doctor.stdout
     assert "[ok] store.derived: derived state equals the replay of the log" in doctor.stdout
+
+
+def test_recover_on_host_b_shows_the_thread_host_a_was_running(pg_url, tmp_path, monkeypatch):
+    """Host A's agent died mid-call (its marker stopped beating long ago): host B, on the same
+    server with its own state home, lists the thread with the pending input and the call in
+    flight; a recent marker of another host is never judged."""
+    import time
+
+    from continuation.engine import Engine
+
+    monkeypatch.setenv("CONTINUATION_STORE", pg_url)
+    with Engine(tmp_path / "host-a") as engine:
+        thread = engine.thread("codex", "sess-a", workspace_root=str(tmp_path))
+        old = time.time() - 7200
+        marker = {"pid": 4242, "proc_start": "1", "host": "host-a.example"}
+        engine.store.append(thread.key, "input_admitted",
+                            {"input_id": "p1", "text": "deploy it", "turn_id": "t1",
+                             "ordinal": 0, "queued": False, "id_source": "runtime"},
+                            source="hook", ts=old, session=marker)
+        engine.store.append(thread.key, "tool_started",
+                            {"call_id": "c1", "tool": "Bash", "args": {"command": "deploy"},
+                             "turn_id": "t1", "started_at": old}, source="hook", ts=old,
+                            session=marker)
+        fresh = engine.thread("codex", "sess-live")
+        fresh.admit("still running", input_id="q1", turn_id="u1",
+                    session={"pid": 7, "proc_start": "1", "host": "host-c.example"})
+    b = _env(pg_url, tmp_path / "host-b")
+    r = _cli(["recover", "--json"], b)
+    assert r.returncode == 0, r.stderr
+    [item] = json.loads(r.stdout)["interrupted"]
+    assert item["thread_key"] == thread.key
+    text = json.dumps(item)
+    assert "deploy it" in text and '"c1"' in text and "host-a.example" in text

@@ -7,7 +7,11 @@ wrapper processes. A pid is reused by the OS, so a live pid whose start time dif
 recorded one is a different process: the owner is gone.
 
 Where ``/proc`` is absent (macOS, Windows) the start time is unknown (None) and only "is the pid
-alive" is checked; a marker written on another host cannot be checked at all (``unknown``).
+alive" is checked; a marker written on another host cannot be checked at all (``unknown``),
+until that host has been silent for ``CONTINUATION_REMOTE_SILENCE_S`` seconds (default an hour:
+no hook of that session wrote anything since): with a store shared by several machines, host B
+then counts host A's session as gone (``dead``), so ``recover`` on B shows the thread A's agent
+was running when A died. A long tool call on A writes nothing while it runs, hence the margin.
 """
 from __future__ import annotations
 
@@ -23,6 +27,14 @@ _SHELLS_NEED_C = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "fish", 
 MAX_WALK = 8
 
 ALIVE, DEAD, UNKNOWN = "alive", "dead", "unknown"
+REMOTE_SILENCE_S = 3600.0
+
+
+def remote_silence_s() -> float:
+    try:
+        return float(os.environ.get("CONTINUATION_REMOTE_SILENCE_S") or REMOTE_SILENCE_S)
+    except ValueError:
+        return REMOTE_SILENCE_S
 
 
 def _stat_fields(pid: int) -> tuple[str, list[str]] | None:
@@ -143,10 +155,15 @@ def _windows_pid_alive(pid: int) -> bool:  # pragma: no cover - exercised on Win
 
 
 def owner_status(marker: dict, *, host: str | None = None) -> str:
-    """``alive``, ``dead`` (gone, or its pid now names another process) or ``unknown``
-    (recorded on another host)."""
+    """``alive``, ``dead`` (gone, or its pid now names another process, or its other host has
+    been silent too long) or ``unknown`` (recorded on another host)."""
     here = host or hostname()
     if marker.get("host") != here:
+        import time
+
+        beat = marker.get("heartbeat")
+        if beat is not None and time.time() - float(beat) > remote_silence_s():
+            return DEAD  # that host stopped writing long ago (see the module docstring)
         return UNKNOWN
     pid = int(marker.get("pid") or 0)
     if not pid_alive(pid):
