@@ -256,3 +256,22 @@ def test_recovery_reads_agree_with_replay(store):
     store.rebuild(key)  # recovery re-derives the same state from the log
     assert store.derived_state(key).inputs == replayed.inputs
     assert store.derived_state(key).calls == replayed.calls
+
+
+def test_backend_selection_errors_are_one_clear_line(home, monkeypatch):
+    from continuation.store import StoreError
+
+    monkeypatch.setenv("CONTINUATION_STORE", "mysql://x")
+    with pytest.raises(StoreError, match="not a store"):
+        open_store(str(home))
+    monkeypatch.setenv("CONTINUATION_STORE", "postgresql://u@/db")
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # the extra is not installed
+    monkeypatch.delitem(sys.modules, "continuation.store.postgres", raising=False)
+    with pytest.raises(StoreError, match=r"continuation-engine\[postgres\]"):
+        open_store(str(home))
+    r = subprocess.run([sys.executable, "-m", "continuation", "status"], capture_output=True,
+                       text=True, timeout=60,
+                       env={**os.environ, "CONTINUATION_HOME": str(home),
+                            "CONTINUATION_STORE": "mysql://x"})
+    assert r.returncode != 0 and "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and "not a store" in r.stderr

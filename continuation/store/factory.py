@@ -39,7 +39,11 @@ def open_store(home: str, *, create: bool = True, url: str | None = None):
     url = store_url() if url is None else url
     if backend_name(url) == "sqlite":
         return SqliteStore(os.path.join(home, STORE_FILE), create=create)
-    from .postgres import PostgresStore, ServerUnreachable, redact  # psycopg: only when chosen
+    try:
+        from .postgres import PostgresStore, ServerUnreachable, redact  # psycopg: only when chosen
+    except ImportError as exc:
+        raise StoreError(f"{ENV} names a PostgreSQL server but its driver is missing ({exc}):"
+                         " pip install 'continuation-engine[postgres]'") from None
     from .spool import SPOOL_FILE
 
     spooled = os.path.exists(os.path.join(home, SPOOL_FILE))
