@@ -24,14 +24,18 @@ code points, so the limit holds for either runtime.
 from __future__ import annotations
 
 import hashlib
+from collections import namedtuple
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
-from typing import Literal, Protocol
 
 from .textclip import render_literal, scrub
 
-Role = Literal["instructions", "data", "user"]
-MessageKind = Literal["instructions", "capsule", "actionable_input", "queued_input"]
+# The records below are named tuples and the type names plain aliases, not dataclasses and
+# `typing` literals: SessionStart(compact) answers through this module, and importing
+# `dataclasses` (which imports `inspect`) and `typing` was a third of that hook's own time.
+#: a message's role: "instructions", "data" or "user"
+Role = str
+#: a message's kind: "instructions", "capsule", "actionable_input" or "queued_input"
+MessageKind = str
 CLAUDE_CODE_INLINE_LIMIT = 10_000
 # Codex CLI 0.171.0 passes hook additionalContext whole up to 10,000 characters and cuts the
 # middle out of a longer one (measured by tests/e2e/test_codex_e2e.py).
@@ -47,12 +51,12 @@ INPUT_PREAMBLE = (
 _INPUT_KINDS = ("actionable_input", "queued_input")
 
 
-@dataclass(frozen=True)
-class ContextTarget:
-    """Where the context goes, and how much of it may be inline there."""
+class ContextTarget(namedtuple("ContextTarget", "name inline_limit_chars",
+                               defaults=("generic", None))):
+    """Where the context goes, and how much of it may be inline there (``inline_limit_chars``
+    None: no limit)."""
 
-    name: str = "generic"
-    inline_limit_chars: int | None = None  # None: no limit
+    __slots__ = ()
 
     @classmethod
     def claude_code_hook(cls) -> ContextTarget:
@@ -63,18 +67,20 @@ class ContextTarget:
         return cls(name="codex_hook", inline_limit_chars=CODEX_INLINE_LIMIT)
 
 
-@dataclass(frozen=True)
-class ContextMessage:
-    role: Role
-    kind: MessageKind
-    text: str  # instructions and inputs verbatim; the capsule as its rendered block
-    input_id: str | None = None
-    state: str | None = None
-    clipped: bool = False  # an input whose full text was not available (capsule copy was cut)
-    pointer: str = ""
+class ContextMessage(namedtuple("ContextMessage",
+                                "role kind text input_id state clipped pointer",
+                                defaults=(None, None, False, ""))):
+    """One message: ``text`` holds instructions and inputs verbatim, the capsule as its
+    rendered block; ``clipped``: an input whose full text was not available (the capsule's copy
+    was cut)."""
+
+    __slots__ = ()
 
 
-class _InputLike(Protocol):
+class _InputLike:
+    """What an input given to :func:`assemble_rendered` has (any object will do): ``id``,
+    ``state``, ``text`` (str or None) and optionally ``pointer``."""
+
     id: str
     state: str
     text: str | None
@@ -117,21 +123,18 @@ def _with_input_preamble(messages: Sequence[ContextMessage], pieces: list[str]) 
     return pieces if first is None else [*pieces[:first], INPUT_PREAMBLE, *pieces[first:]]
 
 
-@dataclass(frozen=True)
-class InlineContext:
+class InlineContext(namedtuple("InlineContext",
+                               "text spilled spill_path spill_bytes full_chars")):
     """What to inject inline, and what to write to the spill file (``spill_bytes`` None: none)."""
 
-    text: str
-    spilled: bool
-    spill_path: str | None
-    spill_bytes: bytes | None
-    full_chars: int
+    __slots__ = ()
 
 
-@dataclass(frozen=True)
-class AssembledContext:
-    messages: tuple[ContextMessage, ...]
-    target: ContextTarget = field(default_factory=ContextTarget)
+class AssembledContext(namedtuple("AssembledContext", "messages target",
+                                  defaults=(ContextTarget(),))):
+    """The messages of a fresh context (a tuple of :class:`ContextMessage`) for a target."""
+
+    __slots__ = ()
 
     def as_text(self) -> str:
         """All messages as one string (always UTF-8 encodable: lone surrogates, which no

@@ -18,7 +18,6 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 
@@ -28,30 +27,53 @@ from .engine import Thread
 from .store import CheckpointError, GenerationTaken  # noqa: F401
 
 
-@dataclass
-class Checkpoint:
-    checkpoint_id: str
-    thread_key: str
-    generation: int
-    seq: int
-    reason: str
-    created_at: float
-    sha256: str
-    capsule_version: int
-    rendered: str
-    workspace: dict | None
-    file_path: str | None
-    capsule_bytes: bytes = field(repr=False, default=b"")
+class _Fields:
+    """Plain classes with the fields ``_FIELDS`` in order (positional or keyword), compared by
+    value: not dataclasses, because SessionStart(compact) answers through this module and
+    importing ``dataclasses`` (which imports ``inspect``) was a sixth of that hook's time."""
+
+    _FIELDS: tuple = ()
+    _DEFAULTS: dict = {}
+    _HIDDEN: tuple = ()  # left out of repr
+
+    def __init__(self, *args, **kwargs):
+        if len(args) > len(self._FIELDS) or set(kwargs) - set(self._FIELDS[len(args):]):
+            raise TypeError(f"{type(self).__name__} takes the fields {self._FIELDS}")
+        values = {**self._DEFAULTS, **dict(zip(self._FIELDS, args)), **kwargs}
+        missing = [name for name in self._FIELDS if name not in values]
+        if missing:
+            raise TypeError(f"{type(self).__name__} needs {missing}")
+        for name in self._FIELDS:
+            setattr(self, name, values[name])
+
+    def __eq__(self, other):
+        if type(other) is not type(self):
+            return NotImplemented
+        return all(getattr(self, n) == getattr(other, n) for n in self._FIELDS)
+
+    __hash__ = None  # mutable, as the dataclasses were
+
+    def __repr__(self):
+        inner = ", ".join(f"{n}={getattr(self, n)!r}" for n in self._FIELDS
+                          if n not in self._HIDDEN)
+        return f"{type(self).__name__}({inner})"
+
+
+class Checkpoint(_Fields):
+    _FIELDS = ("checkpoint_id", "thread_key", "generation", "seq", "reason", "created_at",
+               "sha256", "capsule_version", "rendered", "workspace", "file_path", "capsule_bytes")
+    _DEFAULTS = {"capsule_bytes": b""}
+    _HIDDEN = ("capsule_bytes",)
 
     def summary(self) -> dict:
         return {k: v for k, v in self.__dict__.items() if k not in ("capsule_bytes", "rendered")}
 
 
-@dataclass
-class LoadedCapsule:
-    checkpoint: Checkpoint
-    capsule: object  # capsule.model.Capsule; None when loaded with ``decode=False``
-    problems: list[str]  # checkpoints skipped because their bytes did not verify
+class LoadedCapsule(_Fields):
+    """``capsule``: a capsule.model.Capsule, None when loaded with ``decode=False``;
+    ``problems``: checkpoints skipped because their bytes did not verify."""
+
+    _FIELDS = ("checkpoint", "capsule", "problems")
 
     def rendered(self) -> str:
         """The capsule's data block as committed (stored with it); rendered from the model

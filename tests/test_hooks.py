@@ -358,8 +358,8 @@ import json, sys
 from continuation import hooks
 p = {"session_id": "s", "cwd": ".", "hook_event_name": "SessionStart", "source": "compact"}
 out, code = hooks.run("codex", json.dumps(p).encode())
-heavy = [m for m in ("pydantic", "tiktoken", "git", "capsule.model", "capsule.budget")
-         if m in sys.modules]
+heavy = [m for m in ("pydantic", "tiktoken", "git", "capsule.model", "capsule.budget",
+                     "dataclasses", "typing", "tempfile") if m in sys.modules]
 print(json.dumps({"answer": json.loads(out), "heavy": heavy, "code": code}))
 """
     r = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=60, env=env)
