@@ -90,7 +90,9 @@ class PostgresStore(SqliteStore):
     def __init__(self, url: str, *, home: str | None = None, create: bool = True):
         self._url, self._home = url, home
         try:
-            raw = psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S)
+            # a hook must not hang on a dead server (then it spools): 5 s unless the URL says
+            extra = {} if "connect_timeout=" in url else {"connect_timeout": CONNECT_TIMEOUT_S}
+            raw = psycopg.connect(url, autocommit=True, **extra)
         except psycopg.Error as exc:
             raise ServerUnreachable(f"cannot reach the store {redact(url)}: "
                                     f"{_first_line(exc)}") from None
