@@ -11,12 +11,17 @@ PROJECT_FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 
 @pytest.fixture
-def home(tmp_path, monkeypatch) -> Path:
-    """A fresh CONTINUATION_HOME (and HOME) for the test."""
+def home(tmp_path, monkeypatch, request) -> Path:
+    """A fresh CONTINUATION_HOME (and HOME) for the test. Its store is the embedded default,
+    or, with ``CONTINUATION_TEST_STORE=postgresql``, a fresh database of a throwaway cluster
+    (to run engine-level tests on that backend; tests of the SQLite file itself then fail)."""
     state = tmp_path / "state"
     monkeypatch.setenv("CONTINUATION_HOME", str(state))
     monkeypatch.delenv("CONTINUATION_STRICT", raising=False)
-    monkeypatch.delenv("CONTINUATION_STORE", raising=False)  # the embedded default
+    if os.environ.get("CONTINUATION_TEST_STORE") == "postgresql":
+        monkeypatch.setenv("CONTINUATION_STORE", request.getfixturevalue("pg_url"))
+    else:
+        monkeypatch.delenv("CONTINUATION_STORE", raising=False)  # the embedded default
     return state
 
 

@@ -359,7 +359,7 @@ from continuation import hooks
 p = {"session_id": "s", "cwd": ".", "hook_event_name": "SessionStart", "source": "compact"}
 out, code = hooks.run("codex", json.dumps(p).encode())
 heavy = [m for m in ("pydantic", "tiktoken", "git", "capsule.model", "capsule.budget",
-                     "dataclasses", "typing") if m in sys.modules]
+                     "dataclasses", "typing", "tempfile") if m in sys.modules]
 print(json.dumps({"answer": json.loads(out), "heavy": heavy, "code": code}))
 """
     r = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=60, env=env)

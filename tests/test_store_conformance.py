@@ -275,3 +275,32 @@ def test_backend_selection_errors_are_one_clear_line(home, monkeypatch):
                             "CONTINUATION_STORE": "mysql://x"})
     assert r.returncode != 0 and "Traceback" not in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1 and "not a store" in r.stderr
+
+
+CHECK_THEN_WRITE = r"""
+import sys
+from continuation.store import open_store
+store = open_store(sys.argv[1])
+key = store.ensure_thread("codex", "once")
+def items():  # read inside the transaction: nobody can write this thread meanwhile
+    if not any(c["text"] == "only once" for c in store.claims(key)):
+        yield ("assistant_claim", {"text": "only once", "turn_id": None})
+store.append_many(key, items(), source="test")
+store.close()
+"""
+
+
+def test_append_many_reads_under_the_thread_lock(backend):
+    url, home = backend
+    env = {**os.environ, "CONTINUATION_STORE": url, "CONTINUATION_HOME": home}
+    procs = [subprocess.Popen([sys.executable, "-c", CHECK_THEN_WRITE, home], env=env,
+                              stderr=subprocess.PIPE) for _ in range(6)]
+    for p in procs:
+        _, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err.decode()[-2000:]
+    store = open_store(home)
+    try:
+        assert [c["text"] for c in store.claims(store.thread("once")["thread_key"])] == \
+            ["only once"]
+    finally:
+        store.close()

@@ -323,8 +323,13 @@ class SqliteStore:
 
     def append_many(self, thread_key: str, items, *, source: str,
                     ts: float | None = None) -> list[Appended]:
-        """Append several events in one transaction (all or none)."""
+        """Append several events in one transaction (all or none). ``items`` may be a generator
+        that reads the store: it runs after the transaction holds the thread's write lock, so
+        what it reads cannot change before its events are written (the importers rely on it)."""
         with self.transaction() as c:
+            if self._LOCK_THREAD:  # SQLite: BEGIN IMMEDIATE took the lock already
+                c.execute("SELECT last_seq FROM threads WHERE thread_key=?" + self._LOCK_THREAD,
+                          (thread_key,))
             return [self._append_in(c, thread_key, t, d, source, ts) for t, d in items]
 
     def _append_in(self, c, thread_key, etype, data, source, ts) -> Appended:
