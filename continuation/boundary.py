@@ -71,12 +71,14 @@ def commit_checkpoint(thread: Thread, *, reason: str, transcript_path: str | Non
     next generation, a fresh snapshot and capsule: a boundary is never dropped for a race."""
     if snapshot:  # the tokenizer loads while git snapshots (when the capsule will need it)
         checkpoints.prefetch_tokenizer(thread)
-    notices = (*notices, *_reconciliation_notices(thread))
+    given, notices = notices, None
     transcript = transcript_pointer(transcript_path)
     floor = 0
     for _ in range(COMMIT_ATTEMPTS):
         generation = max(int(thread.row["generation"]) + 1, floor)
         workspace = _snapshot(thread, generation) if snapshot else None
+        if notices is None:  # after the snapshot: its git wait is the tokenizer's to overlap
+            notices = (*given, *_reconciliation_notices(thread))
         claimed = (workspace or {}).get("generation")
         if isinstance(claimed, int) and claimed > generation:  # the ref of `generation` was taken
             generation = claimed

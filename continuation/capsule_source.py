@@ -326,11 +326,16 @@ def _not_gathered(store, key: str, calls, facts_src: list[dict], all_facts: list
 def _count(field: str, key: str, items: list) -> list[SourceNotGathered]:
     if not items:
         return []
-    pointers = [pointer(key, seq) for seq, _ in items]
+    seqs = [seq for seq, _ in items]
+    if all(seqs):  # every pointer is "event:<key>:<seq>": joined in one pass (100k at 100k events)
+        prefix = f"event:{key}:"
+        joined = prefix + f"\n{prefix}".join(map(str, seqs))
+    else:
+        joined = "\n".join(pointer(key, seq) for seq in seqs)
     return [SourceNotGathered(
         field=field, items=len(items), original_bytes=sum(int(size or 0) for _, size in items),
-        pointers_sha256=hashlib.sha256("\n".join(pointers).encode()).hexdigest(),
-        pointer=pointers[0], last_pointer=pointers[-1] if len(pointers) > 1 else None)]
+        pointers_sha256=hashlib.sha256(joined.encode()).hexdigest(),
+        pointer=pointer(key, seqs[0]), last_pointer=pointer(key, seqs[-1]) if len(seqs) > 1 else None)]
 
 
 #: the event an import closes with (continuation.importers.apply.CURSOR_EVENT)

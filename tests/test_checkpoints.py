@@ -442,3 +442,22 @@ print(json.dumps(out))
     # one load (o200k from the cache, else the offline encoding after looking for it), in the
     # background thread
     assert out["big_loads"] and set(out["big_loads"]) == {"continuation-tokenizer"}
+
+
+@pytest.mark.parametrize("items", [[(3, 10), (7, None), (12, 5)], [(5, 1)], [(0, 1), (4, 2)],
+                                   [(seq, seq % 7) for seq in range(1, 3000)]],
+                         ids=["three", "one", "seq-zero", "many"])
+def test_a_not_gathered_cut_hashes_the_pointers_of_every_item_in_order(items):
+    """The "(not gathered)" count (joined in one pass for speed) records the sha256 of the
+    items' pointers, one per line, oldest first, and the first and last pointer."""
+    import hashlib
+
+    from continuation.capsule_source import _count, pointer
+
+    (cut,) = _count("tool_calls[ok,error](not gathered)", "claude-s1", items)
+    pointers = [pointer("claude-s1", seq) for seq, _ in items]
+    assert cut.items == len(items)
+    assert cut.original_bytes == sum(size or 0 for _, size in items)
+    assert cut.pointers_sha256 == hashlib.sha256("\n".join(pointers).encode()).hexdigest()
+    assert cut.pointer == pointers[0]
+    assert cut.last_pointer == (pointers[-1] if len(items) > 1 else None)
