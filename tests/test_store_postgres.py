@@ -120,3 +120,26 @@ def test_recover_on_host_b_shows_the_thread_host_a_was_running(pg_url, tmp_path,
     assert item["thread_key"] == thread.key
     text = json.dumps(item)
     assert "deploy it" in text and '"c1"' in text and "host-a.example" in text
+
+
+def test_hot_path_on_the_server_stays_light(pg_url, tmp_path):
+    """On PostgreSQL the hot path adds the driver and nothing else heavy."""
+    script = r"""
+import json, sys
+from continuation import hooks
+base = {"session_id": "s", "turn_id": "t", "cwd": "."}
+for p in ({**base, "hook_event_name": "UserPromptSubmit", "prompt": "x"},
+          {**base, "hook_event_name": "PreToolUse", "tool_name": "Bash",
+           "tool_input": {"command": "ls"}, "tool_use_id": "c1"},
+          {**base, "hook_event_name": "PostToolUse", "tool_name": "Bash",
+           "tool_input": {"command": "ls"}, "tool_use_id": "c1", "tool_response": "ok"}):
+    out, code = hooks.run("codex", json.dumps(p).encode())
+    assert code == 0 and out.strip() == "{}", out
+print(json.dumps([m for m in ("pydantic", "tiktoken", "git", "transitions", "capsule", "psycopg")
+                  if m in sys.modules]))
+"""
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                       timeout=120, env=_env(pg_url, tmp_path / "h"))
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout) == ["psycopg"]
+    assert not (tmp_path / "h" / "logs" / "hooks.log").exists()  # nothing failed open
