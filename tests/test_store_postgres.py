@@ -143,3 +143,20 @@ print(json.dumps([m for m in ("pydantic", "tiktoken", "git", "transitions", "cap
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout) == ["psycopg"]
     assert not (tmp_path / "h" / "logs" / "hooks.log").exists()  # nothing failed open
+
+
+def test_a_state_home_can_name_its_server_in_a_file(pg_url, tmp_path, monkeypatch):
+    from continuation.store import SqliteStore
+    from continuation.store.postgres import PostgresStore
+
+    home = tmp_path / "state"
+    home.mkdir()
+    (home / "store-url").write_text(pg_url + "\n", encoding="utf-8")
+    monkeypatch.delenv("CONTINUATION_STORE", raising=False)
+    store = open_store(str(home))
+    assert isinstance(store, PostgresStore)
+    store.close()
+    monkeypatch.setenv("CONTINUATION_STORE", "sqlite")  # the variable wins over the file
+    store = open_store(str(home))
+    assert isinstance(store, SqliteStore) and not isinstance(store, PostgresStore)
+    store.close()

@@ -1,6 +1,8 @@
-"""Which backend a state home uses: ``CONTINUATION_STORE``.
+"""Which backend a state home uses: ``CONTINUATION_STORE``, else the first line of the file
+``store-url`` under the state home (so a machine set up once needs no variable in every
+agent's environment), else ``sqlite``.
 
-Unset or ``sqlite``: the embedded SQLite file under the state home (the default).
+``sqlite``: the embedded SQLite file under the state home (the default).
 ``postgresql://...`` (or ``postgres://``): a PostgreSQL server shared by every machine of a
 team (``pip install 'continuation-engine[postgres]'``). Kept light: the hook hot path calls
 this, so nothing here imports a database driver until that backend is chosen.
@@ -13,30 +15,43 @@ from .sqlite import SqliteStore, StoreError
 
 STORE_FILE = "store.sqlite3"
 ENV = "CONTINUATION_STORE"
+URL_FILE = "store-url"
 
 
-def store_url() -> str:
+def store_url(home: str | None = None) -> str:
     """The configured backend: ``sqlite`` or a PostgreSQL URL."""
-    return (os.environ.get(ENV) or "").strip() or "sqlite"
+    url = (os.environ.get(ENV) or "").strip()
+    if not url and home is not None:
+        try:
+            with open(os.path.join(home, URL_FILE), encoding="utf-8") as fh:
+                url = fh.readline().strip()
+        except FileNotFoundError:
+            pass
+        except (OSError, UnicodeDecodeError) as exc:
+            raise StoreError(f"cannot read {os.path.join(home, URL_FILE)}: {exc}") from None
+    return url or "sqlite"
 
 
-def backend_name(url: str | None = None) -> str:
-    url = store_url() if url is None else url
+def backend_name(url: str | None = None, home: str | None = None) -> str:
+    url = store_url(home) if url is None else url
     if url == "sqlite":
         return "sqlite"
     if url.startswith(("postgresql://", "postgres://")):
         return "postgresql"
-    raise StoreError(f"{ENV}={url!r} is not a store: use `sqlite` or a postgresql:// URL")
+    from .postgres_url import redact
+
+    raise StoreError(f"store {redact(url)!r} ({ENV} or {URL_FILE}) is not a store: use `sqlite`"
+                     " or a postgresql:// URL")
 
 
 def store_file(home: str) -> str | None:
     """The store's file under ``home`` when the backend keeps one (SQLite), else None."""
-    return os.path.join(home, STORE_FILE) if backend_name() == "sqlite" else None
+    return os.path.join(home, STORE_FILE) if backend_name(home=home) == "sqlite" else None
 
 
 def open_store(home: str, *, create: bool = True, url: str | None = None):
     """The store of the state home ``home`` (a :class:`~continuation.store.interface.Store`)."""
-    url = store_url() if url is None else url
+    url = store_url(home) if url is None else url
     if backend_name(url) == "sqlite":
         return SqliteStore(os.path.join(home, STORE_FILE), create=create)
     try:

@@ -10,21 +10,16 @@ advisory lock) and a newer server schema is refused, as with SQLite.
 """
 from __future__ import annotations
 
-import re
 
 import psycopg
 
 from .dialect import schema_to_postgres, to_postgres
+from .postgres_url import redact
 from .schema import MIGRATIONS, SCHEMA_VERSION
 from .sqlite import SqliteStore, StoreError, StoreVersionError
 
 CONNECT_TIMEOUT_S = 5
 _MIGRATION_LOCK = 7_246_001  # pg_advisory_xact_lock key: one migrator at a time
-
-
-def redact(url: str) -> str:
-    """The URL without its password (for messages)."""
-    return re.sub(r"(://[^:/@]*):[^@/]*@", r"\1:***@", url)
 
 
 class ServerUnreachable(StoreError):
