@@ -60,3 +60,32 @@ def test_a_failed_push_does_not_fail_the_snapshot(hosts, git_home, monkeypatch, 
     ref = take_snapshot(a, "t1-abc", 1, state_home=git_home / "state-a")
     assert ref.snapshot_ref == "refs/continuation/t1-abc/1"
     assert "could not push refs/continuation/t1-abc/1 to no-such-remote" in capsys.readouterr().err
+
+
+def test_host_b_restores_a_checkpoint_recorded_at_another_path(hosts, git_home, monkeypatch):
+    """A shared store names host A's folder; on host B the clone sits elsewhere: the files go
+    into the clone of the current folder, fetched from the remote."""
+    import shutil
+    from types import SimpleNamespace
+
+    from continuation.rewind.errors import RewindError
+    from continuation.rewind.operation import workspace_ref
+
+    remote, a, b = hosts
+    monkeypatch.setenv("CONTINUATION_SNAPSHOT_REMOTE", "origin")
+    write(a, {"app.py": "v2 at the checkpoint\n"})
+    recorded = take_snapshot(a, "t1-abc", 1, state_home=git_home / "state-a").to_dict()
+    shutil.rmtree(a)  # host A's folder does not exist on host B
+    cp = SimpleNamespace(checkpoint_id="t1-abc:1", workspace=recorded)
+
+    monkeypatch.chdir(remote.parent)  # not inside any repository: a clear error
+    with pytest.raises(RewindError, match="not on this machine"):
+        workspace_ref(cp)
+
+    monkeypatch.chdir(b)
+    ref = workspace_ref(cp)
+    assert ref.root == str(b.resolve())
+    result = apply_restore(plan_restore(ref, state_home=git_home / "state-b"),
+                           state_home=git_home / "state-b")
+    assert result.ok
+    assert (b / "app.py").read_text() == "v2 at the checkpoint\n"

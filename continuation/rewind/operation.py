@@ -71,13 +71,38 @@ def workspace_ref(cp: cps.Checkpoint):
         raise RewindError(f"checkpoint {cp.checkpoint_id} has no usable workspace snapshot: "
                           f"{ws['error']}")
     try:
-        ref = WorkspaceRef.from_dict(ws)
+        ref = WorkspaceRef.from_dict(_on_this_machine(ws))
     except CorruptReference as exc:
         raise RewindError(f"checkpoint {cp.checkpoint_id}: bad workspace reference: {exc}") from None
     if not ref.has_contents:
         raise RewindError(f"checkpoint {cp.checkpoint_id} is a {ref.kind!r} workspace checkpoint "
                           "and stores no file contents: its files cannot be restored")
     return ref
+
+
+def _on_this_machine(ws: dict) -> dict:
+    """The reference with its root where the repository is on this machine.
+
+    A checkpoint recorded on another host (a shared PostgreSQL store) names that host's folder.
+    When that folder is absent here and the snapshot lives in git, the files are restored into
+    the repository of the current folder, your clone on this host; its snapshot refs are fetched
+    from ``CONTINUATION_SNAPSHOT_REMOTE`` when missing. Shadow and metadata snapshots live under
+    the other host's state home and cannot move."""
+    from pathlib import Path
+
+    from ..workspace.gitrun import find_git_entry
+
+    root = ws.get("root")
+    if not isinstance(root, str) or not root or Path(root).is_dir():
+        return ws
+    if ws.get("kind") != "git":
+        raise RewindError(f"the checkpoint's folder {root} is not on this machine, and its "
+                          f"{ws.get('kind')!r} snapshot stays with the machine that took it")
+    entry = find_git_entry(Path.cwd().resolve())
+    if entry is None:
+        raise RewindError(f"the checkpoint's folder {root} is not on this machine: run the "
+                          "command inside your clone of that repository")
+    return {**ws, "root": str(entry.parent.resolve())}
 
 
 @dataclass
