@@ -40,7 +40,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from .engine import Engine, session_marker
+from .engine import Engine, newest_running_turn, session_marker
 from .engine import Thread as _EngineThread
 from .hooks import handlers
 
@@ -203,10 +203,7 @@ class Thread:
         return handlers.HANDLERS[event](self._ctx(payload))
 
     def _running_turn(self) -> str | None:
-        row = self._thread.store.conn.execute(
-            "SELECT turn_id FROM turns WHERE thread_key=? AND status='running'"
-            " ORDER BY json_extract(data, '$.started_seq') DESC LIMIT 1", (self.key,)).fetchone()
-        return row[0] if row else None
+        return newest_running_turn(self._thread.store.conn, self.key)
 
     def _input(self, input_id: str) -> InputState | None:
         from .store.view import SqlStateView

@@ -57,13 +57,6 @@ def user_text(prompt) -> str:
     return _LEADING_HOOK_CONTEXT.sub("", prompt, count=1)
 
 
-def _running_turn(conn, key: str) -> str | None:
-    row = conn.execute(
-        "SELECT turn_id FROM turns WHERE thread_key=? AND status='running'"
-        " ORDER BY json_extract(data, '$.started_seq') DESC LIMIT 1", (key,)).fetchone()
-    return row[0] if row else None
-
-
 def _next_turn(conn, key: str) -> str:
     count = conn.execute("SELECT count(*) FROM turns WHERE thread_key=?", (key,)).fetchone()[0]
     return f"prompt-{count + 1}"
@@ -113,7 +106,8 @@ def translate(payload: dict, conn, thread_key: str) -> dict | None:
         out["prompt"] = user_text(payload.get("prompt"))
         out["turn_id"] = _next_turn(conn, thread_key)
     elif event in ("BeforeTool", "AfterTool", "AfterAgent"):
-        turn = _running_turn(conn, thread_key)
+        from ..engine import newest_running_turn  # engine loads with the store only when a hook runs
+        turn = newest_running_turn(conn, thread_key)
         if turn is None:
             return None if event != "AfterAgent" else out  # a tool outside any turn we saw
         out["turn_id"] = turn

@@ -18,7 +18,7 @@ import os
 from statemachine import events as ev
 
 from ..claude_synthetic import notification_kind
-from ..engine import Engine, Thread, session_marker
+from ..engine import Engine, Thread, newest_running_turn, session_marker
 
 OUTPUT_EXCERPT = 2000
 
@@ -46,10 +46,7 @@ def _turn_id(runtime: str, thread: Thread, payload: dict) -> str | None:
     turn = payload.get("turn_id") or payload.get("prompt_id")
     if turn:
         return str(turn)
-    row = thread.store.conn.execute(
-        "SELECT turn_id FROM turns WHERE thread_key=? AND status='running'"
-        " ORDER BY json_extract(data, '$.started_seq') DESC LIMIT 1", (thread.key,)).fetchone()
-    return row[0] if row else None
+    return newest_running_turn(thread.store.conn, thread.key)
 
 
 def _excerpt(value) -> str:
