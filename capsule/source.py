@@ -156,8 +156,10 @@ NOTICE_HIGH_PRIORITY = 50
 class SourceNotGathered(_Source):
     """Items the gathering did not read (older than its bounds: the newest finished calls,
     facts and claims only), counted so that the capsule records them as a cut. Their texts were
-    not read: ``original_bytes`` is their size as stored, ``pointers_sha256`` the sha256 of their
-    pointers (one per line, oldest first), ``pointer`` / ``last_pointer`` the oldest and newest."""
+    not read: ``original_bytes`` is their size as stored, ``pointers_sha256`` the sha256 of the
+    selection, ``<field> <pointer>..<last_pointer> <items>`` (the store is append-only: the field,
+    the seq range and the count name the items; counted by the database, none is read), and
+    ``pointer`` / ``last_pointer`` the oldest and newest."""
 
     field: str
     items: int

@@ -135,16 +135,13 @@ def gather(thread: Thread, *, generation: int, reason: str, upto_seq: int | None
     titles = {m.title for m in notices}
     rewind_notices = [n for n in notices_of(store, key, upto=upto_seq) if n.title not in titles]
     facts_src = _newest_live(store, key, FACT_TYPES, upto_seq, MAX_FACTS, ranges)
-    all_facts = None  # the older ones are counted in SQL
     cursor_src = _newest_live(store, key, CURSOR_TYPES, upto_seq, 1, ranges)
     background_src = [e for e in store.events_of_types(key, ["background_task"], upto=upto_seq)
                       if ranges is None or in_ranges(e["seq"], ranges)]
     claims_src, older_claims = _bounded_claims(store, key, upto_seq, ranges)
     meta = thread.meta()
-    not_gathered = _not_gathered(store, key, calls, facts_src, all_facts, older_claims, upto_seq,
-                                 ranges)
-    not_gathered += _count("inputs[handled,rolled_back,superseded](not gathered)", key,
-                           older_inputs)
+    not_gathered = _not_gathered(store, key, calls, facts_src, older_claims, upto_seq, ranges)
+    not_gathered += older_inputs
 
     src_inputs = [
         SourceInput(id=r.input_id, text=r.text, state=r.state, turn_id=r.turn_id,
@@ -232,7 +229,7 @@ def _newest_live(store, key: str, types, upto: int | None, n: int,
 def _bounded_inputs(store, key: str):
     """(inputs, older): every input not yet historical and the newest
     ``MAX_HISTORICAL_INPUTS`` historical ones, in admission order (the only ones decoded); and
-    (admitted seq, stored size) of the older historical ones, for their cut."""
+    the cut counting the older historical ones (an aggregate: none of them is read)."""
     from statemachine.records import InputRecord
 
     marks = ",".join("?" * len(_HISTORICAL))
@@ -247,9 +244,10 @@ def _bounded_inputs(store, key: str):
     historical = [r.admitted_seq for r in inputs if r.state in _HISTORICAL]
     older: list = []
     if len(historical) >= MAX_HISTORICAL_INPUTS:
-        older = conn.execute(f"SELECT admitted_seq, length(data) FROM inputs WHERE thread_key=?"
-                             f" AND state IN ({marks}) AND admitted_seq<? ORDER BY admitted_seq",
-                             (key, *_HISTORICAL, min(historical))).fetchall()
+        older = _count_rows(conn, "inputs[handled,rolled_back,superseded](not gathered)", key,
+                            f"SELECT admitted_seq AS seq, length(data) AS size FROM inputs"
+                            f" WHERE thread_key=? AND state IN ({marks}) AND admitted_seq<?",
+                            (key, *_HISTORICAL, min(historical)))
     return inputs, older
 
 
@@ -278,8 +276,8 @@ def _seq_filter(upto: int | None, ranges: list[tuple[int, int]] | None) -> tuple
 
 
 def _bounded_claims(store, key: str, upto: int | None, ranges) -> tuple[list[dict], list]:
-    """The newest ``MAX_CLAIMS`` claims on the branch (texts read), and (seq, UTF-8 size) of
-    the older ones (texts not read), in seq order."""
+    """The newest ``MAX_CLAIMS`` claims on the branch (texts read), and the cut counting the
+    older ones (an aggregate: their texts are not read)."""
     where, args = _seq_filter(upto, ranges)
     rows = store.conn.execute(
         f"SELECT seq, turn_id, text FROM claims WHERE thread_key=?{where} ORDER BY seq DESC"
@@ -287,55 +285,67 @@ def _bounded_claims(store, key: str, upto: int | None, ranges) -> tuple[list[dic
     claims = [{"seq": q, "turn_id": t, "text": x} for q, t, x in reversed(rows)]
     older: list = []
     if len(claims) >= MAX_CLAIMS:
-        older = store.conn.execute(
-            f"SELECT seq, length(CAST(text AS BLOB)) FROM claims WHERE thread_key=?{where}"
-            " AND seq<? ORDER BY seq", (key, *args, claims[0]["seq"])).fetchall()
+        older = _count_rows(
+            store.conn, "assistant_claims(not gathered)", key,
+            f"SELECT seq, length(CAST(text AS BLOB)) AS size FROM claims WHERE thread_key=?{where}"
+            " AND seq<?", (key, *args, claims[0]["seq"]))
     return claims, older
 
 
-def _not_gathered(store, key: str, calls, facts_src: list[dict], all_facts: list[dict] | None,
-                  older_claims: list, upto_seq: int | None,
+def _not_gathered(store, key: str, calls, facts_src: list[dict], older_claims: list,
+                  upto_seq: int | None,
                   ranges: list[tuple[int, int]] | None = None) -> list[SourceNotGathered]:
     """Count what the bounds above leave unread (older finished calls, facts, claims), so the
-    capsule records every dropped item in a cut: sizes and seqs only, no text is read."""
-    out = []
-    gathered = {c.call_id for c in calls}
+    capsule records every dropped item in a cut: one aggregate statement per cut, no row (not
+    even a size or a seq) is brought into Python, so a boundary stays flat in thread length."""
     finished = ("ok", "error", "reconciled")
-    rows = store.conn.execute(
-        f"SELECT call_id, started_seq, length(data) FROM tool_calls WHERE thread_key=? AND status"
-        f" IN ({','.join('?' * len(finished))}) ORDER BY started_seq", (key, *finished)).fetchall()
-    older_calls = [(seq, size) for call_id, seq, size in rows
-                   if call_id not in gathered and (upto_seq is None or seq <= upto_seq)]
-    out += _count("tool_calls[ok,error](not gathered)", key, older_calls)
-    if all_facts is not None:
-        older = all_facts[:-MAX_FACTS] if len(all_facts) > MAX_FACTS else []
-        older_facts = [(e["seq"], len(json.dumps(e["data"]))) for e in older]
-    elif len(facts_src) >= MAX_FACTS:
-        where, args = _seq_filter(None, ranges)
-        sql = (f"SELECT seq, length(data) FROM events WHERE thread_key=? AND type IN"
-               f" ({','.join('?' * len(FACT_TYPES))}) AND seq<?{where} ORDER BY seq")
-        older_facts = store.conn.execute(
-            sql, (key, *FACT_TYPES, facts_src[0]["seq"], *args)).fetchall()
-    else:
-        older_facts = []
-    out += _count("runtime_facts(not gathered)", key, older_facts)
-    out += _count("assistant_claims(not gathered)", key, older_claims)
-    return out
+    gathered = sorted({c.call_id for c in calls})
+    sql = (f"SELECT started_seq AS seq, length(data) AS size FROM tool_calls WHERE thread_key=?"
+           f" AND status IN ({','.join('?' * len(finished))})")
+    args: list = [key, *finished]
+    if gathered:
+        sql += f" AND call_id NOT IN ({','.join('?' * len(gathered))})"
+        args += gathered
+    if upto_seq is not None:
+        sql, args = sql + " AND started_seq<=?", [*args, upto_seq]
+    out = _count_rows(store.conn, "tool_calls[ok,error](not gathered)", key, sql, args)
+    if len(facts_src) >= MAX_FACTS:
+        where, extra = _seq_filter(None, ranges)
+        out += _count_rows(
+            store.conn, "runtime_facts(not gathered)", key,
+            f"SELECT seq, length(data) AS size FROM events WHERE thread_key=? AND type IN"
+            f" ({','.join('?' * len(FACT_TYPES))}) AND seq<?{where}",
+            (key, *FACT_TYPES, facts_src[0]["seq"], *extra))
+    return out + older_claims
 
 
-def _count(field: str, key: str, items: list) -> list[SourceNotGathered]:
+def _count_rows(conn, field: str, key: str, rows_sql: str, args) -> list[SourceNotGathered]:
+    """The "(not gathered)" cut of the rows ``rows_sql`` selects (columns ``seq`` and ``size``),
+    counted by the database (COUNT, SUM, MIN, MAX over an indexed range)."""
+    n, size, first, last = conn.execute(
+        f"SELECT count(*), sum(size), min(seq), max(seq) FROM ({rows_sql}) AS unread",
+        tuple(args)).fetchone()
+    return _cut(field, key, int(n or 0), int(size or 0), first, last)
+
+
+def cut_pointers_sha256(field: str, key: str, items: int, first: int | None,
+                        last: int | None) -> str:
+    """What a "(not gathered)" cut's ``pointers_sha256`` hashes: one line naming the selection,
+    ``<field> <first pointer>..<last pointer> <items>``. The store is append-only, so the field
+    (which items), the seq range and the count identify the unread items without reading them
+    (hashing each item's pointer meant bringing every seq of a long thread into Python)."""
+    line = f"{field} {pointer(key, first)}..{pointer(key, last)} {items}"
+    return hashlib.sha256(line.encode()).hexdigest()
+
+
+def _cut(field: str, key: str, items: int, size: int, first: int | None,
+         last: int | None) -> list[SourceNotGathered]:
     if not items:
         return []
-    seqs = [seq for seq, _ in items]
-    if all(seqs):  # every pointer is "event:<key>:<seq>": joined in one pass (100k at 100k events)
-        prefix = f"event:{key}:"
-        joined = prefix + f"\n{prefix}".join(map(str, seqs))
-    else:
-        joined = "\n".join(pointer(key, seq) for seq in seqs)
     return [SourceNotGathered(
-        field=field, items=len(items), original_bytes=sum(int(size or 0) for _, size in items),
-        pointers_sha256=hashlib.sha256(joined.encode()).hexdigest(),
-        pointer=pointer(key, seqs[0]), last_pointer=pointer(key, seqs[-1]) if len(seqs) > 1 else None)]
+        field=field, items=items, original_bytes=size,
+        pointers_sha256=cut_pointers_sha256(field, key, items, first, last),
+        pointer=pointer(key, first), last_pointer=pointer(key, last) if items > 1 else None)]
 
 
 #: the event an import closes with (continuation.importers.apply.CURSOR_EVENT)

@@ -444,20 +444,49 @@ print(json.dumps(out))
     assert out["big_loads"] and set(out["big_loads"]) == {"continuation-tokenizer"}
 
 
-@pytest.mark.parametrize("items", [[(3, 10), (7, None), (12, 5)], [(5, 1)], [(0, 1), (4, 2)],
-                                   [(seq, seq % 7) for seq in range(1, 3000)]],
-                         ids=["three", "one", "seq-zero", "many"])
-def test_a_not_gathered_cut_hashes_the_pointers_of_every_item_in_order(items):
-    """The "(not gathered)" count (joined in one pass for speed) records the sha256 of the
-    items' pointers, one per line, oldest first, and the first and last pointer."""
+def test_a_not_gathered_cut_is_counted_by_the_database_and_hashes_its_selection(engine,
+                                                                                  monkeypatch):
+    """Each "(not gathered)" cut (older calls, facts, claims, inputs) counts every unread item
+    and its stored bytes with one aggregate statement (issue 15: no row is read into Python), and
+    its ``pointers_sha256`` is the sha256 of ``<field> <first pointer>..<last pointer> <items>``."""
     import hashlib
 
-    from continuation.capsule_source import _count, pointer
+    from continuation import capsule_source
 
-    (cut,) = _count("tool_calls[ok,error](not gathered)", "claude-s1", items)
-    pointers = [pointer("claude-s1", seq) for seq, _ in items]
-    assert cut.items == len(items)
-    assert cut.original_bytes == sum(size or 0 for _, size in items)
-    assert cut.pointers_sha256 == hashlib.sha256("\n".join(pointers).encode()).hexdigest()
-    assert cut.pointer == pointers[0]
-    assert cut.last_pointer == (pointers[-1] if len(items) > 1 else None)
+    for name, n in (("MAX_FINISHED_CALLS", 3), ("MAX_FACTS", 4), ("MAX_CLAIMS", 2),
+                    ("MAX_HISTORICAL_INPUTS", 2)):
+        monkeypatch.setattr(capsule_source, name, n)
+    t = engine.thread("codex", "s1")
+    for k in range(6):
+        t.admit(f"request {k}", turn_id=f"t{k}")
+        t.tool_started(f"c{k}", "Bash", {"command": f"echo {k}"}, turn_id=f"t{k}")
+        t.tool_finished(f"c{k}", "ok", output="x", turn_id=f"t{k}")
+        t.claim(f"claim {k} " * (k + 1), turn_id=f"t{k}")
+        t.turn_completed(f"t{k}")
+    source = capsule_source.gather(t, generation=1, reason="manual")
+    cuts = {n.field: n for n in source.not_gathered}
+    conn = t.store.conn
+    kept_calls = {c.call_id for c in source.tool_calls}
+    calls = [(q, n) for c, q, n in conn.execute(
+        "SELECT call_id, started_seq, length(data) FROM tool_calls WHERE thread_key=?"
+        " ORDER BY started_seq", (t.key,)) if c not in kept_calls]
+    kept_claims = min(c.seq for c in source.claims)
+    claims = [r for r in conn.execute("SELECT seq, length(CAST(text AS BLOB)) FROM claims"
+                                      " WHERE thread_key=? ORDER BY seq", (t.key,))
+              if r[0] < kept_claims]
+    kept_facts = min(f.seq for f in source.facts)
+    marks = ",".join("?" * len(capsule_source.FACT_TYPES))
+    facts = conn.execute(f"SELECT seq, length(data) FROM events WHERE thread_key=? AND type IN"
+                         f" ({marks}) AND seq<? ORDER BY seq",
+                         (t.key, *capsule_source.FACT_TYPES, kept_facts)).fetchall()
+    expected = {"tool_calls[ok,error](not gathered)": calls,
+                "assistant_claims(not gathered)": claims, "runtime_facts(not gathered)": facts}
+    assert set(expected) <= set(cuts)
+    for field, rows in expected.items():
+        cut = cuts[field]
+        first, last = f"event:{t.key}:{rows[0][0]}", f"event:{t.key}:{rows[-1][0]}"
+        assert (cut.items, cut.original_bytes) == (len(rows), sum(n for _, n in rows)), field
+        assert (cut.pointer, cut.last_pointer) == (first, last)
+        line = f"{field} {first}..{last} {len(rows)}"
+        assert cut.pointers_sha256 == hashlib.sha256(line.encode()).hexdigest()
+    assert cuts["inputs[handled,rolled_back,superseded](not gathered)"].items == 4
