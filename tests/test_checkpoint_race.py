@@ -96,7 +96,6 @@ def test_a_generation_committed_meanwhile_is_retried_not_dropped(repo_thread, mo
 
 def test_doctor_reports_a_ref_that_names_another_commit(repo_thread):
     from continuation.boundary import commit_checkpoint
-    from continuation.engine import Engine
     from continuation.recovery.health import PROBLEM, check_checkpoint_refs
 
     env, repo, thread = repo_thread

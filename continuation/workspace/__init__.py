@@ -1,6 +1,6 @@
 """Workspace checkpoints that never disturb the user's git.
 
-API (GitPython and filelock are imported only when a function runs, never at import)::
+API (filelock is imported only when a function runs, never at import; git runs as processes)::
 
     from continuation.workspace import (
         WorkspacePolicy, WorkspaceRef, take_snapshot, plan_restore, apply_restore, plan_undo,
