@@ -147,3 +147,46 @@ def test_a_version_1_store_gains_the_admission_index_and_newest_inputs_use_it(tm
     assert "inputs_by_admission" in plan and "TEMP B-TREE" not in plan
     assert [r.input_id for r in s.newest_inputs(key, 3)] == ["i27", "i28", "i29"]
     s.close()
+
+
+def test_events_of_types_reads_an_index_range_not_the_whole_thread(store):
+    """``events_of_types`` (every boundary's fact, cursor and rewind reads) costs the same on a
+    long thread as on a short one (issue 15: SQLite's planner walked every event of the thread
+    for a type that never occurs); the answer is the events of those types, in seq order."""
+    key = store.ensure_thread("claude", "long")
+
+    def turns(start, n):
+        batch = []
+        for k in range(start, start + n):
+            batch += [("input_admitted", {"input_id": f"i{k}", "text": "x", "turn_id": f"t{k}"}),
+                      ("assistant_claim", {"text": "y", "turn_id": f"t{k}"}),
+                      ("turn_completed", {"turn_id": f"t{k}"})]
+        store.append_many(key, batch, source="t")
+
+    def steps(*args, **kw):
+        ticks = [0]
+        store.conn.set_progress_handler(lambda: ticks.__setitem__(0, ticks[0] + 1) or 0, 50)
+        try:
+            found = store.events_of_types(key, *args, **kw)
+        finally:
+            store.conn.set_progress_handler(None, 50)
+        return ticks[0], found
+
+    queries = [((["rolled_back"],), {"newest": 1}), ((["rolled_back", "boundary"],), {}),
+               ((["turn_completed", "assistant_claim"],), {"newest": 3}),
+               ((["turn_completed"],), {"newest": 2, "upto": 30})]
+    turns(0, 100)
+    short = [steps(*a, **kw)[0] for a, kw in queries]
+    turns(100, 3000)
+    for (a, kw), before in zip(queries, short):
+        took, found = steps(*a, **kw)
+        assert took <= before + 5, (a, kw, before, took)
+    _, newest = steps(["turn_completed", "assistant_claim"], newest=3)
+    kinds = [e for e in store.events(key) if e["type"] in ("turn_completed", "assistant_claim")]
+    assert newest == kinds[-3:] and [e["type"] for e in newest] == [
+        "turn_completed", "assistant_claim", "turn_completed"]
+    everything = [e for e in store.events(key) if e["type"] in ("turn_completed",)]
+    assert store.events_of_types(key, ["turn_completed"], after=10, upto=60) == [
+        e for e in everything if 10 < e["seq"] <= 60]
+    assert store.events_of_types(key, ["turn_completed"], newest=2, upto=30) == [
+        e for e in everything if e["seq"] <= 30][-2:]

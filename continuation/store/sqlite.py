@@ -414,24 +414,36 @@ class SqliteStore:
     def events_of_types(self, thread_key: str, types, *, upto: int | None = None,
                         newest: int | None = None, after: int | None = None) -> list[dict]:
         """Events of the given types in seq order (``after`` < seq <= ``upto``); ``newest=N``:
-        only the last N of them."""
-        types = list(types)
-        sql = (f"SELECT seq, type, kind, data, ts, source FROM events WHERE thread_key=? "
-               f"AND type IN ({','.join('?' * len(types))})")
-        args: list = [thread_key, *types]
+        only the last N of them.
+
+        Two steps, because SQLite's planner (no statistics) answers a ``type IN (...)`` or a
+        ``type=?`` query that also reads ``data`` by walking the thread's whole primary key
+        (every event of a 100,000-event thread, even for a type that never occurs): the seqs
+        come from ``events_by_type`` alone (one covering range per type, already in seq order,
+        cut by ``LIMIT``), then only the kept events are read by primary key and decoded."""
+        sql = "SELECT seq FROM events WHERE thread_key=? AND type=?"
+        bounds: list = []
         if after is not None:
             sql += " AND seq>?"
-            args.append(after)
+            bounds.append(after)
         if upto is not None:
             sql += " AND seq<=?"
-            args.append(upto)
-        sql += " ORDER BY seq DESC" if newest is not None else " ORDER BY seq"
+            bounds.append(upto)
+        sql += " ORDER BY seq DESC LIMIT ?" if newest is not None else " ORDER BY seq"
+        tail = [newest] if newest is not None else []
+        seqs = sorted(r[0] for t in dict.fromkeys(types)
+                      for r in self.conn.execute(sql, (thread_key, t, *bounds, *tail)).fetchall())
         if newest is not None:
-            sql += " LIMIT ?"
-            args.append(newest)
-        rows = [{"seq": s, "type": t, "kind": k, "data": json.loads(d), "ts": ts, "source": src}
-                for s, t, k, d, ts, src in self.conn.execute(sql, args).fetchall()]
-        return rows[::-1] if newest is not None else rows
+            seqs = seqs[max(0, len(seqs) - newest):] if newest > 0 else []
+        rows: list = []
+        for i in range(0, len(seqs), 500):
+            part = seqs[i:i + 500]
+            rows += self.conn.execute(
+                f"SELECT seq, type, kind, data, ts, source FROM events WHERE thread_key=? AND seq IN"
+                f" ({','.join('?' * len(part))})", (thread_key, *part)).fetchall()
+        rows.sort(key=lambda r: r[0])
+        return [{"seq": s, "type": t, "kind": k, "data": json.loads(d), "ts": ts, "source": src}
+                for s, t, k, d, ts, src in rows]
 
     # -- checkpoints -------------------------------------------------------------------------
     def commit_checkpoint(self, row: dict, fact: dict) -> None:
