@@ -25,20 +25,10 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from benchlib import text_blob  # noqa: E402
 from continuation.workspace import apply_restore, plan_restore, take_snapshot  # noqa: E402
-
-WORDS = "alpha beta gamma delta return import class def self value index tree commit blob".split()
-
-
-def text_blob(rng: random.Random, size: int) -> bytes:
-    """Source-like text (compressible like real code, not random bytes)."""
-    out, length = [], 0
-    while length < size:
-        line = " ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 12))) + f" {rng.randint(0, 10**9)}\n"
-        out.append(line)
-        length += len(line)
-    return "".join(out).encode()[:size]
 
 
 def git(repo: Path, *args: str) -> str:
