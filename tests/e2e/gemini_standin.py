@@ -33,7 +33,7 @@ from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
-from standin_server import BackgroundServer, read_log  # noqa: F401  (read_log: the stand-in's log, for its importers)
+from standin_server import BackgroundServer, append_log, read_log  # noqa: F401  (read_log: the stand-in's log, for its importers)
 
 SNAPSHOT = "<state_snapshot>the user asked to append lines to notes.txt</state_snapshot>"
 DEFAULT_SCRIPT: dict[str, str] = {
@@ -97,9 +97,7 @@ class GeminiStandIn:
     _ids: itertools.count = field(default_factory=lambda: itertools.count(1))
 
     def log(self, method: str, path: str, body: Any) -> None:
-        record = json.dumps({"method": method, "path": path, "body": body}, ensure_ascii=False)
-        with self._lock, self.log_path.open("a", encoding="utf-8") as fh:
-            fh.write(record + "\n")
+        append_log(self.log_path, self._lock, method, path, body)
 
     def parts(self, body: dict[str, Any]) -> list[dict[str, Any]]:
         with self._lock:

@@ -27,7 +27,7 @@ from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
-from standin_server import BackgroundServer, read_log  # noqa: F401  (read_log: the stand-in's log, for its importers)
+from standin_server import BackgroundServer, append_log, read_log  # noqa: F401  (read_log: the stand-in's log, for its importers)
 
 MODEL = "claude-standin-1"
 
@@ -117,9 +117,7 @@ class StandIn:
     _ids: itertools.count = field(default_factory=lambda: itertools.count(1))
 
     def log(self, method: str, path: str, body: Any) -> None:
-        record = json.dumps({"method": method, "path": path, "body": body}, ensure_ascii=False)
-        with self._lock, self.log_path.open("a", encoding="utf-8") as fh:
-            fh.write(record + "\n")
+        append_log(self.log_path, self._lock, method, path, body)
 
     def input_tokens(self, body: Any) -> int:
         with self._lock:

@@ -1,5 +1,5 @@
 """What the model stand-ins share: serving a handler on 127.0.0.1 in a background thread, and
-reading their JSON-lines request log back."""
+their JSON-lines request log (written and read back)."""
 from __future__ import annotations
 
 import json
@@ -31,6 +31,13 @@ class BackgroundServer:
         self.httpd.shutdown()
         self.httpd.server_close()
         self._thread.join(timeout=10)
+
+
+def append_log(log_path: Path, lock: threading.Lock, method: str, path: str, body: Any) -> None:
+    """Log one request as a JSON line (under ``lock``: the server answers on several threads)."""
+    record = json.dumps({"method": method, "path": path, "body": body}, ensure_ascii=False)
+    with lock, Path(log_path).open("a", encoding="utf-8") as fh:
+        fh.write(record + "\n")
 
 
 def read_log(log_path: Path) -> list[dict[str, Any]]:
