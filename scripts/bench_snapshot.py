@@ -89,8 +89,6 @@ def main() -> int:
         git(repo, "status", "--porcelain")  # warm the file cache and let git refresh its index once
         git(repo, "stash", "create")
 
-        import git as _gitpython  # noqa: F401  (the one-time import a boundary process pays anyway)
-
         # Interleave baseline and snapshots round by round: the machine may be shared, and a
         # ratio is only fair when both sides see the same load and the same file cache.
         home_state = base / "state-incremental"
