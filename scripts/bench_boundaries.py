@@ -36,19 +36,9 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
-from benchlib import install, median_ms, spread, timed  # noqa: E402
+from benchlib import install, median_ms, spread, text_blob, timed  # noqa: E402
 
-WORDS = "alpha beta gamma delta return import class def self value index tree commit blob".split()
 SMALL, BIG = "bench-small", "bench-big"
-
-
-def text_blob(rng: random.Random, size: int) -> bytes:
-    out, length = [], 0
-    while length < size:
-        line = " ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 12))) + f" {rng.randint(0, 10**9)}\n"
-        out.append(line)
-        length += len(line)
-    return "".join(out).encode()[:size]
 
 
 def git(repo: Path, *args: str, env=None) -> str:

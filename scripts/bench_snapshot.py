@@ -25,20 +25,10 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from benchlib import text_blob  # noqa: E402
 from continuation.workspace import apply_restore, plan_restore, take_snapshot  # noqa: E402
-
-WORDS = "alpha beta gamma delta return import class def self value index tree commit blob".split()
-
-
-def text_blob(rng: random.Random, size: int) -> bytes:
-    """Source-like text (compressible like real code, not random bytes)."""
-    out, length = [], 0
-    while length < size:
-        line = " ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 12))) + f" {rng.randint(0, 10**9)}\n"
-        out.append(line)
-        length += len(line)
-    return "".join(out).encode()[:size]
 
 
 def git(repo: Path, *args: str) -> str:
@@ -98,8 +88,6 @@ def main() -> int:
             (repo / f"new{i}.py").write_bytes(text_blob(rng, args.size))
         git(repo, "status", "--porcelain")  # warm the file cache and let git refresh its index once
         git(repo, "stash", "create")
-
-        import git as _gitpython  # noqa: F401  (the one-time import a boundary process pays anyway)
 
         # Interleave baseline and snapshots round by round: the machine may be shared, and a
         # ratio is only fair when both sides see the same load and the same file cache.

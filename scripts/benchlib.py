@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import compileall
 import os
+import random
 import shutil
 import statistics
 import subprocess
@@ -86,3 +87,16 @@ def median_ms(samples: list[float]) -> float:
 def spread(samples: list[float]) -> str:
     ms = sorted(round(s * 1000) for s in samples)
     return f"{ms[0]}-{ms[-1]} ms"
+
+
+WORDS = "alpha beta gamma delta return import class def self value index tree commit blob".split()
+
+
+def text_blob(rng: random.Random, size: int) -> bytes:
+    """Source-like text (compressible like real code, not random bytes)."""
+    out, length = [], 0
+    while length < size:
+        line = " ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 12))) + f" {rng.randint(0, 10**9)}\n"
+        out.append(line)
+        length += len(line)
+    return "".join(out).encode()[:size]

@@ -33,6 +33,15 @@ def shared_fixtures() -> Path:
 
 
 @pytest.fixture
+def dirs(tmp_path: Path) -> dict[str, Path]:
+    """The folders an install test passes to ``continuation.install``: a project, a HOME and a
+    state home, all under the test's tmp_path."""
+    project = tmp_path / "project"
+    project.mkdir()
+    return {"project_dir": project, "home": tmp_path / "home", "state_home": tmp_path / "state"}
+
+
+@pytest.fixture
 def engine(home):
     from continuation.engine import Engine
 

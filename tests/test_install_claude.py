@@ -14,13 +14,6 @@ EVENTS = {"SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Post
           "PreCompact", "PostCompact", "Stop", "StopFailure", "SessionEnd"}
 
 
-@pytest.fixture
-def dirs(tmp_path: Path) -> dict[str, Path]:
-    project = tmp_path / "project"
-    project.mkdir()
-    return {"project_dir": project, "home": tmp_path / "home", "state_home": tmp_path / "state"}
-
-
 @pytest.mark.parametrize("scope", ["user", "project"])
 def test_locations(scope: str, dirs) -> None:
     report = install("claude", scope, command=["/x/continuation"], env={}, **dirs)

@@ -11,13 +11,6 @@ from continuation.install import install, status, uninstall
 from continuation.install.codex import codex_hook_hash, event_key_label
 
 
-@pytest.fixture
-def dirs(tmp_path: Path) -> dict[str, Path]:
-    project = tmp_path / "project"
-    project.mkdir()
-    return {"project_dir": project, "home": tmp_path / "home", "state_home": tmp_path / "state"}
-
-
 # Hashes reported as `currentHash` by `codex app-server` (hooks/list) of the real
 # Codex CLI 0.171.0 for these exact handlers (measured 2026-11-29).
 REAL_CODEX_HASHES = [

@@ -15,13 +15,6 @@ LAUNCHER = ["/opt/tools/bin/continuation"]
 COMMAND = "/opt/tools/bin/continuation hook --runtime gemini"
 
 
-@pytest.fixture
-def dirs(tmp_path: Path) -> dict[str, Path]:
-    project = tmp_path / "project"
-    project.mkdir()
-    return {"project_dir": project, "home": tmp_path / "home", "state_home": tmp_path / "state"}
-
-
 @pytest.mark.parametrize("scope", ["user", "project"])
 def test_locations(scope: str, dirs) -> None:
     report = install("gemini", scope, command=LAUNCHER, env={}, **dirs)

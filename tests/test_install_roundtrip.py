@@ -13,13 +13,6 @@ LAUNCHER = ["/opt/tools/bin/continuation"]
 RUNTIMES = ["codex", "claude", "gemini"]
 
 
-@pytest.fixture
-def dirs(tmp_path: Path) -> dict[str, Path]:
-    project = tmp_path / "project"
-    project.mkdir()
-    return {"project_dir": project, "home": tmp_path / "home", "state_home": tmp_path / "state"}
-
-
 def target_file(runtime: str, scope: str, dirs: dict[str, Path]) -> Path:
     base = dirs["home"] if scope == "user" else dirs["project_dir"]
     return base / {"codex": ".codex/hooks.json", "claude": ".claude/settings.json",

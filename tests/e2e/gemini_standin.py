@@ -29,9 +29,11 @@ import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
+
+from standin_server import BackgroundServer, append_log, read_log  # noqa: F401  (read_log: the stand-in's log, for its importers)
 
 SNAPSHOT = "<state_snapshot>the user asked to append lines to notes.txt</state_snapshot>"
 DEFAULT_SCRIPT: dict[str, str] = {
@@ -95,9 +97,7 @@ class GeminiStandIn:
     _ids: itertools.count = field(default_factory=lambda: itertools.count(1))
 
     def log(self, method: str, path: str, body: Any) -> None:
-        record = json.dumps({"method": method, "path": path, "body": body}, ensure_ascii=False)
-        with self._lock, self.log_path.open("a", encoding="utf-8") as fh:
-            fh.write(record + "\n")
+        append_log(self.log_path, self._lock, method, path, body)
 
     def parts(self, body: dict[str, Any]) -> list[dict[str, Any]]:
         with self._lock:
@@ -180,36 +180,9 @@ def _handler(standin: GeminiStandIn) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-class GeminiStandInServer:
+class GeminiStandInServer(BackgroundServer):
     """Serve a :class:`GeminiStandIn` on 127.0.0.1 in a background thread (a context manager)."""
 
     def __init__(self, log_path: Path, **kwargs: Any) -> None:
         self.standin = GeminiStandIn(Path(log_path), **kwargs)
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self.standin))
-        self.httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self.httpd.serve_forever, name="gemini-standin", daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        host, port = self.httpd.server_address[:2]
-        return f"http://{host}:{port}"
-
-    def __enter__(self) -> "GeminiStandInServer":
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-        self._thread.join(timeout=10)
-
-
-def read_log(log_path: Path) -> list[dict[str, Any]]:
-    records = []
-    if Path(log_path).exists():
-        for line in Path(log_path).read_text(encoding="utf-8").splitlines():
-            try:
-                records.append(json.loads(line))
-            except ValueError:
-                continue
-    return records
+        super().__init__(_handler(self.standin), name="gemini-standin")

@@ -23,9 +23,11 @@ import itertools
 import json
 import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
+
+from standin_server import BackgroundServer, append_log, read_log  # noqa: F401  (read_log: the stand-in's log, for its importers)
 
 MODEL = "claude-standin-1"
 
@@ -115,9 +117,7 @@ class StandIn:
     _ids: itertools.count = field(default_factory=lambda: itertools.count(1))
 
     def log(self, method: str, path: str, body: Any) -> None:
-        record = json.dumps({"method": method, "path": path, "body": body}, ensure_ascii=False)
-        with self._lock, self.log_path.open("a", encoding="utf-8") as fh:
-            fh.write(record + "\n")
+        append_log(self.log_path, self._lock, method, path, body)
 
     def input_tokens(self, body: Any) -> int:
         with self._lock:
@@ -289,41 +289,12 @@ def _make_handler(standin: StandIn) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-class StandInServer:
+class StandInServer(BackgroundServer):
     """Serve a StandIn on 127.0.0.1 in a background thread (use as a context manager)."""
 
     def __init__(self, log_path: Path, script: dict[str, Reply] | None = None, port: int = 0) -> None:
         self.standin = StandIn(Path(log_path), script if script is not None else dict(DEFAULT_SCRIPT))
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", port), _make_handler(self.standin))
-        self.httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self.httpd.serve_forever, name="messages-standin", daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        host, port = self.httpd.server_address[:2]
-        return f"http://{host}:{port}"
-
-    def __enter__(self) -> "StandInServer":
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-        self._thread.join(timeout=10)
-
-
-def read_log(log_path: Path) -> list[dict[str, Any]]:
-    """The logged requests, in order (a torn last line, if the server died mid-write, is skipped)."""
-    records = []
-    if not Path(log_path).exists():
-        return records
-    for line in Path(log_path).read_text(encoding="utf-8").splitlines():
-        try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue
-    return records
+        super().__init__(_make_handler(self.standin), port=port, name="messages-standin")
 
 
 def main() -> None:
