@@ -64,6 +64,16 @@ def ensure_codex() -> Path:
     return ensure_npm_cli(CODEX_PACKAGE, CODEX_VERSION, "codex")
 
 
+def codex_or_skip() -> Path:
+    """The pinned Codex CLI for a test, or ``pytest.skip`` saying why it cannot be had."""
+    import pytest
+
+    try:
+        return ensure_codex()
+    except ToolUnavailable as exc:
+        pytest.skip(f"real Codex CLI unavailable: {exc}")
+
+
 def default_launcher() -> list[str]:
     """The ``continuation`` script of this interpreter's environment, else ``python -m continuation``."""
     beside = Path(sys.executable).with_name("continuation.exe" if os.name == "nt" else "continuation")

@@ -22,7 +22,6 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import codex_harness as ch  # noqa: E402
-from npm_tools import ToolUnavailable  # noqa: E402
 
 pytestmark = pytest.mark.e2e
 
@@ -31,10 +30,7 @@ BEGIN_LINE = re.compile(r"<<<" + re.escape(ch.CAPSULE_MARKER) + r" [0-9a-f]+ BEG
 
 @pytest.fixture(scope="module", params=sorted(ch.COMPACTION_MODES))
 def report(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> dict:
-    try:
-        codex = ch.ensure_codex()
-    except ToolUnavailable as exc:
-        pytest.skip(f"real Codex CLI unavailable: {exc}")
+    codex = ch.codex_or_skip()
     mode = request.param
     root = tmp_path_factory.mktemp(f"codex-e2e-{mode}")
     result = ch.run_compaction_scenario(root, mode=mode, codex=codex)
@@ -168,10 +164,7 @@ def test_checkpoint_block_is_well_formed_in_the_request(report: dict) -> None:
 
 @pytest.fixture(scope="module")
 def trust_report(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    try:
-        codex = ch.ensure_codex()
-    except ToolUnavailable as exc:
-        pytest.skip(f"real Codex CLI unavailable: {exc}")
+    codex = ch.codex_or_skip()
     root = tmp_path_factory.mktemp("codex-e2e-trust")
     return _save(ch.run_trust_scenario(root, codex=codex), root, "codex-e2e-trust.json")
 
@@ -207,10 +200,7 @@ SPILL_PATH = re.compile(r'in the file "([^"]+)"')
 
 @pytest.fixture(scope="module")
 def long_report(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    try:
-        codex = ch.ensure_codex()
-    except ToolUnavailable as exc:
-        pytest.skip(f"real Codex CLI unavailable: {exc}")
+    codex = ch.codex_or_skip()
     root = tmp_path_factory.mktemp("codex-e2e-long")
     result = ch.run_compaction_scenario(root, mode="mid-turn", codex=codex, prompt_2=ch.long_prompt(30_000))
     return _save(result, root, "codex-e2e-long-request.json")
@@ -240,10 +230,7 @@ def test_a_long_pending_request_is_handled_once_its_turn_completes(long_report: 
 
 def test_codex_passes_10000_characters_of_hook_context_whole_and_cuts_longer(tmp_path: Path) -> None:
     """The limit the engine's Codex context budget relies on, measured on the pinned binary."""
-    try:
-        codex = ch.ensure_codex()
-    except ToolUnavailable as exc:
-        pytest.skip(f"real Codex CLI unavailable: {exc}")
+    codex = ch.codex_or_skip()
     measured = ch.measure_context_limit(tmp_path, (CODEX_CONTEXT_LIMIT, CODEX_CONTEXT_LIMIT + 10), codex=codex)
     at_limit, over = measured[str(CODEX_CONTEXT_LIMIT)], measured[str(CODEX_CONTEXT_LIMIT + 10)]
     assert measured["exec_exit"] == 0 and at_limit["exit"] == 0 and over["exit"] == 0, measured
@@ -253,10 +240,7 @@ def test_codex_passes_10000_characters_of_hook_context_whole_and_cuts_longer(tmp
 
 @pytest.fixture(scope="module")
 def killed_report(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    try:
-        codex = ch.ensure_codex()
-    except ToolUnavailable as exc:
-        pytest.skip(f"real Codex CLI unavailable: {exc}")
+    codex = ch.codex_or_skip()
     root = tmp_path_factory.mktemp("codex-e2e-killed")
     return _save(ch.run_killed_tool_call_scenario(root, codex=codex), root, "codex-e2e-killed.json")
 
@@ -294,10 +278,7 @@ def test_resuming_after_the_crash_gives_the_model_the_unsettled_tool_call(killed
 
 @pytest.fixture(scope="module")
 def interrupted_report(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    try:
-        codex = ch.ensure_codex()
-    except ToolUnavailable as exc:
-        pytest.skip(f"real Codex CLI unavailable: {exc}")
+    codex = ch.codex_or_skip()
     root = tmp_path_factory.mktemp("codex-e2e-interrupted")
     return _save(ch.run_killed_tool_call_scenario(root, codex=codex, interrupt=True), root,
                  "codex-e2e-interrupted.json")

@@ -15,7 +15,6 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import codex_harness as ch  # noqa: E402
-from npm_tools import ToolUnavailable  # noqa: E402
 
 pytestmark = pytest.mark.e2e
 
@@ -24,10 +23,7 @@ FAILING = "ls /nonexistent-continuation-e2e"
 
 @pytest.fixture(scope="module")
 def failing_report(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    try:
-        codex = ch.ensure_codex()
-    except ToolUnavailable as exc:
-        pytest.skip(f"real Codex CLI unavailable: {exc}")
+    codex = ch.codex_or_skip()
     root = tmp_path_factory.mktemp("codex-e2e-failing")
     return ch.run_compaction_scenario(root, mode="mid-turn", codex=codex,
                                       prompt_2=f"check a path: `{FAILING}`")
@@ -102,10 +98,7 @@ def _run_restarted_provider_scenario(root: Path, codex: Path) -> dict:
 
 @pytest.fixture(scope="module")
 def restarted_report(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    try:
-        codex = ch.ensure_codex()
-    except ToolUnavailable as exc:
-        pytest.skip(f"real Codex CLI unavailable: {exc}")
+    codex = ch.codex_or_skip()
     return _run_restarted_provider_scenario(tmp_path_factory.mktemp("codex-e2e-restarted"), codex)
 
 
