@@ -26,7 +26,7 @@ from .engine import Thread
 INLINE_LIMITS = {"claude": 9_500, "codex": 9_500}
 
 
-def _snapshot(thread: Thread, generation: int) -> dict | None:
+def _snapshot(thread: Thread, generation: int, tree_after_restore=None) -> dict | None:
     """A workspace snapshot for the checkpoint; never fails the boundary."""
     root = thread.row["workspace_root"]
     if not root or not Path(root).is_dir():
@@ -34,7 +34,7 @@ def _snapshot(thread: Thread, generation: int) -> dict | None:
     try:
         from .workspace_link import snapshot_for_checkpoint
 
-        return snapshot_for_checkpoint(thread, generation)
+        return snapshot_for_checkpoint(thread, generation, tree_after_restore)
     except Exception as exc:  # the capsule matters more than the snapshot
         return {"root": root, "error": f"snapshot failed: {exc}"}
 
@@ -61,8 +61,11 @@ COMMIT_ATTEMPTS = 32
 
 
 def commit_checkpoint(thread: Thread, *, reason: str, transcript_path: str | None = None,
-                      snapshot: bool = True, notices=()) -> checkpoints.Checkpoint:
+                      snapshot: bool = True, notices=(), tree_after_restore=None) -> checkpoints.Checkpoint:
     """Snapshot the workspace and commit the capsule under one generation.
+
+    ``tree_after_restore``: a restore just ran (a rewind); its ``RestoreResult.tree_after`` is
+    committed as the snapshot instead of scanning the work tree again (``workspace.after_restore``).
 
     Two processes may checkpoint one thread at once (``continuation checkpoint`` racing a
     PreCompact). The snapshot claims its generation with its ref (created only if absent), so
@@ -76,7 +79,7 @@ def commit_checkpoint(thread: Thread, *, reason: str, transcript_path: str | Non
     floor = 0
     for _ in range(COMMIT_ATTEMPTS):
         generation = max(int(thread.row["generation"]) + 1, floor)
-        workspace = _snapshot(thread, generation) if snapshot else None
+        workspace = _snapshot(thread, generation, tree_after_restore) if snapshot else None
         if notices is None:  # after the snapshot: its git wait is the tokenizer's to overlap
             notices = (*given, *_reconciliation_notices(thread))
         claimed = (workspace or {}).get("generation")

@@ -54,7 +54,9 @@ def _too_large_outside_git(root: Path) -> str | None:
     return None
 
 
-def snapshot_for_checkpoint(thread: Thread, generation: int) -> dict | None:
+def snapshot_for_checkpoint(thread: Thread, generation: int, tree_after_restore=None) -> dict | None:
+    """``tree_after_restore``: the tree a restore just left (``RestoreResult.tree_after``),
+    committed without a scan when it fits this policy and folder."""
     from .workspace import take_snapshot
 
     root = thread.row["workspace_root"]
@@ -70,7 +72,7 @@ def snapshot_for_checkpoint(thread: Thread, generation: int) -> dict | None:
     # thread holds the generation, the next free one is taken (ref.generation)
     ref = take_snapshot(Path(root), thread.key, generation, state_home=thread.engine.home,
                         policy=policy(), lock_timeout=SNAPSHOT_LOCK_TIMEOUT_S, claim=True,
-                        reclaim=lambda g: not _committed(thread, g))
+                        reclaim=lambda g: not _committed(thread, g), tree_after_restore=tree_after_restore)
     return ref.to_dict()
 
 

@@ -21,7 +21,7 @@ from .. import checkpoints as cps
 from ..engine import Engine, Thread
 from .errors import RewindError
 from .operation import aligned_position, plan_files
-from .operation import restore_files as apply_files_plan
+from .operation import restore_files_with_tree
 
 SOURCE = "cli:fork"
 TITLE_FORK = "fork: where this thread starts"
@@ -59,11 +59,11 @@ def fork_thread(engine: Engine, selector: str, *, name: str | None = None,
                           forked_from=parent.key, forked_at_seq=at,
                           name=name or f"fork of {parent.key} at {cp.checkpoint_id}")
     copy_events(engine, parent.key, child.key, at)
-    files = None
+    files = tree_after = None
     if files_plan is not None:
-        files = apply_files_plan(engine, files_plan)
+        files, tree_after = restore_files_with_tree(engine, files_plan)
     notice = fork_notice(parent.key, cp, at, files)
-    first = commit_checkpoint(child, reason="fork", notices=[notice])
+    first = commit_checkpoint(child, reason="fork", notices=[notice], tree_after_restore=tree_after)
     child.record(ev.BOUNDARY, {"kind": "fork", "trigger": "manual", "forked_from": parent.key,
                                "forked_at_seq": at, "from_checkpoint": cp.checkpoint_id,
                                "checkpoint_id": first.checkpoint_id,

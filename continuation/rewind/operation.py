@@ -238,13 +238,13 @@ def apply_rewind(engine: Engine, plan: RewindPlan) -> RewindResult:
 
     thread = Thread(engine, plan.thread_key)
     cps.prefetch_tokenizer(thread)  # its load overlaps the restore's git work
-    files = None
+    files = tree_after = None
     if plan.files is not None:
-        files = restore_files(engine, plan.files)
+        files, tree_after = restore_files_with_tree(engine, plan.files)
     etype = ev.ROLLED_BACK if plan.conversation else WORKSPACE_RESTORED
     anchor = thread.record(etype, _anchor_data(plan, files), source=SOURCE)
     notices = notices_of(thread.store, thread.key)
-    cp = commit_checkpoint(thread, reason="rewind", notices=notices)
+    cp = commit_checkpoint(thread, reason="rewind", notices=notices, tree_after_restore=tree_after)
     thread.record(ev.BOUNDARY, {"kind": "rewind", "mode": plan.mode, "trigger": "manual",
                                 "checkpoint_id": cp.checkpoint_id, "generation": cp.generation,
                                 "rewound_to": plan.checkpoint.checkpoint_id,
@@ -254,10 +254,16 @@ def apply_rewind(engine: Engine, plan: RewindPlan) -> RewindResult:
 
 def restore_files(engine: Engine, files_plan) -> dict:
     """Apply a workspace restore plan; what it did, as the data a rewind fact records."""
+    return restore_files_with_tree(engine, files_plan)[0]
+
+
+def restore_files_with_tree(engine: Engine, files_plan) -> tuple[dict, object]:
+    """:func:`restore_files`, plus the tree the restore left (``RestoreResult.tree_after``):
+    the checkpoint committed next snapshots it without scanning the work tree again."""
     from ..workspace import WorkspaceError, apply_restore
 
     try:
-        result = apply_restore(files_plan, state_home=engine.home)
+        result = apply_restore(files_plan, state_home=engine.home, derive_tree=True)
     except WorkspaceError as exc:
         raise RewindError(f"files restore failed before changing anything it reports: {exc}; "
                           "the conversation was not rewound") from None
@@ -267,7 +273,7 @@ def restore_files(engine: Engine, files_plan) -> dict:
             f"before are in the safety snapshot {result.safety.snapshot_ref}; the conversation "
             "was not rewound")
     # new files no successful agent call created stay, and are named in the record
-    return {**files_done(result), "kept": list(files_plan.kept)}
+    return {**files_done(result), "kept": list(files_plan.kept)}, result.tree_after
 
 
 def rewind(engine: Engine, selector: str, mode: str, *, reason: str = "") -> RewindResult:
@@ -322,11 +328,11 @@ def apply_undo_restore(engine: Engine, plan: UndoPlan) -> RewindResult:
     from ..boundary import commit_checkpoint
 
     thread = Thread(engine, plan.thread_key)
-    files = restore_files(engine, plan.files)
+    files, tree_after = restore_files_with_tree(engine, plan.files)
     anchor = thread.record(WORKSPACE_RESTORED, {"undo_of": plan.undo_of, "reason": plan.reason,
                                                 "mode": "undo", **files}, source=SOURCE)
     notices = notices_of(thread.store, thread.key)
-    cp = commit_checkpoint(thread, reason="rewind", notices=notices)
+    cp = commit_checkpoint(thread, reason="rewind", notices=notices, tree_after_restore=tree_after)
     thread.record(ev.BOUNDARY, {"kind": "rewind", "mode": "undo", "trigger": "manual",
                                 "checkpoint_id": cp.checkpoint_id, "generation": cp.generation,
                                 "undo_of": plan.undo_of}, source=SOURCE)

@@ -254,13 +254,16 @@ class RestoreResult:
     deleted: list[str] = field(default_factory=list)
     skipped: list[SkippedPath] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    #: the work tree's tree as the restore left it (``apply_restore(..., derive_tree=True)``):
+    #: an ``after_restore.TreeAfterRestore`` for the next snapshot; not part of the record
+    tree_after: Any = field(default=None, repr=False, compare=False)
 
     @property
     def ok(self) -> bool:
         return not self.errors
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {k: v for k, v in asdict(self).items() if k != "tree_after"}
 
 
 @dataclass

@@ -23,6 +23,7 @@ import stat
 from collections.abc import Iterable
 from pathlib import Path
 
+from .after_restore import TreeAfterRestore, derive_tree_after
 from .compare import (
     SkipRules,
     open_snapshot_target,
@@ -35,7 +36,7 @@ from .layout import safety_ref_name
 from .lock import DEFAULT_LOCK_TIMEOUT, workspace_lock
 from .model import ModeChange, RestorePlan, RestoreResult, SkippedPath, WorkspaceRef
 from .policy import WorkspacePolicy
-from .snapshot import snapshot_locked
+from .snapshot import snapshot_built
 from .workspace_target import resolve_workspace
 
 
@@ -172,12 +173,17 @@ def apply_restore(
     *,
     state_home: Path | str,
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+    derive_tree: bool = False,
 ) -> RestoreResult:
     """Carry out ``plan``: safety snapshot first, then deletions, then contents and modes.
 
     Only paths that still differ between the safety snapshot and the checkpoint are touched, so a
     file changed after the plan was made, or one the safety snapshot could not store (oversized),
     is reported in ``skipped`` instead of being overwritten.
+
+    ``derive_tree``: also set ``result.tree_after``, the tree the restore left, derived from the
+    safety snapshot without scanning the work tree again (``after_restore``), for a snapshot
+    taken right after (a rewind's new checkpoint).
     """
     ref = plan.checkpoint
     ws = resolve_workspace(ref.root, state_home)
@@ -189,34 +195,50 @@ def apply_restore(
     )
     with workspace_lock(ws.layout, lock_timeout):
         tree = snapshot_tree(target, ref)
-        safety = snapshot_locked(ws, thread_key, safety_ref_name(thread_key), None, policy)
-        result = RestoreResult(safety=safety)
-        changes = _tree_changes(target, safety.snapshot_tree or "", tree)
-        not_backed_up = {o.path for o in safety.oversized}
-        planned_writes = [*plan.modified, *plan.recreated, *(m.path for m in plan.mode_changes)]
-        # checked again: a symlink or file may have taken a folder's place since the plan
-        blocked = _under_kept(ws.root, planned_writes, set(plan.deleted))
-        writes: list[str] = []
-        for path in dict.fromkeys(planned_writes):
-            if path in blocked:
-                result.skipped.append(SkippedPath(path, blocked[path]))
-            elif path in not_backed_up:
-                result.skipped.append(SkippedPath(path, "too large for the safety snapshot; left as is"))
-            elif changes.get(path, ("",))[0] in ("M", "T", "A"):
-                writes.append(path)
-        deletions = [p for p in plan.deleted if changes.get(p, ("",))[0] == "D" and p not in not_backed_up]
-        for path in plan.deleted:
-            if path not in deletions:
-                result.skipped.append(SkippedPath(path, "changed after the plan was made; left as is"))
-        known = {*planned_writes, *plan.deleted, *plan.kept, *(s.path for s in plan.skipped)}
-        for path in sorted(set(changes) - known):
+        kept_index = ws.layout.scratch_index("after-restore") if derive_tree else None
+        try:
+            return _apply_locked(plan, ws, target, tree, thread_key, policy, kept_index)
+        finally:
+            if kept_index is not None:
+                kept_index.unlink(missing_ok=True)
+
+
+def _apply_locked(plan: RestorePlan, ws, target: GitTarget, tree: str, thread_key: str,
+                  policy: WorkspacePolicy, kept_index: Path | None) -> RestoreResult:
+    safety, safety_built = snapshot_built(ws, thread_key, safety_ref_name(thread_key), None, policy,
+                                          keep_index=kept_index)
+    result = RestoreResult(safety=safety)
+    changes = _tree_changes(target, safety.snapshot_tree or "", tree)
+    not_backed_up = {o.path for o in safety.oversized}
+    planned_writes = [*plan.modified, *plan.recreated, *(m.path for m in plan.mode_changes)]
+    # checked again: a symlink or file may have taken a folder's place since the plan
+    blocked = _under_kept(ws.root, planned_writes, set(plan.deleted))
+    writes: list[str] = []
+    for path in dict.fromkeys(planned_writes):
+        if path in blocked:
+            result.skipped.append(SkippedPath(path, blocked[path]))
+        elif path in not_backed_up:
+            result.skipped.append(SkippedPath(path, "too large for the safety snapshot; left as is"))
+        elif changes.get(path, ("",))[0] in ("M", "T", "A"):
+            writes.append(path)
+    deletions = [p for p in plan.deleted if changes.get(p, ("",))[0] == "D" and p not in not_backed_up]
+    for path in plan.deleted:
+        if path not in deletions:
             result.skipped.append(SkippedPath(path, "changed after the plan was made; left as is"))
-        _delete_created(target, tree, deletions, result)
-        writes = _unblocked(target, safety.snapshot_tree or "", writes, result)
-        _write_from_tree(target, changes, writes, result)
-        for path in writes:
-            (result.recreated if path in plan.recreated else result.restored).append(path)
-        return result
+    known = {*planned_writes, *plan.deleted, *plan.kept, *(s.path for s in plan.skipped)}
+    for path in sorted(set(changes) - known):
+        result.skipped.append(SkippedPath(path, "changed after the plan was made; left as is"))
+    _delete_created(target, tree, deletions, result)
+    writes = _unblocked(target, safety.snapshot_tree or "", writes, result)
+    _write_from_tree(target, changes, writes, result)
+    for path in writes:
+        (result.recreated if path in plan.recreated else result.restored).append(path)
+    if kept_index is not None and kept_index.is_file() and not result.errors:
+        built = derive_tree_after(target, kept_index, safety_built, changes, result.restored,
+                                  result.recreated, result.deleted)
+        result.tree_after = TreeAfterRestore(str(ws.root), target.kind, policy.exclude,
+                                             policy.size_cap_bytes, built, list(safety.submodules))
+    return result
 
 
 def _unblocked(target: GitTarget, safety_tree: str, paths: list[str], result: RestoreResult) -> list[str]:

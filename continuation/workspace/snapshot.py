@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .errors import GitFailure, WorkspaceError
 from .gitrun import GitTarget
@@ -14,7 +16,7 @@ from .lock import DEFAULT_LOCK_TIMEOUT, workspace_lock
 from .model import DIRTY_SAMPLE, Submodule, WorkspaceRef
 from .owner import OWNER_TRAILER, abandoned, current_owner, owner_of_commit
 from .policy import WorkspacePolicy
-from .treebuild import _parse_raw_diff, _stage, build_tree, parallel, seed_index, tree_dirty_summary
+from .treebuild import BuiltTree, _parse_raw_diff, _stage, build_tree, parallel, seed_index, tree_dirty_summary
 from .workspace_target import (
     Workspace,
     effective_matcher,
@@ -25,6 +27,9 @@ from .workspace_target import (
     utc_now,
     write_json_atomic,
 )
+
+if TYPE_CHECKING:
+    from .after_restore import TreeAfterRestore
 
 
 def take_snapshot(
@@ -37,6 +42,7 @@ def take_snapshot(
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
     claim: bool = False,
     reclaim: Callable[[int], bool] | None = None,
+    tree_after_restore: "TreeAfterRestore | None" = None,
 ) -> WorkspaceRef:
     """Checkpoint the workspace at ``root`` for ``thread_key`` at context ``generation``.
 
@@ -65,8 +71,9 @@ def take_snapshot(
             from .manifest import metadata_checkpoint
 
             return metadata_checkpoint(ws, thread_key, generation, policy, claim=claim, reclaim=reclaim)
-        return snapshot_locked(ws, thread_key, snapshot_ref_name(thread_key, generation), generation, policy,
-                               claim=claim, reclaim=reclaim)
+        prebuilt = tree_after_restore if tree_after_restore is not None and tree_after_restore.fits(ws, policy) else None
+        return snapshot_built(ws, thread_key, snapshot_ref_name(thread_key, generation), generation, policy,
+                              claim=claim, reclaim=reclaim, prebuilt=prebuilt)[0]
 
 
 def _describe(ws: Workspace, kind: str, thread_key: str, generation: int | None, policy: WorkspacePolicy) -> WorkspaceRef:
@@ -95,6 +102,26 @@ def snapshot_locked(
 
     ``claim``: create the generation's ref only where none exists, else move on to the next
     generation (see ``take_snapshot``)."""
+    return snapshot_built(ws, thread_key, ref_name, generation, policy, claim=claim, reclaim=reclaim)[0]
+
+
+def snapshot_built(
+    ws: Workspace,
+    thread_key: str,
+    ref_name: str,
+    generation: int | None,
+    policy: WorkspacePolicy,
+    *,
+    claim: bool = False,
+    reclaim: Callable[[int], bool] | None = None,
+    prebuilt: "TreeAfterRestore | None" = None,
+    keep_index: Path | None = None,
+) -> tuple[WorkspaceRef, BuiltTree]:
+    """:func:`snapshot_locked`, plus the tree as built (paths tracked and untracked).
+
+    ``prebuilt``: commit this tree instead of scanning the work tree. ``keep_index``: leave
+    the private index the tree was written from at this path (the caller, under the same
+    lock, derives the next tree from it and deletes it)."""
     target = content_target(ws, create=True)
     assert target is not None
     layout = ws.layout
@@ -104,17 +131,11 @@ def snapshot_locked(
     previous = read_json(layout.thread_record(thread_key)) if target.kind == "shadow" else None
     previous_tree = previous.get("tree") if isinstance(previous, dict) else None
     try:
-        seeded_from_user = seed_index(target, scratch, layout.thread_index(thread_key))
-        try:
-            built = build_tree(target, scratch, effective_matcher(ws, policy.exclude), policy.size_cap_bytes)
-        except GitFailure:
-            if seeded_from_user:
-                raise  # the user's own index is unreadable: git's message says why
-            # Our cached index is torn or stale (killed process, disk trouble): start empty.
-            scratch.unlink(missing_ok=True)
-            layout.thread_index(thread_key).unlink(missing_ok=True)
-            built = build_tree(target, scratch, effective_matcher(ws, policy.exclude), policy.size_cap_bytes)
-        submodules = _submodules(target, scratch) if target.kind == "git" else []
+        if prebuilt is not None:
+            built, submodules = prebuilt.built, list(prebuilt.submodules)
+        else:
+            built = _scan(target, scratch, ws, thread_key, policy)
+            submodules = _submodules(target, scratch) if target.kind == "git" else []
         ref = _describe(ws, target.kind, thread_key, generation, policy)
         ref.snapshot_ref, ref.snapshot_tree = ref_name, built.tree
         ref.oversized = built.oversized
@@ -148,7 +169,9 @@ def snapshot_locked(
             commit = _claim_taken(target, ref, commit, built.head, layout.home_id, owner, reclaim, err)
         ref_name = ref.snapshot_ref
         _stage("update-ref")
-        if target.kind == "shadow":  # git repositories re-seed from the user's index every time
+        if keep_index is not None and scratch.is_file():
+            shutil.copy2(scratch, keep_index)
+        if target.kind == "shadow" and scratch.is_file():  # git repositories re-seed from the user's index every time
             _private(scratch)  # git writes index files 0666 minus the umask
             os.replace(scratch, layout.thread_index(thread_key))
             write_json_atomic(
@@ -165,7 +188,22 @@ def snapshot_locked(
         push_snapshot(target, thread_key, ref_name)
     changes = _parse_raw_diff(diff_raw) if base != "none" else {}
     ref.dirty = tree_dirty_summary(changes, built, base=base)
-    return ref
+    return ref, built
+
+
+def _scan(target: GitTarget, scratch: Path, ws: Workspace, thread_key: str, policy: WorkspacePolicy) -> BuiltTree:
+    """The work tree's tree, built in ``scratch`` (seeded, then brought in line by one scan)."""
+    layout = ws.layout
+    seeded_from_user = seed_index(target, scratch, layout.thread_index(thread_key))
+    try:
+        return build_tree(target, scratch, effective_matcher(ws, policy.exclude), policy.size_cap_bytes)
+    except GitFailure:
+        if seeded_from_user:
+            raise  # the user's own index is unreadable: git's message says why
+        # Our cached index is torn or stale (killed process, disk trouble): start empty.
+        scratch.unlink(missing_ok=True)
+        layout.thread_index(thread_key).unlink(missing_ok=True)
+        return build_tree(target, scratch, effective_matcher(ws, policy.exclude), policy.size_cap_bytes)
 
 
 def _commit(target: GitTarget, ref: WorkspaceRef, head: str | None, home_id: str, owner: str | None = None) -> str:
