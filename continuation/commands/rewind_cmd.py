@@ -167,7 +167,8 @@ def _run_rewind(args, mode: str) -> int:
 
     with open_engine() as engine:
         try:
-            plan = plan_rewind(engine, _checkpoint_of(engine, args), mode, reason=args.reason)
+            plan = plan_rewind(engine, _checkpoint_of(engine, args), mode, reason=args.reason,
+                               warm=not args.dry_run)
         except _workspace_errors() as exc:
             raise CommandError(str(exc)) from None
         if args.dry_run:
@@ -221,7 +222,7 @@ def cmd_restore(args) -> int:
     with open_engine() as engine:
         thread = engine.select(args.thread)
         try:
-            plan = plan_undo_restore(engine, thread, reason=args.reason)
+            plan = plan_undo_restore(engine, thread, reason=args.reason, warm=not args.dry_run)
         except _workspace_errors() as exc:
             raise CommandError(str(exc)) from None
         if args.json and args.dry_run:
