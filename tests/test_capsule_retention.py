@@ -293,3 +293,37 @@ def test_torn_missing_and_foreign_files_do_not_stop_gc(home):
         f"context of s1 generation 3\n" * 20)
     assert sorted(p.name for p in ctx.iterdir()) == [
         ".g000003.md.ab12.tmp", "g000004.md", "g000009.md", "notes.txt"]
+
+
+def test_a_boundary_whose_newest_capsule_fails_with_older_ones_pruned_delivers_a_rebuilt_one(home):
+    from continuation import hooks
+
+    def hook(event, **fields):
+        raw = json.dumps({"session_id": "s9", "hook_event_name": event, "cwd": "/nonexistent",
+                          **fields}).encode()
+        return hooks.run("claude", raw)[0]
+
+    for k in range(3):
+        if k:
+            hook("SessionStart", source="compact")
+        hook("UserPromptSubmit", prompt=f"task {k}")
+        hook("Stop", last_assistant_message="done")
+        hook("PreCompact", trigger="auto")
+    with Engine(home) as e:
+        data = prune(e, keep=1, cap=0)
+        key = e.find_thread("claude", "s9").key
+    assert data.capsules == 2
+    con = sqlite3.connect(home / "store.sqlite3")
+    blob = bytearray(con.execute("SELECT capsule FROM checkpoints WHERE thread_key=? AND generation=3",
+                                 (key,)).fetchone()[0])
+    blob[len(blob) // 2] ^= 1
+    con.execute("UPDATE checkpoints SET capsule=? WHERE thread_key=? AND generation=3", (bytes(blob), key))
+    con.commit()
+    con.close()
+    out = hook("SessionStart", source="compact")
+    ctx = json.loads(out)["hookSpecificOutput"]["additionalContext"]
+    assert "is corrupt" in ctx and "generations 1-2 were pruned" in ctx
+    assert '"task 2"' in ctx or "task 2" in ctx
+    with Engine(home) as e:
+        newest = checkpoints.newest_checkpoint(e.get_thread(key))
+        assert newest.generation == 4 and not checkpoints.verify(newest)

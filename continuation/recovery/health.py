@@ -160,17 +160,9 @@ def check_checkpoints(engine) -> list[Finding]:
         pruned += sum(cp.pruned for cp in cps)
         issues = [checkpoints.verify(cp) for cp in cps]
         bad = [i for i in issues if i]
-        copies = [cp.checkpoint_id for cp in cps if not _copy_matches(cp)]
-        if copies:
-            out.append(Finding(
-                "checkpoints.files", WARN,
-                f"thread {thread.key}: the file copy of {len(copies)} checkpoint(s) is missing or "
-                f"differs from the store (e.g. {copies[0]})",
-                "nothing is lost: the store's copy is the one used; `continuation capsule show` "
-                "prints it", data={"thread": thread.key, "checkpoints": copies}))
         if not bad:
             continue
-        good_left = len(cps) - len(bad)
+        good_left = len(cps) - len(bad) - sum(cp.pruned for cp in cps)
         newest_bad = issues[-1] is not None if issues else False
         out.append(Finding(
             "checkpoints", PROBLEM if good_left == 0 else WARN,
@@ -182,18 +174,6 @@ def check_checkpoints(engine) -> list[Finding]:
     kept = f" ({pruned} of them pruned by `continuation gc`: listed, no capsule)" if pruned else ""
     return out or [Finding("checkpoints", OK, f"{total} checkpoint(s) verify against their sha256"
                            + kept)]
-
-
-def _copy_matches(cp) -> bool:
-    """The human-readable copy under capsules/ holds the bytes the store committed."""
-    import hashlib
-
-    if not cp.file_path:
-        return True
-    try:
-        return hashlib.sha256(Path(cp.file_path).read_bytes()).hexdigest() == cp.sha256
-    except OSError:
-        return False
 
 
 # -- files -------------------------------------------------------------------------------------
