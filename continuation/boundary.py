@@ -26,17 +26,42 @@ from .engine import Thread
 INLINE_LIMITS = {"claude": 9_500, "codex": 9_500}
 
 
-def _snapshot(thread: Thread, generation: int) -> dict | None:
-    """A workspace snapshot for the checkpoint; never fails the boundary."""
-    root = thread.row["workspace_root"]
-    if not root or not Path(root).is_dir():
-        return None
-    try:
-        from .workspace_link import snapshot_for_checkpoint
+class _PendingSnapshot:
+    """A snapshot taken in a worker thread: git does the work in its own processes, so the
+    boundary's thread gathers the capsule meanwhile (issue 15). The worker touches no store
+    connection of this thread (``workspace_link.snapshot_workspace``)."""
 
-        return snapshot_for_checkpoint(thread, generation)
-    except Exception as exc:  # the capsule matters more than the snapshot
-        return {"root": root, "error": f"snapshot failed: {exc}"}
+    def __init__(self, root: str | None, thread_key: str, home, generation: int):
+        self._box: list = []
+        self._worker = None
+        if not root or not Path(root).is_dir():
+            self._box.append(None)
+            return
+        import threading
+
+        self._worker = threading.Thread(target=self._take, args=(root, thread_key, home, generation),
+                                        daemon=True, name="continuation-snapshot")
+        self._worker.start()
+
+    def _take(self, root, thread_key, home, generation) -> None:
+        try:
+            from .workspace_link import snapshot_workspace
+
+            self._box.append(snapshot_workspace(root, thread_key, home, generation))
+        except Exception as exc:  # the capsule matters more than the snapshot
+            self._box.append({"root": root, "error": f"snapshot failed: {exc}"})
+        except BaseException as exc:  # never leave the boundary waiting on a dead worker
+            self._box.append({"root": root, "error": f"snapshot failed: {exc!r}"})
+            raise
+
+    def result(self) -> dict | None:
+        if self._worker is not None:
+            self._worker.join()
+        return self._box[0]
+
+
+def _start_snapshot(thread: Thread, generation: int) -> _PendingSnapshot:
+    return _PendingSnapshot(thread.row["workspace_root"], thread.key, thread.engine.home, generation)
 
 
 def transcript_pointer(path: str | None) -> dict | None:
@@ -69,23 +94,30 @@ def commit_checkpoint(thread: Thread, *, reason: str, transcript_path: str | Non
     a ref always names the commit its checkpoint records; the store refuses a generation that
     is not past the thread's newest. The loser gives its claim back and tries again with the
     next generation, a fresh snapshot and capsule: a boundary is never dropped for a race."""
-    if snapshot:  # the tokenizer loads while git snapshots (when the capsule will need it)
-        checkpoints.prefetch_tokenizer(thread)
     given, notices = notices, None
     transcript = transcript_pointer(transcript_path)
     floor = 0
     for _ in range(COMMIT_ATTEMPTS):
         generation = max(int(thread.row["generation"]) + 1, floor)
-        workspace = _snapshot(thread, generation) if snapshot else None
-        if notices is None:  # after the snapshot: its git wait is the tokenizer's to overlap
+        # git snapshots in a worker while this thread gathers the capsule's input and builds
+        # the schemas (and tokenizer) the capsule will need: the boundary costs the longer of
+        # the two, not their sum
+        pending = _start_snapshot(thread, generation) if snapshot else None
+        if notices is None:
             notices = (*given, *_reconciliation_notices(thread))
+        seq = int(thread.row["last_seq"])  # read before gathering: the capsule covers it
+        source = checkpoints.gather_source(thread, generation=generation, reason=reason,
+                                           transcript=transcript, notices=notices)
+        if pending is not None:
+            checkpoints.warm_up(thread)
+        workspace = pending.result() if pending is not None else None
         claimed = (workspace or {}).get("generation")
         if isinstance(claimed, int) and claimed > generation:  # the ref of `generation` was taken
             generation = claimed
         try:
             return checkpoints.commit(thread, reason=reason, workspace=workspace,
                                       transcript=transcript, notices=notices,
-                                      generation=generation)
+                                      generation=generation, source=source, seq=seq)
         except checkpoints.GenerationTaken:
             _release(thread, workspace)
             floor = generation + 1

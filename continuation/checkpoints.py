@@ -152,9 +152,30 @@ def find_checkpoint(engine, selector: str) -> Checkpoint:
     raise CheckpointError(f"{selector!r} matches {len(rows)} checkpoints; give more of the id")
 
 
+def gather_source(thread: Thread, *, generation: int, reason: str, workspace: dict | None = None,
+                  transcript: dict | None = None, notices=(), upto_seq: int | None = None):
+    """What the capsule of ``generation`` is built from (``continuation.capsule_source``); a
+    boundary gathers it while git snapshots and sets the workspace afterwards
+    (:func:`with_workspace`)."""
+    from .capsule_source import gather
+
+    return gather(thread, generation=generation, reason=reason, workspace=workspace,
+                  transcript=transcript, notices=notices, upto_seq=upto_seq)
+
+
+def with_workspace(thread: Thread, source, *, generation: int, workspace: dict | None):
+    """``source`` as if gathered with this snapshot and generation."""
+    from .capsule_source import source_workspace
+
+    return source.model_copy(update={"generation": generation,
+                                     "workspace": source_workspace(thread.row, workspace)})
+
+
 def build(thread: Thread, *, generation: int, reason: str, workspace: dict | None = None,
-          transcript: dict | None = None, notices=(), budget=None, upto_seq: int | None = None):
-    """Build (not commit) the capsule for the thread's current state.
+          transcript: dict | None = None, notices=(), budget=None, upto_seq: int | None = None,
+          source=None):
+    """Build (not commit) the capsule for the thread's current state (or from ``source``,
+    gathered earlier by :func:`gather_source` and completed by :func:`with_workspace`).
 
     Tokens are counted first by the UTF-8 bound (no tokenizer loaded, see
     ``capsule.tokens.ByteBoundCounter``): when that build needed no cut, the capsule provably
@@ -164,10 +185,9 @@ def build(thread: Thread, *, generation: int, reason: str, workspace: dict | Non
     from capsule.budget import Budget, build_capsule
     from capsule.tokens import ByteBoundCounter, set_ranks_cache
 
-    from .capsule_source import gather
-
-    source = gather(thread, generation=generation, reason=reason, workspace=workspace,
-                    transcript=transcript, notices=notices, upto_seq=upto_seq)
+    if source is None:
+        source = gather_source(thread, generation=generation, reason=reason, workspace=workspace,
+                               transcript=transcript, notices=notices, upto_seq=upto_seq)
     budget = budget or Budget()
     if _text_bytes(source) <= budget.max_tokens:  # else no cut-free capsule can fit the bound
         capsule = build_capsule(source, budget, counter=ByteBoundCounter())
@@ -177,12 +197,26 @@ def build(thread: Thread, *, generation: int, reason: str, workspace: dict | Non
     return build_capsule(source, budget)
 
 
-def prefetch_tokenizer(thread: Thread) -> bool:
-    """Load the tokenizer in the background when this thread's next capsule will need it: its
-    newest capsule was counted exactly (it needed cuts; a thread only grows, so the next one
-    will too). Called before the boundary's git work, which the load then overlaps. True when
-    a load was started."""
-    from capsule.tokens import BYTE_BOUND_NAME, preload_in_background, set_ranks_cache
+def warm_up(thread: Thread) -> None:
+    """Do ahead what the next build will need, while a boundary waits for git: the capsule
+    models' schemas (pydantic builds them on first use) and, when this thread's newest capsule
+    was counted exactly (a thread only grows, so the next one will be too), the tokenizer.
+    Called in the boundary's own thread: a background load would hold the interpreter lock
+    against the git worker's process starts."""
+    from capsule.model import build_schemas
+    from capsule.tokens import get_token_counter, set_ranks_cache
+
+    build_schemas()
+    if _newest_counted_exactly(thread):
+        set_ranks_cache(thread.engine.home / "cache")
+        try:
+            get_token_counter()
+        except Exception:  # noqa: BLE001 - the build's own load reports it
+            pass
+
+
+def _newest_counted_exactly(thread: Thread) -> bool:
+    from capsule.tokens import BYTE_BOUND_NAME
 
     rows = thread.store.checkpoint_rows(thread.key, newest_first=True, limit=1)
     if not rows:
@@ -191,7 +225,17 @@ def prefetch_tokenizer(thread: Thread) -> bool:
         encoding = json.loads(bytes(rows[0]["capsule"]))["budget"]["encoding"]
     except (ValueError, KeyError, TypeError):
         return False
-    if not encoding or encoding == BYTE_BOUND_NAME:
+    return bool(encoding) and encoding != BYTE_BOUND_NAME
+
+
+def prefetch_tokenizer(thread: Thread) -> bool:
+    """Load the tokenizer in the background when this thread's next capsule will need it: its
+    newest capsule was counted exactly (it needed cuts; a thread only grows, so the next one
+    will too). Called before git work that the load then overlaps. True when a load was
+    started."""
+    from capsule.tokens import preload_in_background, set_ranks_cache
+
+    if not _newest_counted_exactly(thread):
         return False
     set_ranks_cache(thread.engine.home / "cache")
     preload_in_background()
@@ -208,10 +252,12 @@ def _text_bytes(source) -> int:
 
 def commit(thread: Thread, *, reason: str, workspace: dict | None = None,
            transcript: dict | None = None, notices=(), budget=None,
-           generation: int | None = None) -> Checkpoint:
+           generation: int | None = None, source=None, seq: int | None = None) -> Checkpoint:
     """Commit the capsule as ``generation`` (default: the next one). Generations only grow:
     when the thread already has this generation or a later one, ``GenerationTaken`` is raised
-    and nothing is committed (``boundary.commit_checkpoint`` retries with the next)."""
+    and nothing is committed (``boundary.commit_checkpoint`` retries with the next).
+    ``source`` and ``seq``: the capsule's input gathered earlier and the last event it covers
+    (read before it was gathered)."""
     from capsule.model import SCHEMA_VERSION, encode_capsule
     from capsule.render import render_capsule
 
@@ -219,9 +265,12 @@ def commit(thread: Thread, *, reason: str, workspace: dict | None = None,
     row = thread.row
     if generation is None:
         generation = int(row["generation"]) + 1
-    seq = int(row["last_seq"])
+    if source is None or seq is None:
+        seq, source = int(row["last_seq"]), None
+    else:
+        source = with_workspace(thread, source, generation=generation, workspace=workspace)
     capsule = build(thread, generation=generation, reason=reason, workspace=workspace,
-                    transcript=transcript, notices=notices, budget=budget)
+                    transcript=transcript, notices=notices, budget=budget, source=source)
     data = encode_capsule(capsule)
     digest = hashlib.sha256(data).hexdigest()
     rendered = render_capsule(capsule)
