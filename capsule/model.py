@@ -263,6 +263,25 @@ class Capsule(_Part):
         return [i.id for i in self.inputs if i.state == "queued"]
 
 
+def build_schemas() -> int:
+    """Build now the schemas that ``defer_build`` leaves to first use, for the models a capsule
+    build touches (its source, the capsule's parts, the budget): a boundary calls this while it
+    waits for git, so the build itself does not pay for them. Returns how many were built."""
+    import sys
+
+    from . import budget, source
+
+    built = 0
+    for module in (source, sys.modules[__name__], budget):
+        for value in list(vars(module).values()):
+            if (isinstance(value, type) and issubclass(value, BaseModel)
+                    and value.__module__ == module.__name__ and not value.__name__.startswith("_")
+                    and not value.__pydantic_complete__):
+                value.model_rebuild()
+                built += 1
+    return built
+
+
 def canonical_json(data: Any) -> bytes:
     return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 

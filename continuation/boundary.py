@@ -26,17 +26,45 @@ from .engine import Thread
 INLINE_LIMITS = {"claude": 9_500, "codex": 9_500}
 
 
-def _snapshot(thread: Thread, generation: int, tree_after_restore=None) -> dict | None:
-    """A workspace snapshot for the checkpoint; never fails the boundary."""
-    root = thread.row["workspace_root"]
-    if not root or not Path(root).is_dir():
-        return None
-    try:
-        from .workspace_link import snapshot_for_checkpoint
+class _PendingSnapshot:
+    """A snapshot taken in a worker thread: git does the work in its own processes, so the
+    boundary's thread gathers the capsule meanwhile (issue 15). The worker touches no store
+    connection of this thread (``workspace_link.snapshot_workspace``)."""
 
-        return snapshot_for_checkpoint(thread, generation, tree_after_restore)
-    except Exception as exc:  # the capsule matters more than the snapshot
-        return {"root": root, "error": f"snapshot failed: {exc}"}
+    def __init__(self, root: str | None, thread_key: str, home, generation: int, tree_after_restore=None):
+        self._box: list = []
+        self._worker = None
+        if not root or not Path(root).is_dir():
+            self._box.append(None)
+            return
+        import threading
+
+        self._worker = threading.Thread(target=self._take,
+                                        args=(root, thread_key, home, generation, tree_after_restore),
+                                        daemon=True, name="continuation-snapshot")
+        self._worker.start()
+
+    def _take(self, root, thread_key, home, generation, tree_after_restore) -> None:
+        try:
+            from .workspace_link import snapshot_workspace
+
+            self._box.append(snapshot_workspace(root, thread_key, home, generation,
+                                                tree_after_restore=tree_after_restore))
+        except Exception as exc:  # the capsule matters more than the snapshot
+            self._box.append({"root": root, "error": f"snapshot failed: {exc}"})
+        except BaseException as exc:  # never leave the boundary waiting on a dead worker
+            self._box.append({"root": root, "error": f"snapshot failed: {exc!r}"})
+            raise
+
+    def result(self) -> dict | None:
+        if self._worker is not None:
+            self._worker.join()
+        return self._box[0]
+
+
+def _start_snapshot(thread: Thread, generation: int, tree_after_restore=None) -> _PendingSnapshot:
+    return _PendingSnapshot(thread.row["workspace_root"], thread.key, thread.engine.home, generation,
+                            tree_after_restore)
 
 
 def transcript_pointer(path: str | None) -> dict | None:
@@ -72,23 +100,30 @@ def commit_checkpoint(thread: Thread, *, reason: str, transcript_path: str | Non
     a ref always names the commit its checkpoint records; the store refuses a generation that
     is not past the thread's newest. The loser gives its claim back and tries again with the
     next generation, a fresh snapshot and capsule: a boundary is never dropped for a race."""
-    if snapshot:  # the tokenizer loads while git snapshots (when the capsule will need it)
-        checkpoints.prefetch_tokenizer(thread)
     given, notices = notices, None
     transcript = transcript_pointer(transcript_path)
     floor = 0
     for _ in range(COMMIT_ATTEMPTS):
         generation = max(int(thread.row["generation"]) + 1, floor)
-        workspace = _snapshot(thread, generation, tree_after_restore) if snapshot else None
-        if notices is None:  # after the snapshot: its git wait is the tokenizer's to overlap
+        # git snapshots in a worker while this thread gathers the capsule's input and builds
+        # the schemas (and tokenizer) the capsule will need: the boundary costs the longer of
+        # the two, not their sum
+        pending = _start_snapshot(thread, generation, tree_after_restore) if snapshot else None
+        if notices is None:
             notices = (*given, *_reconciliation_notices(thread))
+        seq = int(thread.row["last_seq"])  # read before gathering: the capsule covers it
+        source = checkpoints.gather_source(thread, generation=generation, reason=reason,
+                                           transcript=transcript, notices=notices)
+        if pending is not None:
+            checkpoints.warm_up(thread)
+        workspace = pending.result() if pending is not None else None
         claimed = (workspace or {}).get("generation")
         if isinstance(claimed, int) and claimed > generation:  # the ref of `generation` was taken
             generation = claimed
         try:
             return checkpoints.commit(thread, reason=reason, workspace=workspace,
                                       transcript=transcript, notices=notices,
-                                      generation=generation)
+                                      generation=generation, source=source, seq=seq)
         except checkpoints.GenerationTaken:
             _release(thread, workspace)
             floor = generation + 1
@@ -217,13 +252,17 @@ def fresh_context(thread: Thread, reason: str, *, instructions: str | None = Non
     """(loaded checkpoint, assembled context) for a fresh context now: the newest checkpoint
     when it is current, else a new one (see :func:`context_answer`); None without one."""
     cp = fresh_checkpoint(thread, reason)
-    loaded = checkpoints.load(thread, cp.generation, decode=False)
-    if loaded is None:
-        return None
-    if loaded.checkpoint.generation != cp.generation:
-        # the newest capsule did not verify: the log is the authority, so deliver a capsule
-        # rebuilt from it rather than the older one's stale states (problems are still said)
+    try:
+        loaded = checkpoints.load(thread, cp.generation, decode=False)
+    except checkpoints.CheckpointError as exc:  # none verifies (corrupt, or pruned by gc)
+        loaded, problems = None, [str(exc)]
+    else:
+        if loaded is None:
+            return None
         problems = loaded.problems
+    if loaded is None or loaded.checkpoint.generation != cp.generation:
+        # the newest capsule did not verify: the log is the authority, so deliver a capsule
+        # rebuilt from it rather than an older one's stale states (problems are still said)
         rebuilt = commit_checkpoint(thread, reason=reason, snapshot=False)
         loaded = checkpoints.load(thread, rebuilt.generation, decode=False)
         loaded.problems = problems + loaded.problems

@@ -32,7 +32,7 @@ from capsule.source import (
 from statemachine.reducer import resolve_call
 
 from .engine import Thread
-from .store.view import SqlStateView
+from .store.view import SqlStateView, rows_in_states
 from .rewind.summary import notices_of
 from .rewind.timeline import ROLLED_BACK, in_ranges, live_ranges
 
@@ -187,7 +187,7 @@ def gather(thread: Thread, *, generation: int, reason: str, upto_seq: int | None
         facts=facts,
         claims=claims,
         cursor=_cursor(key, cursor_src, known),
-        workspace=workspace or ({"root": row["workspace_root"]} if row["workspace_root"] else None),
+        workspace=source_workspace(row, workspace),
         permissions=SourcePermissions(permission_mode=settings.get("permission_mode"),
                                       sandbox=settings.get("sandbox"),
                                       approval=settings.get("approval")),
@@ -207,6 +207,11 @@ def gather(thread: Thread, *, generation: int, reason: str, upto_seq: int | None
         not_gathered=not_gathered,
         input_counts=store.input_counts(key) if older_inputs else None,
     )
+
+
+def source_workspace(row: dict, workspace: dict | None) -> dict | None:
+    """The capsule's workspace: the snapshot's description, else the thread's root alone."""
+    return workspace or ({"root": row["workspace_root"]} if row["workspace_root"] else None)
 
 
 def _newest_live(store, key: str, types, upto: int | None, n: int,
@@ -230,12 +235,14 @@ def _bounded_inputs(store, key: str):
     """(inputs, older): every input not yet historical and the newest
     ``MAX_HISTORICAL_INPUTS`` historical ones, in admission order (the only ones decoded); and
     the cut counting the older historical ones (an aggregate: none of them is read)."""
+    from statemachine.lifecycle import STATES
     from statemachine.records import InputRecord
 
     marks = ",".join("?" * len(_HISTORICAL))
     conn = store.conn
-    rows = conn.execute(f"SELECT data FROM inputs WHERE thread_key=? AND state NOT IN ({marks})",
-                        (key, *_HISTORICAL)).fetchall()
+    still_open = [s for s in STATES if s not in _HISTORICAL]  # few rows: read by the state index
+    rows = conn.execute(f"SELECT data {rows_in_states('inputs', still_open)}",
+                        (key, *still_open)).fetchall()
     rows += conn.execute(f"SELECT data FROM inputs WHERE thread_key=? AND state IN ({marks})"
                          " ORDER BY admitted_seq DESC LIMIT ?",
                          (key, *_HISTORICAL, MAX_HISTORICAL_INPUTS)).fetchall()

@@ -1,13 +1,19 @@
 """Committing and reading capsules: the checkpoint of a thread at one context generation.
 
-Commit order (each step durable before the next):
-1. the human-readable copy ``capsules/<thread>/g<generation>.json`` is written atomically
-   (temp file, fsync, rename, fsync of the folder);
-2. one store transaction inserts the checkpoint row (exact capsule bytes + sha256 + the
-   rendered block) and appends the ``checkpoint_committed`` fact.
-The row is the commit point: a crash before it leaves an orphan file and the previous
-checkpoint current. Every generation is kept. Reading verifies the sha256; a capsule whose
-hash does not match is reported and the previous good one is used.
+Each capsule is stored once, with its rendering: one store transaction inserts the checkpoint
+row (the exact capsule bytes, their sha256 and the rendered block) and appends the
+``checkpoint_committed`` fact. That transaction is the atomic, durable write (WAL with
+``synchronous=FULL``, or the server's commit) and the commit point: a crash before it leaves
+the previous checkpoint current, and every earlier row is kept. Reading verifies the sha256; a
+capsule whose hash does not match is reported and the previous good one is used. (Versions
+before issue 15 also wrote a JSON copy to ``capsules/<thread>/``: nothing read it, the row held
+the same bytes; ``continuation gc`` deletes the copies left from then.)
+
+``continuation gc`` may prune a generation's payload (``capsule_retention``): a row beyond
+``CONTINUATION_KEEP_GENERATIONS`` loses its rendering (rendered again from the bytes when
+asked), and past the byte cap the oldest rows lose their capsule bytes too. Such a row stays
+listed (id, generation, events covered, reason, time, workspace snapshot, sha256) and
+rewindable from the log; asking for its capsule says it was pruned (``CheckpointPruned``).
 
 A checkpoint is aligned (one id names the event position, the capsule and the workspace
 snapshot): ``checkpoint_id`` is derived from thread and generation, ``seq`` is the last event it
@@ -21,7 +27,6 @@ import time
 from pathlib import Path
 
 
-from .atomic import atomic_write
 from .engine import Thread
 # defined with the store (a backend raises them); their home for callers stays here
 from .store import CheckpointError, GenerationTaken  # noqa: F401
@@ -65,6 +70,11 @@ class Checkpoint(_Fields):
     _DEFAULTS = {"capsule_bytes": b""}
     _HIDDEN = ("capsule_bytes",)
 
+    @property
+    def pruned(self) -> bool:
+        """``continuation gc`` dropped this capsule's bytes (an encoded capsule is never empty)."""
+        return not self.capsule_bytes
+
     def summary(self) -> dict:
         return {k: v for k, v in self.__dict__.items() if k not in ("capsule_bytes", "rendered")}
 
@@ -90,12 +100,23 @@ class LoadedCapsule(_Fields):
         return render_capsule(capsule)
 
 
+class CheckpointPruned(CheckpointError):
+    """The capsule of a listed checkpoint was pruned by ``continuation gc``."""
+
+
+def pruned_message(cp: Checkpoint) -> str:
+    return (f"the capsule of checkpoint {cp.checkpoint_id} (generation {cp.generation}) was "
+            "pruned by `continuation gc` (CONTINUATION_KEEP_BYTES); the checkpoint is still "
+            "listed and a rewind to it rebuilds the capsule from the log")
+
+
 def checkpoint_id_for(thread_key: str, generation: int) -> str:
     digest = hashlib.sha256(f"{thread_key}\0{generation}".encode()).hexdigest()[:10]
     return f"cp-{generation}-{digest}"
 
 
 def capsule_dir(home: Path, thread_key: str) -> Path:
+    """Where versions before issue 15 wrote a JSON copy of each capsule (gc deletes them)."""
     return Path(home) / "capsules" / thread_key
 
 
@@ -131,9 +152,30 @@ def find_checkpoint(engine, selector: str) -> Checkpoint:
     raise CheckpointError(f"{selector!r} matches {len(rows)} checkpoints; give more of the id")
 
 
+def gather_source(thread: Thread, *, generation: int, reason: str, workspace: dict | None = None,
+                  transcript: dict | None = None, notices=(), upto_seq: int | None = None):
+    """What the capsule of ``generation`` is built from (``continuation.capsule_source``); a
+    boundary gathers it while git snapshots and sets the workspace afterwards
+    (:func:`with_workspace`)."""
+    from .capsule_source import gather
+
+    return gather(thread, generation=generation, reason=reason, workspace=workspace,
+                  transcript=transcript, notices=notices, upto_seq=upto_seq)
+
+
+def with_workspace(thread: Thread, source, *, generation: int, workspace: dict | None):
+    """``source`` as if gathered with this snapshot and generation."""
+    from .capsule_source import source_workspace
+
+    return source.model_copy(update={"generation": generation,
+                                     "workspace": source_workspace(thread.row, workspace)})
+
+
 def build(thread: Thread, *, generation: int, reason: str, workspace: dict | None = None,
-          transcript: dict | None = None, notices=(), budget=None, upto_seq: int | None = None):
-    """Build (not commit) the capsule for the thread's current state.
+          transcript: dict | None = None, notices=(), budget=None, upto_seq: int | None = None,
+          source=None):
+    """Build (not commit) the capsule for the thread's current state (or from ``source``,
+    gathered earlier by :func:`gather_source` and completed by :func:`with_workspace`).
 
     Tokens are counted first by the UTF-8 bound (no tokenizer loaded, see
     ``capsule.tokens.ByteBoundCounter``): when that build needed no cut, the capsule provably
@@ -143,10 +185,9 @@ def build(thread: Thread, *, generation: int, reason: str, workspace: dict | Non
     from capsule.budget import Budget, build_capsule
     from capsule.tokens import ByteBoundCounter, set_ranks_cache
 
-    from .capsule_source import gather
-
-    source = gather(thread, generation=generation, reason=reason, workspace=workspace,
-                    transcript=transcript, notices=notices, upto_seq=upto_seq)
+    if source is None:
+        source = gather_source(thread, generation=generation, reason=reason, workspace=workspace,
+                               transcript=transcript, notices=notices, upto_seq=upto_seq)
     budget = budget or Budget()
     if _text_bytes(source) <= budget.max_tokens:  # else no cut-free capsule can fit the bound
         capsule = build_capsule(source, budget, counter=ByteBoundCounter())
@@ -156,12 +197,26 @@ def build(thread: Thread, *, generation: int, reason: str, workspace: dict | Non
     return build_capsule(source, budget)
 
 
-def prefetch_tokenizer(thread: Thread) -> bool:
-    """Load the tokenizer in the background when this thread's next capsule will need it: its
-    newest capsule was counted exactly (it needed cuts; a thread only grows, so the next one
-    will too). Called before the boundary's git work, which the load then overlaps. True when
-    a load was started."""
-    from capsule.tokens import BYTE_BOUND_NAME, preload_in_background, set_ranks_cache
+def warm_up(thread: Thread) -> None:
+    """Do ahead what the next build will need, while a boundary waits for git: the capsule
+    models' schemas (pydantic builds them on first use) and, when this thread's newest capsule
+    was counted exactly (a thread only grows, so the next one will be too), the tokenizer.
+    Called in the boundary's own thread: a background load would hold the interpreter lock
+    against the git worker's process starts."""
+    from capsule.model import build_schemas
+    from capsule.tokens import get_token_counter, set_ranks_cache
+
+    build_schemas()
+    if _newest_counted_exactly(thread):
+        set_ranks_cache(thread.engine.home / "cache")
+        try:
+            get_token_counter()
+        except Exception:  # noqa: BLE001 - the build's own load reports it
+            pass
+
+
+def _newest_counted_exactly(thread: Thread) -> bool:
+    from capsule.tokens import BYTE_BOUND_NAME
 
     rows = thread.store.checkpoint_rows(thread.key, newest_first=True, limit=1)
     if not rows:
@@ -170,7 +225,17 @@ def prefetch_tokenizer(thread: Thread) -> bool:
         encoding = json.loads(bytes(rows[0]["capsule"]))["budget"]["encoding"]
     except (ValueError, KeyError, TypeError):
         return False
-    if not encoding or encoding == BYTE_BOUND_NAME:
+    return bool(encoding) and encoding != BYTE_BOUND_NAME
+
+
+def prefetch_tokenizer(thread: Thread) -> bool:
+    """Load the tokenizer in the background when this thread's next capsule will need it: its
+    newest capsule was counted exactly (it needed cuts; a thread only grows, so the next one
+    will too). Called before git work that the load then overlaps. True when a load was
+    started."""
+    from capsule.tokens import preload_in_background, set_ranks_cache
+
+    if not _newest_counted_exactly(thread):
         return False
     set_ranks_cache(thread.engine.home / "cache")
     preload_in_background()
@@ -187,10 +252,12 @@ def _text_bytes(source) -> int:
 
 def commit(thread: Thread, *, reason: str, workspace: dict | None = None,
            transcript: dict | None = None, notices=(), budget=None,
-           generation: int | None = None) -> Checkpoint:
+           generation: int | None = None, source=None, seq: int | None = None) -> Checkpoint:
     """Commit the capsule as ``generation`` (default: the next one). Generations only grow:
     when the thread already has this generation or a later one, ``GenerationTaken`` is raised
-    and nothing is committed (``boundary.commit_checkpoint`` retries with the next)."""
+    and nothing is committed (``boundary.commit_checkpoint`` retries with the next).
+    ``source`` and ``seq``: the capsule's input gathered earlier and the last event it covers
+    (read before it was gathered)."""
     from capsule.model import SCHEMA_VERSION, encode_capsule
     from capsule.render import render_capsule
 
@@ -198,31 +265,33 @@ def commit(thread: Thread, *, reason: str, workspace: dict | None = None,
     row = thread.row
     if generation is None:
         generation = int(row["generation"]) + 1
-    seq = int(row["last_seq"])
+    if source is None or seq is None:
+        seq, source = int(row["last_seq"]), None
+    else:
+        source = with_workspace(thread, source, generation=generation, workspace=workspace)
     capsule = build(thread, generation=generation, reason=reason, workspace=workspace,
-                    transcript=transcript, notices=notices, budget=budget)
+                    transcript=transcript, notices=notices, budget=budget, source=source)
     data = encode_capsule(capsule)
     digest = hashlib.sha256(data).hexdigest()
     rendered = render_capsule(capsule)
     cp_id = checkpoint_id_for(thread.key, generation)
-    # the hash in the name: two processes racing for one generation never overwrite each
-    # other's copy (the loser's row is refused, its file is an orphan for gc)
-    path = capsule_dir(thread.engine.home, thread.key) / f"g{generation:06d}-{digest[:12]}.json"
-    atomic_write(path, data)
     now = time.time()
     store.commit_checkpoint(
         {"checkpoint_id": cp_id, "thread_key": thread.key, "generation": generation, "seq": seq,
          "reason": reason, "created_at": now, "capsule": data, "sha256": digest,
          "capsule_version": SCHEMA_VERSION, "rendered": rendered,
-         "workspace": json.dumps(workspace) if workspace else None, "file_path": str(path)},
+         "workspace": json.dumps(workspace) if workspace else None, "file_path": None},
         {"checkpoint_id": cp_id, "generation": generation, "reason": reason, "sha256": digest,
          "covers_seq": seq, "snapshot_ref": (workspace or {}).get("snapshot_ref")})
     return Checkpoint(cp_id, thread.key, generation, seq, reason, now, digest, SCHEMA_VERSION,
-                      rendered, workspace, str(path), data)
+                      rendered, workspace, None, data)
 
 
 def verify(cp: Checkpoint) -> str | None:
-    """None when the stored bytes match their hash, else what is wrong."""
+    """None when the stored bytes match their hash, else what is wrong (a pruned capsule is
+    not corrupt: see ``Checkpoint.pruned``)."""
+    if cp.pruned:
+        return None
     actual = hashlib.sha256(cp.capsule_bytes).hexdigest()
     if actual != cp.sha256:
         return (f"checkpoint {cp.checkpoint_id} (generation {cp.generation}) is corrupt: "
@@ -247,10 +316,23 @@ def load(thread: Thread, generation: int | None = None, *, decode: bool = True) 
     """The newest checkpoint (or the one of ``generation``) whose bytes verify and decode,
     falling back to older ones; ``problems`` says what was skipped.
 
+    A capsule pruned by ``continuation gc`` is never silently replaced by an older one when it
+    was asked for by ``generation``: ``CheckpointPruned`` says so. On the fallback (the asked
+    one failed its hash), pruned generations are skipped and named once in ``problems``.
+
     ``decode=False`` (a boundary answering with the stored rendering) only verifies the hash:
     no capsule model is imported or built, and ``capsule`` is None."""
     problems: list[str] = []
+    pruned: list[Checkpoint] = []
     for cp in _newest_first(thread, generation):
+        if cp.pruned:
+            if not problems:  # the one asked for (or the newest) itself
+                raise CheckpointPruned(pruned_message(cp))
+            pruned.append(cp)
+            continue
+        if pruned:
+            problems.append(_pruned_run(pruned))
+            pruned = []
         issue = verify(cp)
         if issue is None and not decode and cp.rendered:
             return LoadedCapsule(cp, None, problems)
@@ -262,6 +344,14 @@ def load(thread: Thread, generation: int | None = None, *, decode: bool = True) 
             except CapsuleFormatError as exc:
                 issue = f"checkpoint {cp.checkpoint_id} cannot be read: {exc}"
         problems.append(issue + "; using the previous one")
+    if pruned:
+        problems.append(_pruned_run(pruned))
     if problems:
         raise CheckpointError("; ".join(problems) + " - no valid checkpoint remains")
     return None
+
+
+def _pruned_run(run: list[Checkpoint]) -> str:
+    low, high = run[-1].generation, run[0].generation
+    span = f"generation {low}" if low == high else f"generations {low}-{high}"
+    return f"the capsules of {span} were pruned by `continuation gc`; skipped"

@@ -1,6 +1,7 @@
 """Committing capsules before boundaries, reading them back, falling back on corruption."""
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -18,14 +19,16 @@ def _payload(event, **extra):
                        **extra}).encode()
 
 
-def test_commit_writes_row_file_and_fact(engine):
+def test_commit_writes_the_capsule_once_in_its_row_with_the_fact(engine):
     t = engine.thread("codex", "s1")
     t.admit("build the thing", turn_id="t1")
     cp = checkpoints.commit(t, reason="manual")
     assert cp.generation == 1 and cp.seq == 1
-    data = open(cp.file_path, "rb").read()
-    assert data == cp.capsule_bytes
-    assert not [p for p in os.listdir(os.path.dirname(cp.file_path)) if p.endswith(".tmp")]
+    [row] = t.store.checkpoint_rows(t.key)
+    data = bytes(row["capsule"])
+    assert data == cp.capsule_bytes and hashlib.sha256(data).hexdigest() == row["sha256"]
+    assert row["rendered"] == cp.rendered and row["file_path"] is None
+    assert not (engine.home / "capsules").exists()  # no second copy on disk (issue 15)
     assert t.events()[-1]["type"] == "checkpoint_committed"
     assert t.row["generation"] == 1
     capsule = decode_capsule(data)
@@ -389,10 +392,10 @@ def test_claims_after_a_rewind_are_the_newest_on_the_branch_and_the_older_are_co
     assert older.items == 6 and older.original_bytes == sum(len(f"kept claim {n}") for n in range(6))
 
 
-def test_a_boundary_loads_the_tokenizer_in_the_background_only_when_it_will_count(home):
-    """Issue 15: a thread whose newest capsule was counted exactly (it needed cuts) starts the
-    tokenizer load in a background thread before the boundary's git work, and the build uses
-    that one load; a thread whose capsule fit by its byte bound loads no tokenizer at all."""
+def test_a_boundary_loads_the_tokenizer_while_git_works_only_when_it_will_count(home):
+    """Issue 15: a thread whose newest capsule was counted exactly (it needed cuts) loads the
+    tokenizer while the boundary's snapshot runs, and the build uses that one load; a thread
+    whose capsule fit by its byte bound loads no tokenizer at all."""
     script = r"""
 import json, sys, threading
 from capsule import tokens
@@ -440,8 +443,9 @@ print(json.dumps(out))
     assert out["small_prefetch"] is False and out["small_loads"] == [] and out["tiktoken"] is False
     assert out["big_cuts"] and out["big_encoding"] != BYTE_BOUND_NAME
     # one load (o200k from the cache, else the offline encoding after looking for it), in the
-    # background thread
-    assert out["big_loads"] and set(out["big_loads"]) == {"continuation-tokenizer"}
+    # boundary's own thread while git snapshots in a worker (a background load would hold the
+    # interpreter lock against the worker's process starts)
+    assert out["big_loads"] and set(out["big_loads"]) == {"MainThread"}
 
 
 def test_a_not_gathered_cut_is_counted_by_the_database_and_hashes_its_selection(engine,

@@ -190,3 +190,63 @@ def test_events_of_types_reads_an_index_range_not_the_whole_thread(store):
         e for e in everything if 10 < e["seq"] <= 60]
     assert store.events_of_types(key, ["turn_completed"], newest=2, upto=30) == [
         e for e in everything if e["seq"] <= 30][-2:]
+
+
+def test_open_inputs_and_unsettled_calls_are_read_by_their_state_index(store):
+    """Every boundary and reconciliation reads the thread's open inputs and unsettled calls; on
+    a long thread those are a handful among thousands of settled rows. SQLite's planner, which
+    takes every state as equally common, walked all of them in key order (18 ms at 20,000
+    inputs); naming the state index keeps the work the same
+    on a long thread as on a short one, and the answer is the same."""
+    from continuation.capsule_source import _bounded_inputs
+
+    key = store.ensure_thread("claude", "long")
+
+    def turns(start, n):
+        batch = []
+        for k in range(start, start + n):
+            batch += [("input_admitted", {"input_id": f"i{k}", "text": "x", "turn_id": f"t{k}"}),
+                      ("tool_started", {"call_id": f"c{k}", "tool": "Bash", "turn_id": f"t{k}",
+                                        "args": {"command": "true"}}),
+                      ("tool_finished", {"call_id": f"c{k}", "status": "ok", "turn_id": f"t{k}"}),
+                      ("turn_completed", {"turn_id": f"t{k}"})]
+        store.append_many(key, batch, source="t")
+
+    def open_reads():
+        return (store.inputs(key, ("pending", "interrupted", "reconciling")),
+                store.tool_calls(key, ("in_flight", "unknown")))
+
+    def steps(read):
+        ticks = [0]
+        store.conn.set_progress_handler(lambda: ticks.__setitem__(0, ticks[0] + 1) or 0, 50)
+        try:
+            found = read()
+        finally:
+            store.conn.set_progress_handler(None, 50)
+        return ticks[0], found
+
+    def tail():  # one open input with a call in flight, after the settled history
+        store.append_many(key, [
+            ("input_admitted", {"input_id": "open", "text": "go on", "turn_id": "tz"}),
+            ("tool_started", {"call_id": "cz", "tool": "Bash", "turn_id": "tz",
+                              "args": {"command": "make"}})], source="t")
+
+    turns(0, 50)
+    short = steps(open_reads)[0]
+    turns(50, 3000)
+    tail()
+    took, (inputs, calls) = steps(open_reads)
+    assert took <= short + 5, (short, took)
+    assert [r.input_id for r in inputs] == ["open"] and [c.call_id for c in calls] == ["cz"]
+    # a boundary's input read: the open one and the newest historical ones, the rest counted
+    bounded, older = _bounded_inputs(store, key)
+    assert bounded[-1].input_id == "open" and len(bounded) == 201
+    assert older and older[0].items == 3050 - 200
+
+
+def test_the_postgres_dialect_drops_the_planner_hint():
+    from continuation.store.dialect import to_postgres
+
+    assert to_postgres("SELECT data FROM inputs INDEXED BY inputs_by_state WHERE thread_key=?"
+                       " AND state IN (?,?) ORDER BY admitted_seq") == (
+        "SELECT data FROM inputs WHERE thread_key=%s AND state IN (%s,%s) ORDER BY admitted_seq")

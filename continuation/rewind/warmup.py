@@ -16,8 +16,6 @@ import threading
 #: the modules a checkpoint commit imports (capsule build, rendering, notices, source gathering)
 MODULES = ("capsule.source", "capsule.model", "capsule.budget", "capsule.render",
            "capsule.tokens", "continuation.capsule_source", "continuation.recovery.notices")
-#: the modules whose pydantic models a capsule build validates and serialises
-MODEL_MODULES = ("capsule.source", "capsule.model", "capsule.budget")
 
 
 _worker: threading.Thread | None = None
@@ -50,23 +48,8 @@ def _warm() -> None:
 
         for name in MODULES:
             importlib.import_module(name)
+        from capsule.model import build_schemas
+
         build_schemas()
     except Exception:  # noqa: BLE001 - the build imports and builds again, and reports
         pass
-
-
-def build_schemas() -> int:
-    """Build the schemas of the capsule models that are not built yet; how many were."""
-    import sys
-
-    from pydantic import BaseModel
-
-    built = 0
-    for name in MODEL_MODULES:
-        module = sys.modules.get(name)
-        for value in list(vars(module).values()) if module else ():
-            if (isinstance(value, type) and issubclass(value, BaseModel) and value.__module__ == name
-                    and not value.__pydantic_complete__):
-                value.model_rebuild()
-                built += 1
-    return built

@@ -5,7 +5,8 @@ spelling of each query whatever the backend.
 Translated: ``?`` parameters, ``INSERT OR IGNORE``/``INSERT OR REPLACE`` (an upsert on the
 table's primary key), two-argument ``MAX(a, b)``, ``json_extract(col, '$.a.b')`` (text, as
 SQLite returns for strings), ``length(CAST(x AS BLOB))`` (bytes), ``BEGIN IMMEDIATE``, the
-schema's types (``REAL`` is a double, ``BLOB`` is ``bytea``, ``WITHOUT ROWID`` goes)."""
+planner hint ``INDEXED BY``, the schema's types (``REAL`` is a double, ``BLOB`` is
+``bytea``, ``WITHOUT ROWID`` goes)."""
 from __future__ import annotations
 
 import re
@@ -42,6 +43,7 @@ def to_postgres(sql: str) -> str:
     out = re.sub(r"length\(CAST\((\w+) AS BLOB\)\)", r"octet_length(\1)", out,
                  flags=re.IGNORECASE)
     out = _MAX2.sub(r"GREATEST(\1, \2)", out)
+    out = re.sub(r" INDEXED BY \w+", "", out)  # SQLite's planner hint; PostgreSQL has statistics
     replace = _REPLACE.match(out)
     if replace:
         table, columns = replace.group(1), [c.strip() for c in replace.group(2).split(",")]

@@ -15,6 +15,26 @@ def _dumps(row: dict) -> str:
     return json.dumps(row, ensure_ascii=True, separators=(",", ":"))  # lone surrogates survive
 
 
+#: states few rows of a long thread are in (the open inputs, the unsettled calls): a read of
+#: them names the state index. Without it SQLite's planner, which takes every state as equally
+#: common, walks all the thread's rows in key order (measured at 20,000 inputs: 18 ms instead
+#: of 0.1 ms per query; an ``unlikely()`` hint was not enough for three states). PostgreSQL
+#: drops the hint and plans by its own statistics.
+RARE_INPUT_STATES = frozenset({"new", "queued", "pending", "interrupted", "reconciling"})
+RARE_CALL_STATUSES = frozenset({"in_flight", "unknown", "reconciled"})
+_STATE_INDEX = {"inputs": ("state", "inputs_by_state", RARE_INPUT_STATES),
+                "tool_calls": ("status", "tool_calls_by_status", RARE_CALL_STATUSES)}
+
+
+def rows_in_states(table: str, values) -> str:
+    """``FROM <table> WHERE thread_key=? AND <state> IN (?, ...)`` for ``values``, through the
+    state index when every value is a rare one."""
+    column, index, rare = _STATE_INDEX[table]
+    hint = f" INDEXED BY {index}" if set(values) <= rare else ""
+    return (f"FROM {table}{hint} WHERE thread_key=? AND {column} IN"
+            f" ({','.join('?' * len(values))})")
+
+
 class SqlStateView:
     def __init__(self, conn: sqlite3.Connection, thread_key: str):
         self.conn = conn
@@ -71,8 +91,8 @@ class SqlStateView:
         """Inputs in the given states (indexed by state: no scan of a long history)."""
         states = list(states)
         rows = self.conn.execute(
-            f"SELECT data FROM inputs WHERE thread_key=? AND state IN ({','.join('?' * len(states))})"
-            " ORDER BY admitted_seq", (self.key, *states)).fetchall()
+            f"SELECT data {rows_in_states('inputs', states)} ORDER BY admitted_seq",
+            (self.key, *states)).fetchall()
         return [InputRecord.from_row(json.loads(r[0])) for r in rows]
 
     # turns
@@ -126,8 +146,7 @@ class SqlStateView:
     def calls_in_statuses(self, statuses):
         statuses = list(statuses)
         rows = self.conn.execute(
-            f"SELECT data FROM tool_calls WHERE thread_key=? AND status IN"
-            f" ({','.join('?' * len(statuses))}) ORDER BY started_seq",
+            f"SELECT data {rows_in_states('tool_calls', statuses)} ORDER BY started_seq",
             (self.key, *statuses)).fetchall()
         return [ToolCallRecord.from_row(json.loads(r[0])) for r in rows]
 
