@@ -172,8 +172,7 @@ def _run_rewind(args, mode: str) -> int:
 
     with open_engine() as engine:
         try:
-            plan = plan_rewind(engine, _checkpoint_of(engine, args), mode, reason=args.reason,
-                               warm=not args.dry_run)
+            plan = plan_rewind(engine, _checkpoint_of(engine, args), mode, reason=args.reason)
         except _workspace_errors() as exc:
             raise CommandError(str(exc)) from None
         if args.dry_run:
@@ -227,7 +226,7 @@ def cmd_restore(args) -> int:
     with open_engine() as engine:
         thread = engine.select(args.thread)
         try:
-            plan = plan_undo_restore(engine, thread, reason=args.reason, warm=not args.dry_run)
+            plan = plan_undo_restore(engine, thread, reason=args.reason)
         except _workspace_errors() as exc:
             raise CommandError(str(exc)) from None
         if args.json and args.dry_run:

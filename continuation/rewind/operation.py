@@ -28,7 +28,6 @@ from .. import checkpoints as cps
 from ..engine import Engine, Thread
 from ..store.view import SqlStateView
 from .errors import RewindError
-from . import warmup
 from .summary import WORKSPACE_RESTORED, notices_of
 
 MODES = ("conversation", "files", "both")
@@ -161,16 +160,12 @@ def _one_line(text: str, width: int = 70) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def plan_rewind(engine: Engine, selector: str, mode: str, *, reason: str = "",
-                warm: bool = False) -> RewindPlan:
-    """What a rewind would do; changes nothing. ``warm``: the plan will be applied, so the new
-    checkpoint's capsule build gets ready in the background meanwhile (``rewind.warmup``)."""
+def plan_rewind(engine: Engine, selector: str, mode: str, *, reason: str = "") -> RewindPlan:
+    """What a rewind would do; changes nothing."""
     if mode not in MODES:
         raise RewindError(f"rewind mode must be one of {', '.join(MODES)}, not {mode!r}")
     cp = cps.find_checkpoint(engine, selector)
     thread = Thread(engine, cp.thread_key)
-    if warm:
-        warmup.start(thread)
     to_seq = aligned_position(thread, cp)
     plan = RewindPlan(cp, thread.key, mode, reason, to_seq, int(thread.row["last_seq"]))
     if plan.conversation:
@@ -248,7 +243,6 @@ def apply_rewind(engine: Engine, plan: RewindPlan) -> RewindResult:
         files, tree_after = restore_files_with_tree(engine, plan.files)
     etype = ev.ROLLED_BACK if plan.conversation else WORKSPACE_RESTORED
     anchor = thread.record(etype, _anchor_data(plan, files), source=SOURCE)
-    warmup.wait()  # before this thread imports capsule modules itself
     notices = notices_of(thread.store, thread.key)
     cp = commit_checkpoint(thread, reason="rewind", notices=notices, tree_after_restore=tree_after)
     thread.record(ev.BOUNDARY, {"kind": "rewind", "mode": plan.mode, "trigger": "manual",
@@ -284,7 +278,7 @@ def restore_files_with_tree(engine: Engine, files_plan) -> tuple[dict, object]:
 
 def rewind(engine: Engine, selector: str, mode: str, *, reason: str = "") -> RewindResult:
     """Plan and apply in one call (the API for harnesses; the CLI previews first)."""
-    return apply_rewind(engine, plan_rewind(engine, selector, mode, reason=reason, warm=True))
+    return apply_rewind(engine, plan_rewind(engine, selector, mode, reason=reason))
 
 
 @dataclass
@@ -311,15 +305,10 @@ def _restored_files(event: dict) -> dict | None:
     return files if isinstance(files, dict) and isinstance(files.get("safety"), dict) else None
 
 
-def plan_undo_restore(engine: Engine, thread: Thread, *, reason: str = "",
-                      warm: bool = False) -> UndoPlan:
+def plan_undo_restore(engine: Engine, thread: Thread, *, reason: str = "") -> UndoPlan:
     """Preview restoring the safety snapshot the thread's newest files restore took first;
-    files that restore re-created (absent before it) are deleted again. ``warm``: as for
-    :func:`plan_rewind`."""
+    files that restore re-created (absent before it) are deleted again."""
     from ..workspace import CorruptReference, WorkspaceError, WorkspaceRef, plan_restore
-
-    if warm:
-        warmup.start(thread)
 
     events = thread.store.events_of_types(thread.key, (ev.ROLLED_BACK, WORKSPACE_RESTORED))
     found = next(((e, f) for e in reversed(events) if (f := _restored_files(e))), None)

@@ -12,26 +12,11 @@ Anchors: the newest ``rolled_back`` fact (conversation or both), or the newest
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
 
+from capsule.source import SourceNotice
 from statemachine.reducer import alias_of
 
 from .timeline import discarded_branch
-
-if TYPE_CHECKING:
-    from capsule.source import SourceNotice
-
-
-def _notice(**fields) -> "SourceNotice":
-    """A ``capsule.source.SourceNotice``, imported on first use: importing the capsule models
-    (pydantic) is a rewind's largest start-up cost, paid in a background thread while its git
-    work runs (``rewind.warmup``), not when this module is imported."""
-    from . import warmup
-
-    warmup.wait()
-    from capsule.source import SourceNotice as model
-
-    return model(**fields)
 
 WORKSPACE_RESTORED = "workspace_restored"
 ANCHOR_TYPES = ("rolled_back", WORKSPACE_RESTORED)
@@ -113,7 +98,7 @@ def recovery_notices(events: list[dict], *, thread_key: str) -> list[SourceNotic
             return [files_notice(anchor, thread_key)]
         return conversation_notices(events, anchor, thread_key)
     except Exception as exc:  # an event shape from a newer or broken writer
-        return [_notice(
+        return [SourceNotice(
             title=TITLE_CORE, priority=PRIORITY_CORE, pointer=f"event:{thread_key}:{anchor['seq']}",
             lines=[f"The user rewound this thread (event {anchor['seq']}); work after the "
                    "checkpoint was undone and must not be assumed. The detailed summary could "
@@ -189,7 +174,7 @@ def files_notice(anchor: dict, thread_key: str) -> SourceNotice:
                  "are back as they were just before that restore. The conversation did not "
                  "change: re-read a file before editing it.")
         lines = [first, _reason_line(d), *_files_lines(d)[1:]]
-        return _notice(title=TITLE_FILES, lines=lines, priority=PRIORITY_CORE,
+        return SourceNotice(title=TITLE_FILES, lines=lines, priority=PRIORITY_CORE,
                             pointer=f"event:{thread_key}:{anchor['seq']}")
     lines = [
         f"The user restored the workspace files to checkpoint {d.get('checkpoint_id')} "
@@ -199,7 +184,7 @@ def files_notice(anchor: dict, thread_key: str) -> SourceNotice:
         _reason_line(d),
         *_files_lines(d)[1:],
     ]
-    return _notice(title=TITLE_FILES, lines=lines, priority=PRIORITY_CORE,
+    return SourceNotice(title=TITLE_FILES, lines=lines, priority=PRIORITY_CORE,
                         pointer=f"event:{thread_key}:{anchor['seq']}")
 
 
@@ -293,7 +278,7 @@ def conversation_notices(events: list[dict], anchor: dict, thread_key: str) -> l
     if failing:
         core += ["Failing checks (tool calls that failed after the checkpoint):",
                  *_bounded(failing, hint)]
-    notices = [_notice(title=TITLE_CORE, lines=core, priority=PRIORITY_CORE, pointer=pointer)]
+    notices = [SourceNotice(title=TITLE_CORE, lines=core, priority=PRIORITY_CORE, pointer=pointer)]
 
     tried: list[str] = []
     if inputs:
@@ -306,11 +291,11 @@ def conversation_notices(events: list[dict], anchor: dict, thread_key: str) -> l
         tried += ["Turns:", *_bounded(turns, hint)]
     if not tried:
         tried = ["Nothing but bookkeeping happened after the checkpoint."]
-    notices.append(_notice(title=TITLE_TRIED, lines=tried, priority=PRIORITY_TRIED,
+    notices.append(SourceNotice(title=TITLE_TRIED, lines=tried, priority=PRIORITY_TRIED,
                                 pointer=pointer))
     if claims:
         lines = [f"claim from the discarded branch (what the assistant said; not a fact, and "
                  f"undone): {_clip(c)}" for c in claims]
-        notices.append(_notice(title=TITLE_CLAIMS, lines=_bounded(lines, hint),
+        notices.append(SourceNotice(title=TITLE_CLAIMS, lines=_bounded(lines, hint),
                                     priority=PRIORITY_CLAIMS, pointer=pointer))
     return notices
