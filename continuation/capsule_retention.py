@@ -256,12 +256,13 @@ def describe(pruned: Pruned, keep: int, dry_run: bool) -> list[str]:
     """The lines ``gc`` prints about checkpoint data."""
     lines = []
     if pruned.anything:
-        lines.append(
-            f"{'would free' if dry_run else 'freed'} {pruned.freed} bytes of checkpoint data: "
-            f"{len(pruned.files)} file(s) ({pruned.file_bytes} bytes, "
-            f"{pruned.legacy_copies} of them old capsule copies), {pruned.renderings} "
-            f"rendering(s) ({pruned.rendering_bytes} bytes), {pruned.capsules} capsule(s) "
-            f"({pruned.capsule_bytes} bytes)")
+        legacy = f", {pruned.legacy_copies} of them old capsule copies" if pruned.legacy_copies else ""
+        parts = [(len(pruned.files), "file(s)", pruned.file_bytes, legacy),
+                 (pruned.renderings, "rendering(s)", pruned.rendering_bytes, ""),
+                 (pruned.capsules, "capsule(s)", pruned.capsule_bytes, "")]
+        lines.append(f"{'would free' if dry_run else 'freed'} {pruned.freed} bytes of checkpoint "
+                     "data: " + ", ".join(f"{n} {what} ({size} bytes{extra})"
+                                          for n, what, size, extra in parts if n))
     lines.append(f"checkpoint data {'left' if dry_run else 'kept'}: {pruned.kept_bytes} bytes "
                  f"(cap {pruned.cap}; the newest {keep} generation(s) of each thread whole, "
                  "older ones as capsule bytes)")

@@ -149,8 +149,10 @@ def test_dry_run_reports_counts_and_bytes_and_changes_nothing(home):
     assert dry["bytes"] > 0 and dry["renderings"] >= 3 and len(dry["files"]) >= 3
     r = run_cli(home, "gc", "--dry-run", env=env)
     text = r.stdout.decode()
-    assert f"would free {dry['bytes']} bytes of checkpoint data: {len(dry['files'])} file(s)" in text
-    assert f"{dry['capsules']} capsule(s) ({dry['capsule_bytes']} bytes)" in text
+    assert (f"would free {dry['bytes']} bytes of checkpoint data: {len(dry['files'])} file(s) "
+            f"({dry['file_bytes']} bytes), {dry['renderings']} rendering(s) "
+            f"({dry['rendering_bytes']} bytes), {dry['capsules']} capsule(s) "
+            f"({dry['capsule_bytes']} bytes)\n") in text
     assert _rows(home) == rows and _files(home) == files
     r = run_cli(home, "gc", "--json", env=env)  # the real run frees what the dry run said
     real = json.loads(r.stdout)["checkpoint_data"]
