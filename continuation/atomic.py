@@ -40,7 +40,7 @@ def _create_temp(folder: Path, name: str) -> tuple[int, str]:
 
 
 def atomic_write(path: Path, data: bytes, mode: int | None = 0o600,
-                 fault_points: str | None = "capsule") -> None:
+                 fault_points: str | None = "file") -> None:
     """Replace ``path`` with ``data`` atomically and durably. ``mode`` None keeps the temp
     file's private default; ``fault_points`` names the kill points this write passes
     (``<name>.mid_write``, ``.before_rename``, ``.before_dir_fsync``), None for none."""

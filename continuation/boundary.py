@@ -246,13 +246,17 @@ def fresh_context(thread: Thread, reason: str, *, instructions: str | None = Non
     """(loaded checkpoint, assembled context) for a fresh context now: the newest checkpoint
     when it is current, else a new one (see :func:`context_answer`); None without one."""
     cp = fresh_checkpoint(thread, reason)
-    loaded = checkpoints.load(thread, cp.generation, decode=False)
-    if loaded is None:
-        return None
-    if loaded.checkpoint.generation != cp.generation:
-        # the newest capsule did not verify: the log is the authority, so deliver a capsule
-        # rebuilt from it rather than the older one's stale states (problems are still said)
+    try:
+        loaded = checkpoints.load(thread, cp.generation, decode=False)
+    except checkpoints.CheckpointError as exc:  # none verifies (corrupt, or pruned by gc)
+        loaded, problems = None, [str(exc)]
+    else:
+        if loaded is None:
+            return None
         problems = loaded.problems
+    if loaded is None or loaded.checkpoint.generation != cp.generation:
+        # the newest capsule did not verify: the log is the authority, so deliver a capsule
+        # rebuilt from it rather than an older one's stale states (problems are still said)
         rebuilt = commit_checkpoint(thread, reason=reason, snapshot=False)
         loaded = checkpoints.load(thread, rebuilt.generation, decode=False)
         loaded.problems = problems + loaded.problems

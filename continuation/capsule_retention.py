@@ -1,27 +1,62 @@
-"""Retention of the per-generation files under the state home, applied by ``continuation gc``.
+"""Retention of checkpoint data, applied by ``continuation gc``.
 
-Every checkpoint's capsule is stored once in the store: its exact bytes, their sha256 and its
-rendering, in the row that ``continuation checkpoints``, ``capsule show --generation``, rewind
-and the fallback to a previous capsule read. Two files per generation are conveniences on top:
-the human-readable copy ``capsules/<thread>/g<generation>-<hash>.json`` and, when a context was
-longer than a runtime's inline limit, its spill file ``contexts/<thread>/g<generation>.md`` that
-the inline part points the model to.
+What a boundary stores: one checkpoint row holding the capsule once (its exact bytes and their
+sha256) plus its rendering (the block a SessionStart answer delivers without building a model),
+and, only when the assembled context is longer than the runtime's inline limit, the spill file
+``contexts/<thread>/g<generation>.md`` the inline part points the model to. ``continuation
+handoff`` adds ``handoff/<thread>/g<generation>.md``. Versions before issue 15 also wrote a JSON
+copy ``capsules/<thread>/g<generation>-<hash>.json`` per boundary; nothing ever read it (the row
+holds the same bytes, verified by their hash), so ``gc`` deletes every such copy.
 
-Policy: ``gc`` keeps those files for the newest ``CONTINUATION_KEEP_GENERATIONS`` generations of
-each thread (default 20, the number of snapshot refs it keeps, so every generation a files
-rewind can still name keeps its copy) and deletes older ones; their rows stay, so every
-generation is still listed, shown and rewindable (a row whose copy was pruned forgets its
-path). A copy no row names (a commit that lost a race, or a crash between the file and the
-row) is deleted once its generation is committed or passed.
+The policy, in order (one generation's *payload* = its capsule bytes + rendering + files):
+
+1. ``CONTINUATION_KEEP_GENERATIONS`` (default 20, ``--keep``): the newest N generations of each
+   thread keep their whole payload. N is also how many snapshot refs per thread ``gc`` keeps, so
+   every generation a files rewind can still reach has it all. Older generations lose their
+   rendering and files; the capsule bytes stay, so every checkpoint is still listed, shown
+   (rendered again from the bytes) and rewindable.
+2. ``CONTINUATION_KEEP_BYTES`` (default 256 MiB, ``--keep-bytes``; ``K``/``M``/``G`` suffixes
+   are KiB/MiB/GiB, 0 allowed): a cap on the payload of the whole state home (all threads:
+   it is the state home's disk use a user budgets, and a per-thread cap would grow with the
+   number of sessions). While the payload left after step 1 is over the cap, whole generations
+   are pruned oldest first (by commit time, across threads), never the newest generation of a
+   thread: capsule bytes, rendering and files go, the row stays (id, generation, events
+   covered, reason, time, workspace snapshot, sha256). It is still listed and a rewind to it
+   works (the capsule of a rewind is built from the event log); ``capsule show --generation``
+   says it was pruned (``checkpoints.CheckpointPruned``). When the newest generations alone
+   exceed the cap, they are kept and the report says by how much.
+
+Why 256 MiB: a capsule is budgeted to 16 KiB and its rendering is about as large; measured
+(``scripts/measure_checkpoint_bytes.py``) a whole generation is ~35 KB (capsule, rendering,
+spilled context) and an older one ~13 KB, so the whole windows of 100 threads take ~70 MB and
+the rest holds ~15,000 older capsules: two years of a heavy user's boundaries (20 a day). The
+cap is there to stop unbounded growth, not to be hit by ordinary use.
+
+Not counted: the event log (the durable facts are never pruned by a cap) and git objects of
+snapshots (bounded by the refs ``gc`` keeps; git's own gc, or ``gc_shadow`` for shadow
+repositories, collects them). With SQLite, freed row space is reused by later rows: the file
+stops growing but does not shrink (no VACUUM: it would block every hook while it runs).
+With a server store the rows are the team's: the cap applies to all of them.
+
+A pruned capsule is marked by empty bytes (an encoded capsule never is): no schema change, and
+older versions reading the row report it as failing its hash rather than misreading it.
 """
 from __future__ import annotations
 
 import os
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 
 DEFAULT_KEEP_GENERATIONS = 20
+DEFAULT_KEEP_BYTES = 256 * 1024 ** 2
+#: per-thread folders of generation files: spilled contexts, handoff prompts
+GENERATION_FOLDERS = ("contexts", "handoff")
+#: the per-boundary JSON copies of versions before issue 15
+LEGACY_COPIES = "capsules"
 _GENERATION = re.compile(r"^g(\d+)(?:-[0-9a-f]+)?\.(?:json|md)$")
+_SIZE = re.compile(r"^(\d+)\s*([kmg]?)(?:i?b)?$", re.IGNORECASE)
+_UNITS = {"": 1, "k": 1024, "m": 1024 ** 2, "g": 1024 ** 3}
 
 
 class RetentionError(ValueError):
@@ -38,58 +73,199 @@ def keep_generations(env=None) -> int:
     return int(raw)
 
 
+def parse_size(raw: str, what: str) -> int:
+    """Bytes from ``12345``, ``512K``, ``256M``, ``1G`` (also ``MiB``, ``MB``: powers of 1024)."""
+    m = _SIZE.match(raw.strip())
+    if m is None:
+        raise RetentionError(f"{what} must be a size in bytes (e.g. 268435456, 512K, 256M, 1G), "
+                             f"not {raw!r}")
+    return int(m.group(1)) * _UNITS[m.group(2).lower()]
+
+
+def keep_bytes(env=None) -> int:
+    """``CONTINUATION_KEEP_BYTES``, else the default."""
+    raw = (env if env is not None else os.environ).get("CONTINUATION_KEEP_BYTES", "").strip()
+    return parse_size(raw, "CONTINUATION_KEEP_BYTES") if raw else DEFAULT_KEEP_BYTES
+
+
+@dataclass
+class _Generation:
+    """One checkpoint's prunable payload."""
+    thread_key: str
+    generation: int
+    created_at: float
+    capsule: int  # bytes left in the row
+    rendered: int
+    files: list[Path] = field(default_factory=list)
+    file_bytes: int = 0
+    newest: bool = False
+
+    @property
+    def size(self) -> int:
+        return self.capsule + self.rendered + self.file_bytes
+
+
 @dataclass
 class Pruned:
+    """What gc deleted (or, dry, would delete), and what the payload is after it."""
     files: list[str] = field(default_factory=list)
-    bytes: int = 0
+    file_bytes: int = 0
+    legacy_copies: int = 0
+    renderings: int = 0
+    rendering_bytes: int = 0
+    capsules: int = 0
+    capsule_bytes: int = 0
+    kept_bytes: int = 0
+    cap: int = 0
+    over_cap: int = 0  # bytes above the cap held by the newest generations, which always stay
+
+    @property
+    def freed(self) -> int:
+        return self.file_bytes + self.rendering_bytes + self.capsule_bytes
+
+    @property
+    def anything(self) -> bool:
+        return bool(self.files or self.renderings or self.capsules)
 
     def to_dict(self) -> dict:
-        return {"files": self.files, "bytes": self.bytes}
+        return {"files": self.files, "file_bytes": self.file_bytes,
+                "legacy_copies": self.legacy_copies, "renderings": self.renderings,
+                "rendering_bytes": self.rendering_bytes, "capsules": self.capsules,
+                "capsule_bytes": self.capsule_bytes, "bytes": self.freed,
+                "kept_bytes": self.kept_bytes, "cap": self.cap, "over_cap": self.over_cap}
 
 
-def prune_generation_files(engine, *, keep: int, dry_run: bool = False) -> Pruned:
-    """Delete capsule copies and context spill files older than the newest ``keep``
-    generations of each thread, and copies no checkpoint row names."""
-    if keep < 1:
-        raise RetentionError("keep at least 1 generation (the newest capsule's copy)")
-    out = Pruned()
-    conn = engine.store.conn
-    for (thread_key,) in conn.execute("SELECT thread_key FROM threads").fetchall():
-        rows = conn.execute("SELECT generation, file_path FROM checkpoints WHERE thread_key=?",
-                            (thread_key,)).fetchall()
-        if not rows:
-            continue
-        newest = max(g for g, _ in rows)
-        oldest_kept = newest - keep + 1
-        named = {os.path.realpath(p): g for g, p in rows if p}
-        forget: list[int] = []
-        for folder in ("capsules", "contexts"):
-            base = engine.home / folder / thread_key
-            if not base.is_dir():
-                continue
-            for path in sorted(base.iterdir()):
-                m = _GENERATION.match(path.name)
-                if m is None or not path.is_file():
-                    continue  # temp files are doctor's (it knows whether a writer still runs)
-                generation = int(m.group(1))
-                real = os.path.realpath(path)
-                orphan = folder == "capsules" and real not in named and generation <= newest
-                if generation >= oldest_kept and not orphan:
-                    continue
-                out.files.append(str(path))
-                out.bytes += path.stat().st_size
-                if real in named:
-                    forget.append(named[real])
-                if not dry_run:
-                    path.unlink(missing_ok=True)
-        if forget and not dry_run:
-            with engine.store.transaction() as c:
-                c.executemany("UPDATE checkpoints SET file_path=NULL WHERE thread_key=? AND generation=?",
-                              [(thread_key, g) for g in forget])
+def _generations(engine) -> dict[tuple[str, int], _Generation]:
+    """Every checkpoint's payload, sizes read by the database (no blob is loaded)."""
+    rows = engine.store.conn.execute(
+        "SELECT thread_key, generation, created_at, length(CAST(capsule AS BLOB)),"
+        " length(CAST(rendered AS BLOB)) FROM checkpoints").fetchall()
+    out = {(k, g): _Generation(k, g, float(t or 0), int(c or 0), int(r or 0))
+           for k, g, t, c, r in rows}
+    newest: dict[str, int] = {}
+    for k, g in out:
+        newest[k] = max(g, newest.get(k, g))
+    for k, g in newest.items():
+        out[(k, g)].newest = True
     return out
 
 
-def describe(pruned: Pruned, keep: int, dry_run: bool) -> str:
-    verb = "would delete" if dry_run else "deleted"
-    return (f"{verb} {len(pruned.files)} capsule copy / context file(s), {pruned.bytes} bytes "
-            f"(keeping the newest {keep} generation(s) per thread; every capsule stays in the store)")
+def _files(home: Path, folder: str, thread_key: str):
+    """(generation, path, bytes) of a thread's generation files in ``folder``; temp files are
+    doctor's (it knows whether a writer still runs)."""
+    base = home / folder / thread_key
+    if not base.is_dir():
+        return
+    for path in sorted(base.iterdir()):
+        m = _GENERATION.match(path.name)
+        if m is None or not path.is_file() or path.is_symlink():
+            continue
+        try:
+            size = path.stat().st_size
+        except OSError:  # gone meanwhile (another gc, a thread delete)
+            continue
+        yield int(m.group(1)), path, size
+
+
+def prune(engine, *, keep: int, cap: int, dry_run: bool = False) -> Pruned:
+    """Apply the policy (module docstring) to the whole state home."""
+    if keep < 1:
+        raise RetentionError("keep at least 1 generation (the newest capsule)")
+    if cap < 0:
+        raise RetentionError("the byte cap cannot be negative")
+    home = Path(engine.home)
+    gens = _generations(engine)
+    out = Pruned(cap=cap)
+    doomed_files: list[Path] = []
+    forget_copy: list[tuple[str, int]] = []
+    newest = {k: g for (k, g), gen in gens.items() if gen.newest}
+    for thread_key in newest:
+        for generation, path, size in _files(home, LEGACY_COPIES, thread_key):
+            doomed_files.append(path)
+            out.file_bytes += size
+            out.legacy_copies += 1
+            forget_copy.append((thread_key, generation))
+        for folder in GENERATION_FOLDERS:
+            for generation, path, size in _files(home, folder, thread_key):
+                gen = gens.get((thread_key, generation))
+                if gen is None:  # no checkpoint of that generation: nothing can name the file
+                    if generation <= newest[thread_key]:
+                        doomed_files.append(path)
+                        out.file_bytes += size
+                    continue
+                gen.files.append(path)
+                gen.file_bytes += size
+
+    drop_rendering: list[_Generation] = []
+    drop_capsule: list[_Generation] = []
+
+    def drop_files(gen: _Generation) -> None:
+        doomed_files.extend(gen.files)
+        out.file_bytes += gen.file_bytes
+        gen.files, gen.file_bytes = [], 0
+
+    def drop_rendered(gen: _Generation) -> None:
+        if gen.rendered:
+            drop_rendering.append(gen)
+            out.renderings += 1
+            out.rendering_bytes += gen.rendered
+            gen.rendered = 0
+
+    # 1. beyond the newest `keep` generations of a thread: the capsule bytes alone stay
+    for gen in gens.values():
+        if gen.generation <= newest[gen.thread_key] - keep:
+            drop_files(gen)
+            drop_rendered(gen)
+    # 2. the cap: whole generations, oldest first, never a thread's newest
+    total = sum(g.size for g in gens.values())
+    for gen in sorted(gens.values(), key=lambda g: (g.created_at, g.thread_key, g.generation)):
+        if total <= cap:
+            break
+        if gen.newest or gen.size == 0:
+            continue
+        total -= gen.size
+        drop_files(gen)
+        drop_rendered(gen)
+        if gen.capsule:
+            drop_capsule.append(gen)
+            out.capsules += 1
+            out.capsule_bytes += gen.capsule
+            gen.capsule = 0
+    out.kept_bytes = total
+    out.over_cap = max(0, total - cap)
+    out.files = [str(p) for p in doomed_files]
+    if dry_run:
+        return out
+    for path in doomed_files:
+        path.unlink(missing_ok=True)
+    if forget_copy or drop_rendering or drop_capsule:
+        with engine.store.transaction() as c:
+            if forget_copy:
+                c.executemany("UPDATE checkpoints SET file_path=NULL WHERE thread_key=? AND generation=?",
+                              forget_copy)
+            if drop_rendering:
+                c.executemany("UPDATE checkpoints SET rendered='' WHERE thread_key=? AND generation=?",
+                              [(g.thread_key, g.generation) for g in drop_rendering])
+            if drop_capsule:
+                c.executemany("UPDATE checkpoints SET capsule=? WHERE thread_key=? AND generation=?",
+                              [(b"", g.thread_key, g.generation) for g in drop_capsule])
+    return out
+
+
+def describe(pruned: Pruned, keep: int, dry_run: bool) -> list[str]:
+    """The lines ``gc`` prints about checkpoint data."""
+    lines = []
+    if pruned.anything:
+        lines.append(
+            f"{'would free' if dry_run else 'freed'} {pruned.freed} bytes of checkpoint data: "
+            f"{len(pruned.files)} file(s) ({pruned.file_bytes} bytes, "
+            f"{pruned.legacy_copies} of them old capsule copies), {pruned.renderings} "
+            f"rendering(s) ({pruned.rendering_bytes} bytes), {pruned.capsules} capsule(s) "
+            f"({pruned.capsule_bytes} bytes)")
+    lines.append(f"checkpoint data {'left' if dry_run else 'kept'}: {pruned.kept_bytes} bytes "
+                 f"(cap {pruned.cap}; the newest {keep} generation(s) of each thread whole, "
+                 "older ones as capsule bytes)")
+    if pruned.over_cap:
+        lines.append(f"warning: the newest generation of each thread alone is {pruned.over_cap} "
+                     "bytes over the cap (the newest is never pruned)")
+    return lines

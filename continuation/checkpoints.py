@@ -1,13 +1,19 @@
 """Committing and reading capsules: the checkpoint of a thread at one context generation.
 
-Commit order (each step durable before the next):
-1. the human-readable copy ``capsules/<thread>/g<generation>.json`` is written atomically
-   (temp file, fsync, rename, fsync of the folder);
-2. one store transaction inserts the checkpoint row (exact capsule bytes + sha256 + the
-   rendered block) and appends the ``checkpoint_committed`` fact.
-The row is the commit point: a crash before it leaves an orphan file and the previous
-checkpoint current. Every generation is kept. Reading verifies the sha256; a capsule whose
-hash does not match is reported and the previous good one is used.
+Each capsule is stored once, with its rendering: one store transaction inserts the checkpoint
+row (the exact capsule bytes, their sha256 and the rendered block) and appends the
+``checkpoint_committed`` fact. That transaction is the atomic, durable write (WAL with
+``synchronous=FULL``, or the server's commit) and the commit point: a crash before it leaves
+the previous checkpoint current, and every earlier row is kept. Reading verifies the sha256; a
+capsule whose hash does not match is reported and the previous good one is used. (Versions
+before issue 15 also wrote a JSON copy to ``capsules/<thread>/``: nothing read it, the row held
+the same bytes; ``continuation gc`` deletes the copies left from then.)
+
+``continuation gc`` may prune a generation's payload (``capsule_retention``): a row beyond
+``CONTINUATION_KEEP_GENERATIONS`` loses its rendering (rendered again from the bytes when
+asked), and past the byte cap the oldest rows lose their capsule bytes too. Such a row stays
+listed (id, generation, events covered, reason, time, workspace snapshot, sha256) and
+rewindable from the log; asking for its capsule says it was pruned (``CheckpointPruned``).
 
 A checkpoint is aligned (one id names the event position, the capsule and the workspace
 snapshot): ``checkpoint_id`` is derived from thread and generation, ``seq`` is the last event it
@@ -21,7 +27,6 @@ import time
 from pathlib import Path
 
 
-from .atomic import atomic_write
 from .engine import Thread
 # defined with the store (a backend raises them); their home for callers stays here
 from .store import CheckpointError, GenerationTaken  # noqa: F401
@@ -65,6 +70,11 @@ class Checkpoint(_Fields):
     _DEFAULTS = {"capsule_bytes": b""}
     _HIDDEN = ("capsule_bytes",)
 
+    @property
+    def pruned(self) -> bool:
+        """``continuation gc`` dropped this capsule's bytes (an encoded capsule is never empty)."""
+        return not self.capsule_bytes
+
     def summary(self) -> dict:
         return {k: v for k, v in self.__dict__.items() if k not in ("capsule_bytes", "rendered")}
 
@@ -90,12 +100,23 @@ class LoadedCapsule(_Fields):
         return render_capsule(capsule)
 
 
+class CheckpointPruned(CheckpointError):
+    """The capsule of a listed checkpoint was pruned by ``continuation gc``."""
+
+
+def pruned_message(cp: Checkpoint) -> str:
+    return (f"the capsule of checkpoint {cp.checkpoint_id} (generation {cp.generation}) was "
+            "pruned by `continuation gc` (CONTINUATION_KEEP_BYTES); the checkpoint is still "
+            "listed and a rewind to it rebuilds the capsule from the log")
+
+
 def checkpoint_id_for(thread_key: str, generation: int) -> str:
     digest = hashlib.sha256(f"{thread_key}\0{generation}".encode()).hexdigest()[:10]
     return f"cp-{generation}-{digest}"
 
 
 def capsule_dir(home: Path, thread_key: str) -> Path:
+    """Where versions before issue 15 wrote a JSON copy of each capsule (gc deletes them)."""
     return Path(home) / "capsules" / thread_key
 
 
@@ -254,24 +275,23 @@ def commit(thread: Thread, *, reason: str, workspace: dict | None = None,
     digest = hashlib.sha256(data).hexdigest()
     rendered = render_capsule(capsule)
     cp_id = checkpoint_id_for(thread.key, generation)
-    # the hash in the name: two processes racing for one generation never overwrite each
-    # other's copy (the loser's row is refused, its file is an orphan for gc)
-    path = capsule_dir(thread.engine.home, thread.key) / f"g{generation:06d}-{digest[:12]}.json"
-    atomic_write(path, data)
     now = time.time()
     store.commit_checkpoint(
         {"checkpoint_id": cp_id, "thread_key": thread.key, "generation": generation, "seq": seq,
          "reason": reason, "created_at": now, "capsule": data, "sha256": digest,
          "capsule_version": SCHEMA_VERSION, "rendered": rendered,
-         "workspace": json.dumps(workspace) if workspace else None, "file_path": str(path)},
+         "workspace": json.dumps(workspace) if workspace else None, "file_path": None},
         {"checkpoint_id": cp_id, "generation": generation, "reason": reason, "sha256": digest,
          "covers_seq": seq, "snapshot_ref": (workspace or {}).get("snapshot_ref")})
     return Checkpoint(cp_id, thread.key, generation, seq, reason, now, digest, SCHEMA_VERSION,
-                      rendered, workspace, str(path), data)
+                      rendered, workspace, None, data)
 
 
 def verify(cp: Checkpoint) -> str | None:
-    """None when the stored bytes match their hash, else what is wrong."""
+    """None when the stored bytes match their hash, else what is wrong (a pruned capsule is
+    not corrupt: see ``Checkpoint.pruned``)."""
+    if cp.pruned:
+        return None
     actual = hashlib.sha256(cp.capsule_bytes).hexdigest()
     if actual != cp.sha256:
         return (f"checkpoint {cp.checkpoint_id} (generation {cp.generation}) is corrupt: "
@@ -296,10 +316,23 @@ def load(thread: Thread, generation: int | None = None, *, decode: bool = True) 
     """The newest checkpoint (or the one of ``generation``) whose bytes verify and decode,
     falling back to older ones; ``problems`` says what was skipped.
 
+    A capsule pruned by ``continuation gc`` is never silently replaced by an older one when it
+    was asked for by ``generation``: ``CheckpointPruned`` says so. On the fallback (the asked
+    one failed its hash), pruned generations are skipped and named once in ``problems``.
+
     ``decode=False`` (a boundary answering with the stored rendering) only verifies the hash:
     no capsule model is imported or built, and ``capsule`` is None."""
     problems: list[str] = []
+    pruned: list[Checkpoint] = []
     for cp in _newest_first(thread, generation):
+        if cp.pruned:
+            if not problems:  # the one asked for (or the newest) itself
+                raise CheckpointPruned(pruned_message(cp))
+            pruned.append(cp)
+            continue
+        if pruned:
+            problems.append(_pruned_run(pruned))
+            pruned = []
         issue = verify(cp)
         if issue is None and not decode and cp.rendered:
             return LoadedCapsule(cp, None, problems)
@@ -311,6 +344,14 @@ def load(thread: Thread, generation: int | None = None, *, decode: bool = True) 
             except CapsuleFormatError as exc:
                 issue = f"checkpoint {cp.checkpoint_id} cannot be read: {exc}"
         problems.append(issue + "; using the previous one")
+    if pruned:
+        problems.append(_pruned_run(pruned))
     if problems:
         raise CheckpointError("; ".join(problems) + " - no valid checkpoint remains")
     return None
+
+
+def _pruned_run(run: list[Checkpoint]) -> str:
+    low, high = run[-1].generation, run[0].generation
+    span = f"generation {low}" if low == high else f"generations {low}-{high}"
+    return f"the capsules of {span} were pruned by `continuation gc`; skipped"

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import os
 
+#: the points a hook's persistence passes (the harness kills a PreCompact or an event append at
+#: each); a checkpoint is one store transaction (``checkpoint.before_commit``), no file. File
+#: writes (``atomic_write``: a spilled context, a handoff prompt) pass ``file.mid_write``,
+#: ``file.before_rename`` and ``file.before_dir_fsync``.
 POINTS = (
     "event.before_commit",
     "event.after_commit",
-    "capsule.mid_write",
-    "capsule.before_rename",
-    "capsule.before_dir_fsync",
     "checkpoint.before_commit",
     "snapshot.mid",
 )

@@ -168,8 +168,7 @@ def note_store_reset(home, store_path: str, detail: str) -> None:
     _update(home, change)
     if not told.get("before"):
         NOTICES.append(f"continuation: the store {store_path} was {detail}; it was recreated "
-                       "empty, so what it recorded before is lost (capsules under capsules/ "
-                       "remain). Run `continuation doctor`.")
+                       "empty, so what it recorded before is lost. Run `continuation doctor`.")
 
 
 def clear(home) -> None:

@@ -12,8 +12,7 @@ Then :func:`check_recovery` restarts: runs ``continuation recover`` (a fresh pro
 
 - every fact of every acknowledged hook is in the log (``facts_lost`` must be 0);
 - the derived tables equal the replay of the log;
-- the current or the previous capsule is valid (``checkpoints.load``) and each committed
-  checkpoint's file copy holds its bytes;
+- the current or the previous capsule is valid (``checkpoints.load``);
 - no temp files are left after recovery;
 - the user's git is untouched (HEAD, branch, index bytes, status, stash, refs outside
   ``refs/continuation``);
@@ -312,9 +311,8 @@ def check_recovery(run: FaultRun, tmp: Path) -> Recovery:
                 except Exception as exc:
                     rep.capsule_problem = str(exc)
                 for cp in cps:
-                    path = Path(cp.file_path) if cp.file_path else None
-                    if path is None or not path.exists() or path.read_bytes() != cp.capsule_bytes:
-                        rep.capsule_problem = f"the file copy of {cp.checkpoint_id} does not hold its bytes"
+                    if checkpoints.verify(cp):
+                        rep.capsule_problem = checkpoints.verify(cp)
                 calls = {c.call_id: c for c in thread.tool_calls()}
                 inputs = {r.input_id: r for r in thread.inputs()}
                 for call in calls.values():

@@ -23,7 +23,7 @@ def test_atomic_write_replaces_the_file_privately_and_leaves_no_temp(tmp_path):
 def test_a_write_cut_midway_leaves_only_a_temp_that_cleanup_finds(tmp_path, monkeypatch):
     target = tmp_path / "capsule.json"
     atomic.atomic_write(target, b"committed")
-    monkeypatch.setenv("CONTINUATION_FAULT", "capsule.mid_write:full")
+    monkeypatch.setenv("CONTINUATION_FAULT", "file.mid_write:full")
     with pytest.raises(OSError):
         atomic.atomic_write(target, b"x" * 1000)
     assert target.read_bytes() == b"committed"  # the old file is untouched

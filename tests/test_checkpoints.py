@@ -1,6 +1,7 @@
 """Committing capsules before boundaries, reading them back, falling back on corruption."""
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -18,14 +19,16 @@ def _payload(event, **extra):
                        **extra}).encode()
 
 
-def test_commit_writes_row_file_and_fact(engine):
+def test_commit_writes_the_capsule_once_in_its_row_with_the_fact(engine):
     t = engine.thread("codex", "s1")
     t.admit("build the thing", turn_id="t1")
     cp = checkpoints.commit(t, reason="manual")
     assert cp.generation == 1 and cp.seq == 1
-    data = open(cp.file_path, "rb").read()
-    assert data == cp.capsule_bytes
-    assert not [p for p in os.listdir(os.path.dirname(cp.file_path)) if p.endswith(".tmp")]
+    [row] = t.store.checkpoint_rows(t.key)
+    data = bytes(row["capsule"])
+    assert data == cp.capsule_bytes and hashlib.sha256(data).hexdigest() == row["sha256"]
+    assert row["rendered"] == cp.rendered and row["file_path"] is None
+    assert not (engine.home / "capsules").exists()  # no second copy on disk (issue 15)
     assert t.events()[-1]["type"] == "checkpoint_committed"
     assert t.row["generation"] == 1
     capsule = decode_capsule(data)

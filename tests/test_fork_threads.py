@@ -58,7 +58,7 @@ def test_fork_replays_to_the_parent_state_and_gets_its_own_refs_and_capsules(hom
         first = cps.list_checkpoints(child)
         assert [c.reason for c in first] == ["fork"] and first[0].checkpoint_id != cp.checkpoint_id
         assert first[0].workspace["snapshot_ref"] == f"refs/continuation/{child.key}/{first[0].generation}"
-        assert (home / "capsules" / child.key).is_dir()
+        assert first[0].thread_key == child.key and not cps.verify(first[0])
         loaded = cps.load(child)
         fork_notes = [n for n in loaded.capsule.notices if n.title.startswith("fork:")]
         assert fork_notes and pt.key in fork_notes[0].lines[0]
@@ -102,7 +102,7 @@ def test_both_threads_work_concurrently_in_one_repository(home, repo):
         for t in (pt, ct):
             assert e.store.replay(t.key).snapshot() == e.store.derived_state(t.key).snapshot()
             for c in cps.list_checkpoints(t):
-                assert c.file_path.startswith(str(home / "capsules" / t.key))
+                assert c.thread_key == t.key and c.file_path is None  # the row is the capsule
                 if c.workspace:
                     assert c.workspace["snapshot_ref"].startswith(f"refs/continuation/{t.key}/")
         p_cp, c_cp = cps.load(pt), cps.load(ct)
@@ -169,6 +169,9 @@ def test_thread_delete_removes_data_capsules_and_refs_and_leaves_the_fork(home, 
         pt = s.thread(e)
         fork = fork_thread(e, cps.list_checkpoints(pt)[0].checkpoint_id)
         key, fork_key = pt.key, fork.thread.key
+    for k in (key, fork_key):  # a spilled context of each
+        (home / "contexts" / k).mkdir(parents=True)
+        (home / "contexts" / k / "g000001.md").write_text("context")
     e2 = Engine(home)
     e2.store.end_sessions(key)
     e2.close()
@@ -182,7 +185,7 @@ def test_thread_delete_removes_data_capsules_and_refs_and_leaves_the_fork(home, 
     assert report["rows"]["events"] > 0 and report["refs_deleted"] >= 1
     assert report["forks"] == [fork_key]
     assert refs(repo, key) == [] and refs(repo, fork_key)
-    assert not (home / "capsules" / key).exists() and (home / "capsules" / fork_key).is_dir()
+    assert not (home / "contexts" / key).exists() and (home / "contexts" / fork_key).is_dir()
     assert git(repo, "for-each-ref", "refs/heads", "refs/tags") == user_refs
     with Engine(home) as e:
         for table in ("events", "inputs", "turns", "tool_calls", "claims", "thread_meta",
@@ -224,6 +227,8 @@ def test_gc_deletes_refs_of_vanished_threads_and_prunes_old_ones(home, repo):
 
         commit_checkpoint(ghost, reason="manual")
         ghost_key = ghost.key
+        (home / "contexts" / ghost_key).mkdir(parents=True)  # its spilled context
+        (home / "contexts" / ghost_key / "g000001.md").write_text("context")
         # the thread's rows vanish without its refs (an older version, a crash mid-delete)
         with e.store.transaction() as c:
             for table in ("events", "inputs", "turns", "checkpoints", "threads"):
@@ -236,7 +241,7 @@ def test_gc_deletes_refs_of_vanished_threads_and_prunes_old_ones(home, repo):
         assert report.orphan_refs[str(repo)] == [f"refs/continuation/{ghost_key}/1"]
         assert refs(repo, ghost_key) == []
         assert refs(repo, key) == [f"refs/continuation/{key}/3", f"refs/continuation/{key}/4"]
-        assert str(home / "capsules" / ghost_key) in report.folders_removed
+        assert str(home / "contexts" / ghost_key) in report.folders_removed
         with e.store.transaction() as c:  # a damaged workspace reference must not stop gc
             c.execute("UPDATE checkpoints SET workspace='{not json' WHERE generation=1")
     r = cli("gc", "--dry-run", home=home)

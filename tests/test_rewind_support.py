@@ -90,8 +90,8 @@ def cli_json(*args: str, home: Path) -> dict:
 
 
 def store_fingerprint(home: Path) -> dict:
-    """Every row of every table of the store (plus capsule files): equal before and after a
-    command that must change nothing."""
+    """Every row of every table of the store (plus the per-thread files: spilled contexts,
+    handoff prompts): equal before and after a command that must change nothing."""
     import sqlite3
 
     conn = sqlite3.connect(home / "store.sqlite3")
@@ -101,5 +101,6 @@ def store_fingerprint(home: Path) -> dict:
     finally:
         conn.close()
     files = {str(p.relative_to(home)): p.read_bytes()
-             for p in sorted((home / "capsules").rglob("*")) if p.is_file()}
+             for folder in ("capsules", "contexts", "handoff")
+             for p in sorted((home / folder).rglob("*")) if p.is_file()}
     return {"rows": rows, "files": files}

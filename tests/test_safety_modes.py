@@ -69,7 +69,7 @@ def test_everything_created_is_private_under_umask_000(tmp_path):
     _session(tmp_path, env, umask=0)
     modes = _modes(tmp_path / "state")
     assert any(p.endswith("hooks.log") for p in modes)
-    assert any(p.startswith("deep/home/capsules/") for p in modes)
+    assert any(p.endswith("deep/home/store.sqlite3") for p in modes)  # capsules live in it
     assert any(p.endswith("/lock") for p in modes)
     assert any(p.endswith("workspace.json") for p in modes)
     wrong = {p: oct(m) for p, m in modes.items()

@@ -78,11 +78,16 @@ def register(sub) -> None:
     add_json_arg(p)
     p.set_defaults(func=cmd_drift)
 
-    p = sub.add_parser("gc", help="delete snapshot refs of deleted threads and prune old ones")
+    p = sub.add_parser("gc", help="delete snapshot refs of deleted threads, prune old ones and "
+                                  "old checkpoint data")
     p.add_argument("--keep", type=int, default=None,
-                   help="generations kept per thread: snapshot refs (and safety snapshots), "
-                        "capsule copies and context files (default $CONTINUATION_KEEP_GENERATIONS, "
-                        "else 20); every capsule stays in the store")
+                   help="generations kept whole per thread: snapshot refs (and safety "
+                        "snapshots), renderings and context files (default "
+                        "$CONTINUATION_KEEP_GENERATIONS, else 20); older capsules stay")
+    p.add_argument("--keep-bytes", default=None, metavar="SIZE",
+                   help="cap on the checkpoint data of the state home, e.g. 256M: past it the "
+                        "oldest capsules are pruned, never a thread's newest (default "
+                        "$CONTINUATION_KEEP_BYTES, else 256M)")
     p.add_argument("--root", action="append", default=[],
                    help="also clean this workspace folder (repeatable)")
     p.add_argument("--dry-run", action="store_true", help="show what would go; change nothing")
@@ -338,23 +343,22 @@ def cmd_drift(args) -> int:
 def cmd_gc(args) -> int:
     from ..rewind.removal import collect_garbage
 
-    from ..capsule_retention import RetentionError, describe, keep_generations, prune_generation_files
+    from ..capsule_retention import RetentionError, describe, keep_bytes, keep_generations, parse_size, prune
 
     try:
         keep = args.keep if args.keep is not None else keep_generations()
         if keep < 1:
             raise RetentionError("--keep must be at least 1 (the newest generation is kept)")
+        cap = parse_size(args.keep_bytes, "--keep-bytes") if args.keep_bytes is not None else keep_bytes()
     except RetentionError as exc:
         raise CommandError(str(exc)) from None
     args.keep = keep
     with open_engine() as engine:
         report = collect_garbage(engine, roots=args.root, keep=keep, dry_run=args.dry_run)
-        files = prune_generation_files(engine, keep=keep, dry_run=args.dry_run)
+        data = prune(engine, keep=keep, cap=cap, dry_run=args.dry_run)
         if args.json:
-            emit_json({**report.to_dict(), "generation_files": files.to_dict()})
+            emit_json({**report.to_dict(), "checkpoint_data": data.to_dict()})
             return 0
-        if files.files:
-            print(describe(files, keep, args.dry_run))
         verb = "would delete" if args.dry_run else "deleted"
         for root, refs in report.orphan_refs.items():
             print(f"{verb} {len(refs)} ref(s) of deleted threads in {root}")
@@ -362,8 +366,10 @@ def cmd_gc(args) -> int:
             print(f"{verb} {len(refs)} old snapshot ref(s) in {root} (keeping {args.keep} per thread)")
         for path in report.folders_removed:
             print(f"{verb} orphaned folder {path}")
+        for line in describe(data, keep, args.dry_run):
+            print(line)
         for w in report.warnings:
             print(f"warning: {w}")
-        if not (report.orphan_refs or report.pruned_refs or report.folders_removed or files.files):
+        if not (report.orphan_refs or report.pruned_refs or report.folders_removed or data.anything):
             print("nothing to collect")
     return 0

@@ -34,7 +34,7 @@ class Finding:
 def damaged_store_advice(path: Path) -> str:
     return (f"stop the agents, keep a copy (cp '{path}' '{path}.bad'), then rebuild it with "
             f"`sqlite3 '{path}.bad' .recover | sqlite3 '{path}.new'` and move the new file in "
-            f"place; the capsules under capsules/ stay readable meanwhile")
+            f"place")
 
 
 def check_server_store(home: Path) -> tuple[list[Finding], bool]:
@@ -153,23 +153,16 @@ def check_checkpoints(engine) -> list[Finding]:
     from .. import checkpoints
 
     out = []
-    total = 0
+    total = pruned = 0
     for thread in engine.threads():
         cps = checkpoints.list_checkpoints(thread)
         total += len(cps)
+        pruned += sum(cp.pruned for cp in cps)
         issues = [checkpoints.verify(cp) for cp in cps]
         bad = [i for i in issues if i]
-        copies = [cp.checkpoint_id for cp in cps if not _copy_matches(cp)]
-        if copies:
-            out.append(Finding(
-                "checkpoints.files", WARN,
-                f"thread {thread.key}: the file copy of {len(copies)} checkpoint(s) is missing or "
-                f"differs from the store (e.g. {copies[0]})",
-                "nothing is lost: the store's copy is the one used; `continuation capsule show` "
-                "prints it", data={"thread": thread.key, "checkpoints": copies}))
         if not bad:
             continue
-        good_left = len(cps) - len(bad)
+        good_left = len(cps) - len(bad) - sum(cp.pruned for cp in cps)
         newest_bad = issues[-1] is not None if issues else False
         out.append(Finding(
             "checkpoints", PROBLEM if good_left == 0 else WARN,
@@ -178,19 +171,9 @@ def check_checkpoints(engine) -> list[Finding]:
                 "; take a new one with the next boundary" if newest_bad else "")
             if good_left else "no valid checkpoint remains: the next boundary writes a new one",
             data={"thread": thread.key, "corrupt": bad}))
-    return out or [Finding("checkpoints", OK, f"{total} checkpoint(s) verify against their sha256")]
-
-
-def _copy_matches(cp) -> bool:
-    """The human-readable copy under capsules/ holds the bytes the store committed."""
-    import hashlib
-
-    if not cp.file_path:
-        return True
-    try:
-        return hashlib.sha256(Path(cp.file_path).read_bytes()).hexdigest() == cp.sha256
-    except OSError:
-        return False
+    kept = f" ({pruned} of them pruned by `continuation gc`: listed, no capsule)" if pruned else ""
+    return out or [Finding("checkpoints", OK, f"{total} checkpoint(s) verify against their sha256"
+                           + kept)]
 
 
 # -- files -------------------------------------------------------------------------------------
@@ -505,8 +488,8 @@ def check_lost_writes(home: Path, *, fix: bool = False) -> list[Finding]:
             "store.reset", PROBLEM,
             f"the store {reset.get('path')} was {reset.get('detail')} at {when(reset.get('at'))} "
             "and recreated empty: everything recorded before is lost",
-            "restore it from a backup if you have one; the capsules under capsules/ still hold "
-            "the last checkpoints. `continuation doctor --fix` clears this report",
+            "restore it from a backup if you have one. `continuation doctor --fix` clears this "
+            "report",
             data=reset))
     if out and fix:
         lost_writes.clear(home)

@@ -2,7 +2,7 @@
 
 The fork gets a copy of the parent's events up to the checkpoint's aligned position, with the
 same sequence numbers, times and sources, so it replays to exactly the parent's state there.
-Then its first checkpoint is committed (its own capsule file and its own workspace refs
+Then its first checkpoint is committed (its own capsule row and its own workspace refs
 ``refs/continuation/<fork>/<generation>``) and a ``boundary`` of kind ``fork`` marks it as needing
 context. From then on the two threads share nothing but the workspace folder.
 

@@ -16,6 +16,8 @@ FILES_SAMPLE = 20
 
 
 def _objective(cp: cps.Checkpoint) -> str:
+    if cp.pruned:
+        return "(capsule pruned by `continuation gc`)"
     try:
         from capsule.model import decode_capsule
 
@@ -79,5 +81,6 @@ def checkpoint_rows(thread: Thread) -> list[dict]:
             "snapshot_ref": (ws or {}).get("snapshot_ref"),
             "workspace_kind": (ws or {}).get("kind") or ("error" if ws and ws.get("error") else None),
             "corrupt": cps.verify(cp),
+            "pruned": cp.pruned,
         })
     return rows

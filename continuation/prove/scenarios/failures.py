@@ -78,8 +78,7 @@ def crash_mid_tool(box, r):
     r.check("B is no longer reconciling", final.get("B") != "reconciling", f"B: {final.get('B')}")
 
 
-BEFORE = ("capsule.mid_write", "capsule.before_rename", "capsule.before_dir_fsync",
-          "checkpoint.before_commit", "snapshot.mid")
+BEFORE = ("checkpoint.before_commit", "snapshot.mid")
 AFTER = ("event.before_commit", "event.after_commit")
 
 
