@@ -26,10 +26,11 @@ The policy, in order (one generation's *payload* = its capsule bytes + rendering
    says it was pruned (``checkpoints.CheckpointPruned``). When the newest generations alone
    exceed the cap, they are kept and the report says by how much.
 
-Why 256 MiB: a capsule is budgeted to 16 KiB (real ones measure 7-8 KiB) and its rendering is
-about as large, so a thread's 20 whole generations take under 1 MiB and an older generation
-under 16 KiB; 256 MiB keeps that for hundreds of threads and years of boundaries. The cap is
-there to stop unbounded growth, not to be hit by ordinary use.
+Why 256 MiB: a capsule is budgeted to 16 KiB and its rendering is about as large; measured
+(``scripts/measure_checkpoint_bytes.py``) a whole generation is ~35 KB (capsule, rendering,
+spilled context) and an older one ~13 KB, so the whole windows of 100 threads take ~70 MB and
+the rest holds ~15,000 older capsules: two years of a heavy user's boundaries (20 a day). The
+cap is there to stop unbounded growth, not to be hit by ordinary use.
 
 Not counted: the event log (the durable facts are never pruned by a cap) and git objects of
 snapshots (bounded by the refs ``gc`` keeps; git's own gc, or ``gc_shadow`` for shadow
@@ -255,12 +256,13 @@ def describe(pruned: Pruned, keep: int, dry_run: bool) -> list[str]:
     """The lines ``gc`` prints about checkpoint data."""
     lines = []
     if pruned.anything:
-        lines.append(
-            f"{'would free' if dry_run else 'freed'} {pruned.freed} bytes of checkpoint data: "
-            f"{len(pruned.files)} file(s) ({pruned.file_bytes} bytes, "
-            f"{pruned.legacy_copies} of them old capsule copies), {pruned.renderings} "
-            f"rendering(s) ({pruned.rendering_bytes} bytes), {pruned.capsules} capsule(s) "
-            f"({pruned.capsule_bytes} bytes)")
+        legacy = f", {pruned.legacy_copies} of them old capsule copies" if pruned.legacy_copies else ""
+        parts = [(len(pruned.files), "file(s)", pruned.file_bytes, legacy),
+                 (pruned.renderings, "rendering(s)", pruned.rendering_bytes, ""),
+                 (pruned.capsules, "capsule(s)", pruned.capsule_bytes, "")]
+        lines.append(f"{'would free' if dry_run else 'freed'} {pruned.freed} bytes of checkpoint "
+                     "data: " + ", ".join(f"{n} {what} ({size} bytes{extra})"
+                                          for n, what, size, extra in parts if n))
     lines.append(f"checkpoint data {'left' if dry_run else 'kept'}: {pruned.kept_bytes} bytes "
                  f"(cap {pruned.cap}; the newest {keep} generation(s) of each thread whole, "
                  "older ones as capsule bytes)")

@@ -149,8 +149,10 @@ def test_dry_run_reports_counts_and_bytes_and_changes_nothing(home):
     assert dry["bytes"] > 0 and dry["renderings"] >= 3 and len(dry["files"]) >= 3
     r = run_cli(home, "gc", "--dry-run", env=env)
     text = r.stdout.decode()
-    assert f"would free {dry['bytes']} bytes of checkpoint data: {len(dry['files'])} file(s)" in text
-    assert f"{dry['capsules']} capsule(s) ({dry['capsule_bytes']} bytes)" in text
+    assert (f"would free {dry['bytes']} bytes of checkpoint data: {len(dry['files'])} file(s) "
+            f"({dry['file_bytes']} bytes), {dry['renderings']} rendering(s) "
+            f"({dry['rendering_bytes']} bytes), {dry['capsules']} capsule(s) "
+            f"({dry['capsule_bytes']} bytes)\n") in text
     assert _rows(home) == rows and _files(home) == files
     r = run_cli(home, "gc", "--json", env=env)  # the real run frees what the dry run said
     real = json.loads(r.stdout)["checkpoint_data"]
@@ -327,3 +329,31 @@ def test_a_boundary_whose_newest_capsule_fails_with_older_ones_pruned_delivers_a
     with Engine(home) as e:
         newest = checkpoints.newest_checkpoint(e.get_thread(key))
         assert newest.generation == 4 and not checkpoints.verify(newest)
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_the_policy_reads_sizes_and_prunes_through_either_store(home, backend, request, monkeypatch):
+    """The sizes gc adds up are the database's (no blob is read) and must be bytes on both
+    backends: a rendering with non-ASCII text counts its UTF-8 bytes."""
+    if backend == "postgresql":
+        monkeypatch.setenv("CONTINUATION_STORE", request.getfixturevalue("pg_url"))
+    with Engine(home) as e:
+        t = e.thread("codex", "s1")
+        for g in range(1, 5):
+            t.admit(f"réparer le module {g} — naïve café " * 20, turn_id=f"t{g}")
+            checkpoints.commit(t, reason="manual")
+        cps = checkpoints.list_checkpoints(t)
+        sizes = {cp.generation: len(cp.capsule_bytes) + len(cp.rendered.encode("utf-8")) for cp in cps}
+        dry = prune(e, keep=2, cap=10 ** 9, dry_run=True)
+        assert dry.renderings == 2 and dry.rendering_bytes == sum(
+            len(cp.rendered.encode("utf-8")) for cp in cps[:2])
+        assert dry.kept_bytes == sum(sizes.values()) - dry.rendering_bytes
+        cap = sizes[3] + sizes[4]  # generations 1 and 2 go whole
+        done = prune(e, keep=100, cap=cap)
+        assert (done.capsules, done.kept_bytes, done.over_cap) == (2, cap, 0)
+        listed = checkpoints.list_checkpoints(t)
+        assert [cp.pruned for cp in listed] == [True, True, False, False]
+        assert listed[0].rendered == "" and listed[0].sha256 == cps[0].sha256
+        with pytest.raises(checkpoints.CheckpointPruned, match="generation 2"):
+            checkpoints.load(t, 2)
+        assert checkpoints.load(t, 3).capsule.objective.text.startswith("réparer le module 3")

@@ -250,3 +250,41 @@ def test_the_postgres_dialect_drops_the_planner_hint():
     assert to_postgres("SELECT data FROM inputs INDEXED BY inputs_by_state WHERE thread_key=?"
                        " AND state IN (?,?) ORDER BY admitted_seq") == (
         "SELECT data FROM inputs WHERE thread_key=%s AND state IN (%s,%s) ORDER BY admitted_seq")
+
+
+def test_the_newest_calls_are_read_by_start_not_by_sorting_the_thread(store):
+    """Migration 3: a boundary's list of the newest finished calls and the calls after a
+    position cost the same on a long thread as on a short one, and are the right calls."""
+    from continuation.store.view import SqlStateView
+
+    key = store.ensure_thread("claude", "calls")
+
+    def calls(start, n):
+        batch = []
+        for k in range(start, start + n):
+            batch += [("tool_started", {"call_id": f"c{k}", "tool": "Bash", "turn_id": "t",
+                                        "args": {"command": f"echo {k}"}}),
+                      ("tool_finished", {"call_id": f"c{k}", "status": "ok", "turn_id": "t"})]
+        store.append_many(key, batch, source="t")
+
+    def steps(read):
+        ticks = [0]
+        store.conn.set_progress_handler(lambda: ticks.__setitem__(0, ticks[0] + 1) or 0, 50)
+        try:
+            found = read(SqlStateView(store.conn, key))
+        finally:
+            store.conn.set_progress_handler(None, 50)
+        return ticks[0], found
+
+    def newest(view):
+        return view.newest_calls(5, ("ok", "error"))
+
+    calls(0, 50)
+    short = steps(newest)[0]
+    calls(50, 3000)
+    took, found = steps(newest)
+    assert took <= short + 5, (short, took)
+    assert [c.call_id for c in found] == [f"c{k}" for k in range(3045, 3050)]
+    last_seq = store.thread(key)["last_seq"]
+    took_after, after = steps(lambda view: view.calls_after(last_seq - 4))
+    assert took_after <= short + 5 and [c.call_id for c in after] == ["c3048", "c3049"]

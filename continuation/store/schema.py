@@ -111,6 +111,12 @@ MIGRATIONS: list[str] = [
     """
     CREATE INDEX inputs_by_admission ON inputs (thread_key, admitted_seq);
     """,
+    # 3: the newest tool calls of a thread (a boundary's call list, the calls after a rewind
+    # point) read through an index by start, not by sorting every call of the thread (25 ms
+    # at 20,000 calls, growing with the thread)
+    """
+    CREATE INDEX tool_calls_by_start ON tool_calls (thread_key, started_seq);
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
