@@ -297,10 +297,11 @@ def _bounded_claims(store, key: str, upto: int | None, ranges,
     claims = [{"seq": q, "turn_id": t, "text": x} for q, t, x in reversed(rows)]
     older: list = []
     if len(claims) >= MAX_CLAIMS:
+        upto_sql, upto_args = _seq_filter(upto, None)
         older = _count_older(
             store.conn, counts, ranges, "assistant_claims(not gathered)", key,
-            f"SELECT seq, length(CAST(text AS BLOB)) AS size FROM claims WHERE thread_key=?{where}",
-            (key, *args), claims[0]["seq"])
+            f"SELECT seq, length(CAST(text AS BLOB)) AS size FROM claims WHERE thread_key=?"
+            f"{upto_sql}", (key, *upto_args), claims[0]["seq"])
     return claims, older
 
 
@@ -323,23 +324,33 @@ def _not_gathered(store, key: str, calls, facts_src: list[dict], older_claims: l
         sql, args = sql + " AND started_seq<=?", [*args, upto_seq]
     out = _count_rows(store.conn, "tool_calls[ok,error](not gathered)", key, sql, args)
     if len(facts_src) >= MAX_FACTS:
-        where, extra = _seq_filter(None, ranges)
         out += _count_older(
             store.conn, counts, ranges, "runtime_facts(not gathered)", key,
             f"SELECT seq, length(data) AS size FROM events WHERE thread_key=? AND type IN"
-            f" ({','.join('?' * len(FACT_TYPES))}){where}",
-            (key, *FACT_TYPES, *extra), facts_src[0]["seq"])
+            f" ({','.join('?' * len(FACT_TYPES))})", (key, *FACT_TYPES), facts_src[0]["seq"])
     return out + older_claims
 
 
 def _count_older(conn, counts: PrefixCounts | None, ranges, field: str, key: str, rows_sql: str,
                  args, before: int) -> list[SourceNotGathered]:
     """The "(not gathered)" cut of the rows ``rows_sql`` selects from an append-only table
-    (``seq``, ``size``) below ``before``: extended from the counts kept at the previous
-    boundary (``continuation.prefix_counts``) unless the thread was rewound."""
-    if counts is None or ranges is not None:
+    (``seq``, ``size``) below ``before`` on the current branch (``ranges``): extended from the
+    counts kept at the previous boundary (``continuation.prefix_counts``)."""
+    if ranges is not None:
+        where, extra = _open_branch_filter(ranges)
+        rows_sql, args = rows_sql + where, (*args, *extra)
+    if counts is None:
         return _count_rows(conn, field, key, f"{rows_sql} AND seq<?", (*args, before))
     return _cut(field, key, *counts.count(conn, field, rows_sql, args, before))
+
+
+def _open_branch_filter(ranges: list[tuple[int, int]]) -> tuple[str, list]:
+    """The current branch (``ranges``, newest first) as SQL whose newest range has no end: the
+    same rows up to the thread's last seq, and the same filter until the next rewind, so
+    counts kept under it stay valid while the thread grows."""
+    older = ranges[1:]
+    sql = " AND (seq>=?" + "".join(" OR seq BETWEEN ? AND ?" for _ in older) + ")"
+    return sql, [ranges[0][0], *(x for r in older for x in r)]
 
 
 def _count_rows(conn, field: str, key: str, rows_sql: str, args) -> list[SourceNotGathered]:

@@ -10,8 +10,9 @@ between the kept position and its own: the cost no longer grows with the thread.
 An entry names its query (a hash of the SQL and its arguments, the position excluded); a
 missing, torn or foreign file, another query, or a position before the kept one means
 counting from scratch, never a wrong count. The file is a cache: written without fsync,
-replaced atomically, deleted with its thread (``THREAD_FOLDERS``). A thread with rewinds
-counts from scratch (its selection is the current branch, which a rewind changes).
+replaced atomically, deleted with its thread (``THREAD_FOLDERS``). After a rewind the
+selection is the current branch, whose filter changes with each rewind (and so does the entry's
+hash: counted from scratch once, then extended again).
 """
 from __future__ import annotations
 

@@ -102,14 +102,26 @@ def test_a_kept_count_past_the_position_asked_is_not_used(engine, small_windows)
             == [n.model_dump() for n in early.not_gathered])
 
 
-def test_a_rewound_thread_counts_its_branch_from_scratch(engine, small_windows):
+def test_a_rewound_thread_counts_only_its_branch_and_keeps_extending(engine, small_windows):
+    """The discarded branch's facts and claims are never counted (the counts kept for the old
+    branch are another query), and the branch's own counts extend like any other."""
     t = engine.thread("claude", "s")
+
+    def from_scratch():
+        saved = cache_file(engine, t).read_bytes()
+        cache_file(engine, t).unlink()
+        try:
+            return cuts(t)
+        finally:
+            cache_file(engine, t).write_bytes(saved)
+
     turns(t, 0, 20)
     mid = t.row["last_seq"]
     turns(t, 20, 20)
     cuts(t)
     t.record("rolled_back", {"to_seq": mid, "reason": "test"}, source="test")
-    turns(t, 40, 5)
+    turns(t, 40, 8)
     on_branch = cuts(t)
-    cache_file(engine, t).unlink()
-    assert cuts(t) == on_branch
+    assert on_branch == from_scratch()
+    turns(t, 48, 8)
+    assert cuts(t) == from_scratch()
