@@ -32,6 +32,7 @@ from capsule.source import (
 from statemachine.reducer import resolve_call
 
 from .engine import Thread
+from .prefix_counts import PrefixCounts
 from .store.view import SqlStateView, rows_in_states
 from .rewind.summary import notices_of
 from .rewind.timeline import ROLLED_BACK, in_ranges, live_ranges
@@ -138,9 +139,12 @@ def gather(thread: Thread, *, generation: int, reason: str, upto_seq: int | None
     cursor_src = _newest_live(store, key, CURSOR_TYPES, upto_seq, 1, ranges)
     background_src = [e for e in store.events_of_types(key, ["background_task"], upto=upto_seq)
                       if ranges is None or in_ranges(e["seq"], ranges)]
-    claims_src, older_claims = _bounded_claims(store, key, upto_seq, ranges)
+    counts = PrefixCounts(thread.engine.home, key)
+    claims_src, older_claims = _bounded_claims(store, key, upto_seq, ranges, counts)
     meta = thread.meta()
-    not_gathered = _not_gathered(store, key, calls, facts_src, older_claims, upto_seq, ranges)
+    not_gathered = _not_gathered(store, key, calls, facts_src, older_claims, upto_seq, ranges,
+                                 counts)
+    counts.save()
     not_gathered += older_inputs
 
     src_inputs = [
@@ -282,7 +286,8 @@ def _seq_filter(upto: int | None, ranges: list[tuple[int, int]] | None) -> tuple
     return sql, args
 
 
-def _bounded_claims(store, key: str, upto: int | None, ranges) -> tuple[list[dict], list]:
+def _bounded_claims(store, key: str, upto: int | None, ranges,
+                    counts: PrefixCounts | None = None) -> tuple[list[dict], list]:
     """The newest ``MAX_CLAIMS`` claims on the branch (texts read), and the cut counting the
     older ones (an aggregate: their texts are not read)."""
     where, args = _seq_filter(upto, ranges)
@@ -292,16 +297,18 @@ def _bounded_claims(store, key: str, upto: int | None, ranges) -> tuple[list[dic
     claims = [{"seq": q, "turn_id": t, "text": x} for q, t, x in reversed(rows)]
     older: list = []
     if len(claims) >= MAX_CLAIMS:
-        older = _count_rows(
-            store.conn, "assistant_claims(not gathered)", key,
-            f"SELECT seq, length(CAST(text AS BLOB)) AS size FROM claims WHERE thread_key=?{where}"
-            " AND seq<?", (key, *args, claims[0]["seq"]))
+        upto_sql, upto_args = _seq_filter(upto, None)
+        older = _count_older(
+            store.conn, counts, ranges, "assistant_claims(not gathered)", key,
+            f"SELECT seq, length(CAST(text AS BLOB)) AS size FROM claims WHERE thread_key=?"
+            f"{upto_sql}", (key, *upto_args), claims[0]["seq"])
     return claims, older
 
 
 def _not_gathered(store, key: str, calls, facts_src: list[dict], older_claims: list,
                   upto_seq: int | None,
-                  ranges: list[tuple[int, int]] | None = None) -> list[SourceNotGathered]:
+                  ranges: list[tuple[int, int]] | None = None,
+                  counts: PrefixCounts | None = None) -> list[SourceNotGathered]:
     """Count what the bounds above leave unread (older finished calls, facts, claims), so the
     capsule records every dropped item in a cut: one aggregate statement per cut, no row (not
     even a size or a seq) is brought into Python, so a boundary stays flat in thread length."""
@@ -317,13 +324,33 @@ def _not_gathered(store, key: str, calls, facts_src: list[dict], older_claims: l
         sql, args = sql + " AND started_seq<=?", [*args, upto_seq]
     out = _count_rows(store.conn, "tool_calls[ok,error](not gathered)", key, sql, args)
     if len(facts_src) >= MAX_FACTS:
-        where, extra = _seq_filter(None, ranges)
-        out += _count_rows(
-            store.conn, "runtime_facts(not gathered)", key,
+        out += _count_older(
+            store.conn, counts, ranges, "runtime_facts(not gathered)", key,
             f"SELECT seq, length(data) AS size FROM events WHERE thread_key=? AND type IN"
-            f" ({','.join('?' * len(FACT_TYPES))}) AND seq<?{where}",
-            (key, *FACT_TYPES, facts_src[0]["seq"], *extra))
+            f" ({','.join('?' * len(FACT_TYPES))})", (key, *FACT_TYPES), facts_src[0]["seq"])
     return out + older_claims
+
+
+def _count_older(conn, counts: PrefixCounts | None, ranges, field: str, key: str, rows_sql: str,
+                 args, before: int) -> list[SourceNotGathered]:
+    """The "(not gathered)" cut of the rows ``rows_sql`` selects from an append-only table
+    (``seq``, ``size``) below ``before`` on the current branch (``ranges``): extended from the
+    counts kept at the previous boundary (``continuation.prefix_counts``)."""
+    if ranges is not None:
+        where, extra = _open_branch_filter(ranges)
+        rows_sql, args = rows_sql + where, (*args, *extra)
+    if counts is None:
+        return _count_rows(conn, field, key, f"{rows_sql} AND seq<?", (*args, before))
+    return _cut(field, key, *counts.count(conn, field, rows_sql, args, before))
+
+
+def _open_branch_filter(ranges: list[tuple[int, int]]) -> tuple[str, list]:
+    """The current branch (``ranges``, newest first) as SQL whose newest range has no end: the
+    same rows up to the thread's last seq, and the same filter until the next rewind, so
+    counts kept under it stay valid while the thread grows."""
+    older = ranges[1:]
+    sql = " AND (seq>=?" + "".join(" OR seq BETWEEN ? AND ?" for _ in older) + ")"
+    return sql, [ranges[0][0], *(x for r in older for x in r)]
 
 
 def _count_rows(conn, field: str, key: str, rows_sql: str, args) -> list[SourceNotGathered]:

@@ -24,7 +24,7 @@ from .errors import RewindError
 #: sessions with a heartbeat this recent and no end are treated as live
 LIVE_HEARTBEAT_S = 600
 #: per-thread folders under the state home
-THREAD_FOLDERS = ("capsules", "contexts", "handoff")
+THREAD_FOLDERS = ("capsules", "contexts", "handoff", "counts")
 
 
 def thread_tables(engine: Engine) -> list[str]:
