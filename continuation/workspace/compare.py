@@ -12,6 +12,7 @@ import shutil
 from pathlib import Path
 from posixpath import normpath
 
+from . import index_cache
 from .errors import RestoreUnavailable
 from .gitrun import GitTarget
 from .model import WorkspaceRef
@@ -54,6 +55,10 @@ def snapshot_tree(target: GitTarget, ref: WorkspaceRef) -> str:
 
 
 def checkpoint_index(target: GitTarget, scratch: Path, tree: str, thread_key: str | None) -> None:
+    kept = index_cache.recall(target.layout, thread_key, tree)
+    if kept is not None:  # the thread's last snapshot was of this very tree
+        shutil.copy2(kept, scratch)
+        return
     seeds = []
     if thread_key:
         seeds.append(target.layout.thread_index(thread_key))

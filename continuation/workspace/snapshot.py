@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from . import index_cache
 from .errors import GitFailure, WorkspaceError
 from .gitrun import GitTarget
 from .layout import HOME_TRAILER, snapshot_ref_name, validate_generation, validate_thread_key
@@ -25,7 +26,6 @@ from .workspace_target import (
     read_json,
     resolve_workspace,
     utc_now,
-    write_json_atomic,
 )
 
 if TYPE_CHECKING:
@@ -171,14 +171,9 @@ def snapshot_built(
         _stage("update-ref")
         if keep_index is not None and scratch.is_file():
             shutil.copy2(scratch, keep_index)
-        if target.kind == "shadow" and scratch.is_file():  # git repositories re-seed from the user's index every time
-            _private(scratch)  # git writes index files 0666 minus the umask
-            os.replace(scratch, layout.thread_index(thread_key))
-            write_json_atomic(
-                layout.thread_record(thread_key),
-                {"tree": built.tree, "commit": commit, "ref": ref_name, "generation": ref.generation},
-                durable=False,  # a stat cache and a diff base: losing it costs time, not data
-            )
+        if scratch.is_file():  # kept: a restore preview of this tree compares through it
+            index_cache.remember(layout, thread_key, scratch, built.tree, commit=commit, ref=ref_name,
+                                 generation=ref.generation)
     finally:
         scratch.unlink(missing_ok=True)
     ref.snapshot_commit = commit
@@ -276,13 +271,6 @@ def _clear_stale_ref_lock(target: GitTarget, ref_name: str) -> None:
     """A snapshot killed inside update-ref leaves ``<ref>.lock``; under our lock it is stale."""
     assert target.common_dir is not None
     (target.common_dir / (ref_name + ".lock")).unlink(missing_ok=True)
-
-
-def _private(path: Path) -> None:
-    try:
-        os.chmod(path, 0o600)
-    except OSError:
-        pass  # best effort (Windows)
 
 
 def _write_shadow_excludes(target: GitTarget, patterns) -> None:
