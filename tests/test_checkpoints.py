@@ -274,6 +274,14 @@ def test_large_folder_outside_git_is_not_snapshotted_at_a_boundary(home, tmp_pat
     assert cp.workspace["kind"] == "shadow"
 
 
+def _commit_in_a_new_process(script: str, home) -> dict:
+    """What ``script`` (a first checkpoint in a fresh interpreter) prints, as JSON."""
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=120,
+                       env={**os.environ, "CONTINUATION_HOME": str(home)})
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
 def _without_counts(capsule) -> dict:
     data = capsule.model_dump(mode="json")
     for key in ("encoding", "tokens", "bytes"):
@@ -296,10 +304,7 @@ with Engine() as e:
     cp = checkpoints.commit(t, reason="manual")
 print(json.dumps({"tiktoken": "tiktoken" in sys.modules, "generation": cp.generation}))
 """
-    r = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=120,
-                       env={**os.environ, "CONTINUATION_HOME": str(home)})
-    assert r.returncode == 0, r.stderr
-    assert json.loads(r.stdout) == {"tiktoken": False, "generation": 1}
+    assert _commit_in_a_new_process(script, home) == {"tiktoken": False, "generation": 1}
     from capsule.budget import Budget, build_capsule
     from capsule.tokens import BYTE_BOUND_NAME, get_token_counter
     from continuation.capsule_source import gather
@@ -313,6 +318,48 @@ print(json.dumps({"tiktoken": "tiktoken" in sys.modules, "generation": cp.genera
                               Budget(), counter=get_token_counter())
     assert stored.budget.encoding == BYTE_BOUND_NAME and not stored.cuts
     assert exact.budget.tokens <= stored.budget.tokens <= stored.budget.max_tokens
+    assert _without_counts(stored) == _without_counts(exact)
+
+
+def test_a_long_thread_whose_capsule_fits_by_its_vocabulary_bound_loads_no_tokenizer(home,
+                                                                                 monkeypatch):
+    """A long thread (its older history counted in "(not gathered)" cuts) whose capsule is
+    well under the token limit but over it in bytes: the vocabulary bound (the encoding's
+    ranks, no tiktoken) proves the fit; tiktoken is never imported, the budget records the
+    bound, and the capsule is the one an exact count gives."""
+    script = r"""
+import json, sys
+from continuation import capsule_source, checkpoints
+from continuation.engine import Engine
+capsule_source.MAX_FACTS = 10
+with Engine() as e:
+    t = e.thread("codex", "s1")
+    for n in range(12):
+        t.admit(f"request {n}: tidy module {n} and rerun its tests", turn_id=f"t{n}")
+        t.tool_started(f"c{n}", "Bash", {"command": f"pytest tests/test_mod{n}.py"}, turn_id=f"t{n}")
+        t.tool_finished(f"c{n}", "ok", output="x", turn_id=f"t{n}")
+        t.turn_completed(f"t{n}")
+    cp = checkpoints.commit(t, reason="manual")
+print(json.dumps({"tiktoken": "tiktoken" in sys.modules, "generation": cp.generation}))
+"""
+    assert _commit_in_a_new_process(script, home) == {"tiktoken": False, "generation": 1}
+    from capsule.budget import Budget, build_capsule
+    from capsule.render import render_capsule
+    from capsule.tokens import VOCABULARY_BOUND_SUFFIX, get_token_counter
+    from continuation import capsule_source
+
+    monkeypatch.setattr(capsule_source, "MAX_FACTS", 10)  # as in the boundary's process
+    with Engine(home) as e:
+        t = e.find_thread("codex", "s1")
+        stored = checkpoints.load(t).capsule
+        source = capsule_source.gather(t, generation=1, reason="manual",
+                                       upto_seq=checkpoints.load(t).checkpoint.seq)
+    exact = build_capsule(source, Budget(), counter=get_token_counter())
+    assert stored.budget.encoding == get_token_counter().name + VOCABULARY_BOUND_SUFFIX
+    assert len(render_capsule(stored).encode()) > Budget().max_tokens  # the byte bound could not
+    assert exact.budget.tokens <= stored.budget.tokens <= stored.budget.max_tokens
+    assert {c.field for c in stored.cuts} == {c.field for c in exact.cuts}
+    assert all(c.field.endswith("(not gathered)") for c in stored.cuts) and stored.cuts
     assert _without_counts(stored) == _without_counts(exact)
 
 
