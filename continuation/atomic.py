@@ -2,13 +2,12 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 from . import faults
 from .paths import ensure_private_dir
 
 
-def fsync_dir(folder: Path) -> None:
+def fsync_dir(folder) -> None:
     """Make a rename durable. Skipped where the OS cannot open a folder (Windows)."""
     if os.name == "nt":
         return
@@ -24,7 +23,7 @@ def fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-def _create_temp(folder: Path, name: str) -> tuple[int, str]:
+def _create_temp(folder: str, name: str) -> tuple[int, str]:
     """A new private file ``.<name>.<random>.tmp`` in ``folder`` (what ``tempfile.mkstemp``
     does, without importing ``tempfile``: with ``shutil``, ``random`` and the compression
     modules it pulls in, that import is a tenth of a SessionStart answer)."""
@@ -39,7 +38,7 @@ def _create_temp(folder: Path, name: str) -> tuple[int, str]:
     raise FileExistsError(f"no free temporary name for {name} in {folder}")
 
 
-def atomic_write(path: Path, data: bytes, mode: int | None = 0o600,
+def atomic_write(path, data: bytes, mode: int | None = 0o600,
                  fault_points: str | None = "file") -> None:
     """Replace ``path`` with ``data`` atomically and durably. ``mode`` None keeps the temp
     file's private default; ``fault_points`` names the kill points this write passes
@@ -48,9 +47,10 @@ def atomic_write(path: Path, data: bytes, mode: int | None = 0o600,
         if fault_points:
             faults.point(f"{fault_points}.{step}")
 
-    path = Path(path)
-    ensure_private_dir(path.parent)
-    fd, tmp = _create_temp(path.parent, path.name)
+    path = os.fspath(path)  # os.path, not pathlib: SessionStart writes through here
+    folder, name = os.path.split(os.path.abspath(path))
+    ensure_private_dir(folder)
+    fd, tmp = _create_temp(folder, name)
     try:
         with os.fdopen(fd, "wb") as fh:
             half = len(data) // 2
@@ -74,11 +74,12 @@ def atomic_write(path: Path, data: bytes, mode: int | None = 0o600,
             pass
         raise
     fault("before_dir_fsync")
-    fsync_dir(path.parent)
+    fsync_dir(folder)
 
 
-def remove_stale_temps(folder: Path) -> int:
-    """Temp files left by a process killed mid-write (never the committed files)."""
+def remove_stale_temps(folder) -> int:
+    """Temp files left by a process killed mid-write (never the committed files); ``folder``
+    is a ``pathlib.Path``."""
     removed = 0
     if folder.is_dir():
         for tmp in folder.glob(".*.tmp"):

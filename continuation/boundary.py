@@ -14,7 +14,7 @@
 from __future__ import annotations
 
 import hashlib
-from pathlib import Path
+import os
 
 from statemachine import events as ev
 
@@ -34,7 +34,7 @@ class _PendingSnapshot:
     def __init__(self, root: str | None, thread_key: str, home, generation: int, tree_after_restore=None):
         self._box: list = []
         self._worker = None
-        if not root or not Path(root).is_dir():
+        if not root or not os.path.isdir(root):
             self._box.append(None)
             return
         import threading
@@ -73,14 +73,14 @@ def transcript_pointer(path: str | None) -> dict | None:
         return None
     from .userfiles import hash_prefix
 
-    p = Path(path)
+    p = os.fspath(path)
     try:
         h = hashlib.sha256()
         size = hash_prefix(p, h)  # a regular file only, up to its size when opened
-        return {"transcript_path": str(p), "transcript_offset": size,
+        return {"transcript_path": p, "transcript_offset": size,
                 "transcript_prefix_sha256": h.hexdigest()}
     except OSError:
-        return {"transcript_path": str(p)}
+        return {"transcript_path": p}
 
 
 #: commits lost to racing checkpoints of the same thread before one gives up (each loss means
@@ -219,7 +219,8 @@ def fit_for_runtime(thread: Thread, runtime: str, context, generation: int) -> s
     """The inline part for the hook answer; past the limit, the full text goes to a file
     under the state home that the inline part points to."""
     limit = INLINE_LIMITS.get(runtime, 9_500)
-    spill = thread.engine.home / "contexts" / thread.key / f"g{generation:06d}.md"
+    # os.path, not pathlib: SessionStart answers without importing it
+    spill = os.path.join(thread.engine.home_str, "contexts", thread.key, f"g{generation:06d}.md")
     inline = context.fit_inline(limit_chars=limit, spill_path=str(spill))
     if inline.spilled and inline.spill_bytes is not None:
         atomic_write(spill, inline.spill_bytes)

@@ -24,7 +24,6 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from pathlib import Path
 
 
 from .engine import Thread
@@ -115,8 +114,10 @@ def checkpoint_id_for(thread_key: str, generation: int) -> str:
     return f"cp-{generation}-{digest}"
 
 
-def capsule_dir(home: Path, thread_key: str) -> Path:
+def capsule_dir(home, thread_key: str):
     """Where versions before issue 15 wrote a JSON copy of each capsule (gc deletes them)."""
+    from pathlib import Path  # not at import: SessionStart answers without pathlib
+
     return Path(home) / "capsules" / thread_key
 
 

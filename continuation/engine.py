@@ -34,6 +34,11 @@ class Engine:
         self.store = open_store(self._home, create=create)  # the backend CONTINUATION_STORE names
 
     @property
+    def home_str(self) -> str:
+        """The state home as a string (what boundary hooks join paths to without pathlib)."""
+        return self._home
+
+    @property
     def home(self):
         """The state home as a ``pathlib.Path`` (imported on first use: not on the hot path)."""
         from pathlib import Path
