@@ -164,3 +164,22 @@ def test_rewind_files_scans_once_and_its_checkpoint_holds_the_restored_tree(home
     scanned = scan(repo, git_home)
     assert new_ws["snapshot_tree"] == scanned.snapshot_tree
     assert DirtySummary.from_dict(new_ws["dirty"]) == scanned.dirty
+
+
+def test_outside_git_the_derived_snapshot_is_what_a_scan_stores(git_home, tmp_path):
+    """A folder outside git (shadow repository): the snapshot after the restore is the derived
+    tree, and its changes are counted against the safety snapshot, as a scan's would be."""
+    folder = tmp_path / "plain"
+    write(folder, {"a.txt": "a\n", "sub/b.txt": "b\n", "c.txt": "c\n"})
+    ref = take_snapshot(folder, "t1-abc", 1, state_home=git_home)
+    write(folder, {"a.txt": "changed\n", "agent.txt": "new\n", "mine.txt": "the user's\n"})
+    (folder / "sub" / "b.txt").unlink()
+    plan = plan_restore(ref, state_home=git_home, session_created=["agent.txt"])
+    result = apply_restore(plan, state_home=git_home, derive_tree=True)
+    assert result.ok and result.tree_after.kind == "shadow"
+    derived = take_snapshot(folder, "t1-abc", 2, state_home=git_home, tree_after_restore=result.tree_after)
+    assert (folder / "mine.txt").exists() and not (folder / "agent.txt").exists()
+    assert derived.dirty.base == "previous-snapshot"
+    assert {p.path for p in derived.dirty.paths} == {"a.txt", "sub/b.txt", "agent.txt"}
+    scanned = take_snapshot(folder, "scan-check", 1, state_home=git_home)
+    assert derived.snapshot_tree == scanned.snapshot_tree

@@ -4,8 +4,8 @@ Every snapshot writes its tree from a private index whose entries are exactly th
 the stat data of the work tree's files. It is kept per thread (``threads/<thread>.index``, with
 ``<thread>.json`` naming its tree and the index file's size and mtime), replacing the previous
 one. A restore preview compares the work tree with the checkpoint's tree through an index of
-that tree: when the kept index is of that very tree (a rewind to the newest checkpoint, or to
-the checkpoint a rewind just restored), it is copied instead of building one with
+that tree: when the kept index is of that very tree (a rewind to the newest checkpoint, or, in
+a git repository, to the checkpoint a rewind just restored), it is copied instead of building one with
 ``git read-tree`` (~30 ms on 20,000 files). The record is written after the index and names the
 index by size and mtime, so a process killed between the two leaves a record that does not
 match, and the preview builds its index as before. Shadow repositories also seed their next
