@@ -122,9 +122,9 @@ def test_a_snapshot_under_another_policy_scans(repo, git_home):
 
 def test_rewind_files_scans_once_and_its_checkpoint_holds_the_restored_tree(home, tmp_path, git_home,
                                                                            monkeypatch):
-    """A files rewind: the preview lists the changes, the safety snapshot is taken (the one scan
-    of the work tree), the user's new file survives, and the new checkpoint's snapshot is the
-    restored work tree, without a second scan."""
+    """A files rewind: the preview lists the changes, the safety snapshot is taken (the only
+    snapshot that scans the work tree; the preview compares with `git status`), the user's new
+    file survives, and the new checkpoint's snapshot is the restored work tree, without a scan."""
     from test_rewind_support import HookSession
 
     from continuation import checkpoints as cps
