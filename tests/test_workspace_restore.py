@@ -250,3 +250,17 @@ def test_latest_snapshot_is_the_highest_generation(repo, git_home):
     apply_restore(plan_restore(latest_snapshot(repo, "t1-abc", state_home=git_home), state_home=git_home), state_home=git_home)
     latest = latest_snapshot(repo, "t1-abc", state_home=git_home)
     assert latest.generation == 10 and git(repo, "show", f"{latest.snapshot_commit}:README.md") == "gen 10\n"
+
+
+def test_a_file_ignored_since_the_checkpoint_is_never_overwritten(repo, git_home):
+    """The safety snapshot stores no ignored file: a file untracked at the checkpoint that the
+    user has since ignored (and changed) would be lost for good if the restore wrote it."""
+    ref = take_snapshot(repo, "t1-abc", 1, state_home=git_home)  # notes.txt: untracked, stored
+    write(repo, {".gitignore": "*.log\nbuild/\nnotes.txt\n", "notes.txt": "the user's newer notes\n",
+                 "src/app.py": "print('v2')\n"})
+    plan = plan_restore(ref, state_home=git_home)
+    assert "notes.txt" in plan.modified  # the preview compares with the checkpoint's copy
+    result = apply_restore(plan, state_home=git_home)
+    assert (repo / "notes.txt").read_text() == "the user's newer notes\n"
+    assert "notes.txt" in {s.path for s in result.skipped} and "notes.txt" not in result.restored
+    assert (repo / "src" / "app.py").read_text() == "print('v1')\n" and result.ok

@@ -230,6 +230,7 @@ def _apply_locked(plan: RestorePlan, ws, target: GitTarget, tree: str, thread_ke
     for path in sorted(set(changes) - known):
         result.skipped.append(SkippedPath(path, "changed after the plan was made; left as is"))
     _delete_created(target, tree, deletions, result)
+    writes = _backed_up(ws.root, changes, writes, result)
     writes = _unblocked(target, safety.snapshot_tree or "", writes, result)
     _write_from_tree(target, changes, writes, result)
     for path in writes:
@@ -242,6 +243,22 @@ def _apply_locked(plan: RestorePlan, ws, target: GitTarget, tree: str, thread_ke
         result.tree_after = TreeAfterRestore(str(ws.root), target.kind, policy.exclude,
                                              policy.size_cap_bytes, built, list(safety.submodules))
     return result
+
+
+def _backed_up(root: Path, changes: dict[str, tuple[str, str, str]], paths: list[str],
+               result: RestoreResult) -> list[str]:
+    """Drop writes over a file the safety snapshot does not hold: one absent from its tree
+    (letter ``A`` going to the checkpoint) that is there all the same, e.g. a file untracked at
+    the checkpoint that the user's ignore rules hide now (the snapshot stores no ignored file).
+    Overwriting it would lose what it holds for good. (A folder in the way is ``_unblocked``'s.)"""
+    ok: list[str] = []
+    for path in paths:
+        full = root / path
+        if changes[path][0] == "A" and os.path.lexists(full) and (full.is_symlink() or not full.is_dir()):
+            result.skipped.append(SkippedPath(path, "not in the safety snapshot (ignored now?); left as is"))
+        else:
+            ok.append(path)
+    return ok
 
 
 def _unblocked(target: GitTarget, safety_tree: str, paths: list[str], result: RestoreResult) -> list[str]:
