@@ -50,11 +50,9 @@ class _PendingSnapshot:
 
             self._box.append(snapshot_workspace(root, thread_key, home, generation,
                                                 tree_after_restore=tree_after_restore))
-        except Exception as exc:  # the capsule matters more than the snapshot
+        except BaseException as exc:  # noqa: BLE001 - the capsule matters more than the snapshot
+            # (and a worker's exception would end as a traceback on stderr, never the answer)
             self._box.append({"root": root, "error": f"snapshot failed: {exc}"})
-        except BaseException as exc:  # never leave the boundary waiting on a dead worker
-            self._box.append({"root": root, "error": f"snapshot failed: {exc!r}"})
-            raise
 
     def result(self) -> dict | None:
         if self._worker is not None:

@@ -179,3 +179,23 @@ def test_a_claim_whose_process_died_is_taken_over_without_a_hole(repo_thread, tm
     assert second.workspace["snapshot_ref"] == ref
     assert subprocess.run(["git", "rev-parse", ref], cwd=repo, env=env, capture_output=True,
                           text=True).stdout.strip() == second.workspace["snapshot_commit"] != dead
+
+
+def test_a_snapshot_that_fails_in_its_worker_leaves_the_capsule_committed(repo_thread, monkeypatch,
+                                                                        capfd):
+    """The snapshot runs in a worker thread while the boundary gathers the capsule; when it
+    fails there (here: the disk is full in the middle of it), the checkpoint is still committed
+    with the failure in its workspace record, and nothing is printed (no thread traceback)."""
+    from continuation.boundary import commit_checkpoint
+
+    env, repo, thread = repo_thread
+    (repo / "work.txt").write_text("x")
+    monkeypatch.setenv("CONTINUATION_FAULT", "snapshot.mid:full")
+    cp = commit_checkpoint(thread, reason="manual")
+    assert cp.generation == 1 and "No space left on device" in cp.workspace["error"]
+    assert cp.workspace["root"] == str(repo) and "snapshot_ref" not in cp.workspace
+    monkeypatch.delenv("CONTINUATION_FAULT")
+    out, err = capfd.readouterr()
+    assert "Traceback" not in out + err and "Exception in thread" not in err
+    again = commit_checkpoint(thread, reason="manual")  # the next boundary snapshots again
+    assert again.generation == 2 and again.workspace["snapshot_ref"].endswith("/2")
