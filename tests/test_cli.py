@@ -184,3 +184,30 @@ print(json.dumps(sorted(m for m in sys.modules if m.startswith("continuation.com
         assert command in r.stdout.decode()
     r = run_cli("statsu", home=tmp_path / "h")
     assert r.returncode == 2 and b"invalid choice" in r.stderr and b"rewind" in r.stderr
+
+
+def test_a_short_command_does_not_import_shutil_and_help_still_fits_the_terminal(tmp_path,
+                                                                                 monkeypatch):
+    """argparse asks shutil (which imports zlib, bz2 and lzma) for the terminal width each time
+    it builds a formatter; the parser answers it from $COLUMNS or the terminal itself, so
+    `status` never imports shutil, and help is wrapped exactly as argparse's own width would."""
+    script = r"""
+import sys
+from continuation.commands import run
+run(sys.argv[1:])
+print("shutil" in sys.modules)
+"""
+    env = {**os.environ, "CONTINUATION_HOME": str(tmp_path / "h")}
+    r = subprocess.run([sys.executable, "-c", script, "status"], capture_output=True, env=env,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.decode().splitlines()[-1] == "False"
+    from continuation.commands import build_parser
+
+    for columns in ("50", "120"):
+        monkeypatch.setenv("COLUMNS", columns)
+        parser = build_parser("rewind")
+        rewind = parser._subparsers._group_actions[0].choices["rewind"]
+        ours = rewind.format_help()
+        rewind._get_formatter = lambda p=rewind: p.formatter_class(prog=p.prog)  # argparse's
+        assert rewind.format_help() == ours

@@ -23,6 +23,25 @@ class _Parser(argparse.ArgumentParser):
         sys.stderr.write(f"continuation: {message} (see `{self.prog} --help`)\n")
         raise SystemExit(2)
 
+    def _get_formatter(self):
+        # argparse builds a formatter for every add_argument, and one without a width imports
+        # shutil (with zlib, bz2 and lzma) to ask the terminal: a tenth of a `status`
+        return self.formatter_class(prog=self.prog, width=_terminal_width() - 2)
+
+
+def _terminal_width() -> int:
+    """What ``shutil.get_terminal_size().columns`` answers: $COLUMNS, else the terminal, else 80."""
+    try:
+        columns = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        columns = 0
+    if columns > 0:
+        return columns
+    try:
+        return os.get_terminal_size(sys.__stdout__.fileno()).columns or 80
+    except (AttributeError, ValueError, OSError):
+        return 80
+
 
 MODULES = ("status", "lifecycle_cmd", "prove_cmd", "capsule_cmd", "install_cmd", "rewind_cmd", "recover_cmd", "reconcile_cmd", "doctor_cmd", "import_cmd")
 
@@ -59,12 +78,13 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 
 def run(argv: list[str]) -> int:
-    from .. import lost_writes
-
     try:
         return _run(argv)
     finally:
-        for notice in lost_writes.NOTICES:  # e.g. a store found truncated: said once, here
+        # e.g. a store found truncated: said once, here (the module is only loaded when
+        # something raised a notice)
+        lost_writes = sys.modules.get(__name__.rsplit(".", 1)[0] + ".lost_writes")
+        for notice in lost_writes.NOTICES if lost_writes is not None else ():
             sys.stderr.write(notice + "\n")
 
 
