@@ -32,7 +32,7 @@ from capsule.source import (
 from statemachine.reducer import resolve_call
 
 from .engine import Thread
-from .prefix_counts import PrefixCounts
+from .prefix_counts import PrefixCounts, totals_of
 from .store.view import SqlStateView, rows_in_states
 from .rewind.summary import notices_of
 from .rewind.timeline import ROLLED_BACK, in_ranges, live_ranges
@@ -287,7 +287,7 @@ def _seq_filter(upto: int | None, ranges: list[tuple[int, int]] | None) -> tuple
 
 
 def _bounded_claims(store, key: str, upto: int | None, ranges,
-                    counts: PrefixCounts | None = None) -> tuple[list[dict], list]:
+                    counts: PrefixCounts) -> tuple[list[dict], list]:
     """The newest ``MAX_CLAIMS`` claims on the branch (texts read), and the cut counting the
     older ones (an aggregate: their texts are not read)."""
     where, args = _seq_filter(upto, ranges)
@@ -307,8 +307,8 @@ def _bounded_claims(store, key: str, upto: int | None, ranges,
 
 def _not_gathered(store, key: str, calls, facts_src: list[dict], older_claims: list,
                   upto_seq: int | None,
-                  ranges: list[tuple[int, int]] | None = None,
-                  counts: PrefixCounts | None = None) -> list[SourceNotGathered]:
+                  ranges: list[tuple[int, int]] | None,
+                  counts: PrefixCounts) -> list[SourceNotGathered]:
     """Count what the bounds above leave unread (older finished calls, facts, claims), so the
     capsule records every dropped item in a cut: one aggregate statement per cut, no row (not
     even a size or a seq) is brought into Python, so a boundary stays flat in thread length."""
@@ -331,7 +331,7 @@ def _not_gathered(store, key: str, calls, facts_src: list[dict], older_claims: l
     return out + older_claims
 
 
-def _count_older(conn, counts: PrefixCounts | None, ranges, field: str, key: str, rows_sql: str,
+def _count_older(conn, counts: PrefixCounts, ranges, field: str, key: str, rows_sql: str,
                  args, before: int) -> list[SourceNotGathered]:
     """The "(not gathered)" cut of the rows ``rows_sql`` selects from an append-only table
     (``seq``, ``size``) below ``before`` on the current branch (``ranges``): extended from the
@@ -339,8 +339,6 @@ def _count_older(conn, counts: PrefixCounts | None, ranges, field: str, key: str
     if ranges is not None:
         where, extra = _open_branch_filter(ranges)
         rows_sql, args = rows_sql + where, (*args, *extra)
-    if counts is None:
-        return _count_rows(conn, field, key, f"{rows_sql} AND seq<?", (*args, before))
     return _cut(field, key, *counts.count(conn, field, rows_sql, args, before))
 
 
@@ -356,10 +354,7 @@ def _open_branch_filter(ranges: list[tuple[int, int]]) -> tuple[str, list]:
 def _count_rows(conn, field: str, key: str, rows_sql: str, args) -> list[SourceNotGathered]:
     """The "(not gathered)" cut of the rows ``rows_sql`` selects (columns ``seq`` and ``size``),
     counted by the database (COUNT, SUM, MIN, MAX over an indexed range)."""
-    n, size, first, last = conn.execute(
-        f"SELECT count(*), sum(size), min(seq), max(seq) FROM ({rows_sql}) AS unread",
-        tuple(args)).fetchone()
-    return _cut(field, key, int(n or 0), int(size or 0), first, last)
+    return _cut(field, key, *totals_of(conn, rows_sql, args))
 
 
 def cut_pointers_sha256(field: str, key: str, items: int, first: int | None,

@@ -297,9 +297,9 @@ def commit(thread: Thread, *, reason: str, workspace: dict | None = None,
     row = thread.row
     if generation is None:
         generation = int(row["generation"]) + 1
-    if source is None or seq is None:
-        seq, source = int(row["last_seq"]), None
-    else:
+    if seq is None:
+        seq = int(row["last_seq"])
+    if source is not None:
         source = with_workspace(thread, source, generation=generation, workspace=workspace)
     capsule = build(thread, generation=generation, reason=reason, workspace=workspace,
                     transcript=transcript, notices=notices, budget=budget, source=source)

@@ -34,6 +34,15 @@ def _merge(a: Totals, b: Totals) -> Totals:
             max(lasts) if lasts else None)
 
 
+def totals_of(conn, rows_sql: str, args) -> Totals:
+    """Totals of the rows ``rows_sql`` selects (columns ``seq`` and ``size``), counted by the
+    database: no row is brought into Python."""
+    n, size, first, last = conn.execute(
+        f"SELECT count(*), sum(size), min(seq), max(seq) FROM ({rows_sql}) AS unread",
+        tuple(args)).fetchone()
+    return int(n or 0), int(size or 0), first, last
+
+
 class PrefixCounts:
     """The kept counts of one thread; :meth:`count` answers and records, :meth:`save` keeps."""
 
@@ -61,10 +70,7 @@ class PrefixCounts:
         sql, extra = f"{rows_sql} AND seq<?", [before]
         if since is not None:
             sql, extra = f"{sql} AND seq>=?", [before, since]
-        n, size, first, last = conn.execute(
-            f"SELECT count(*), sum(size), min(seq), max(seq) FROM ({sql}) AS unread",
-            (*args, *extra)).fetchone()
-        totals = _merge(base, (int(n or 0), int(size or 0), first, last))
+        totals = _merge(base, totals_of(conn, sql, (*args, *extra)))
         if since != before:
             self._entries[name] = {"sig": sig, "before": before, "n": totals[0],
                                    "size": totals[1], "first": totals[2], "last": totals[3]}

@@ -7,7 +7,6 @@ Policy comes from ``CONTINUATION_WORKSPACE_POLICY`` (``snapshot`` default, ``met
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from pathlib import Path
 
 from .engine import Thread
@@ -55,23 +54,13 @@ def _too_large_outside_git(root: Path) -> str | None:
     return None
 
 
-def snapshot_for_checkpoint(thread: Thread, generation: int, tree_after_restore=None) -> dict | None:
-    root = thread.row["workspace_root"]
-    if not root:
-        return None
-    return snapshot_workspace(root, thread.key, thread.engine.home, generation,
-                              committed=lambda g: _committed(thread, g),
-                              tree_after_restore=tree_after_restore)
-
-
 def snapshot_workspace(root: str, thread_key: str, home, generation: int, *,
-                       committed: Callable[[int], bool] | None = None,
                        tree_after_restore=None) -> dict:
     """The snapshot of ``root`` for the checkpoint ``generation`` of ``thread_key``, as a dict.
 
-    Touches no store connection itself: ``committed(g)`` (default: a connection of its own,
-    opened only when needed) says whether the store holds a checkpoint of generation ``g``, so
-    a boundary can run this in a worker thread while its own thread gathers the capsule.
+    Touches no store connection of its caller (a boundary runs this in a worker thread while
+    its own thread gathers the capsule): whether the store already holds a checkpoint of a
+    claimed generation is asked on a connection of its own, opened only when needed.
     ``tree_after_restore``: the tree a restore just left (``RestoreResult.tree_after``),
     committed without a scan when it fits this policy and folder."""
     from .workspace import take_snapshot
@@ -80,38 +69,30 @@ def snapshot_workspace(root: str, thread_key: str, home, generation: int, *,
         reason = _too_large_outside_git(Path(root))
         if reason:
             return {"root": root, "kind": "none", "skipped": reason}
-    if committed is None:
-        committed = lambda g: _committed_in_store(home, thread_key, g)  # noqa: E731
     # a hook has a deadline (Codex gives PreCompact its own timeout): wait for another
     # thread's snapshot of this workspace a short while, not the library's default 120 s
     # claim: the ref is created for this checkpoint alone; when another checkpoint of the
     # thread holds the generation, the next free one is taken (ref.generation)
     ref = take_snapshot(Path(root), thread_key, generation, state_home=home,
                         policy=policy(), lock_timeout=SNAPSHOT_LOCK_TIMEOUT_S, claim=True,
-                        reclaim=lambda g: not committed(g), tree_after_restore=tree_after_restore)
+                        reclaim=lambda g: not _committed(home, thread_key, g),
+                        tree_after_restore=tree_after_restore)
     return ref.to_dict()
 
 
-def _committed(thread: Thread, generation: int) -> bool:
-    """The store holds a checkpoint of ``generation`` (or a later one): its claim is not ours."""
-    return _holds_generation(thread.store, thread.key, generation)
-
-
-def _holds_generation(store, thread_key: str, generation: int) -> bool:
-    if int(store.thread(thread_key)["generation"]) >= generation:
-        return True
-    rows = store.checkpoint_rows(thread_key, upto_generation=generation, newest_first=True, limit=1)
-    return bool(rows) and int(rows[0]["generation"]) == generation
-
-
-def _committed_in_store(home, thread_key: str, generation: int) -> bool:
-    """:func:`_committed` on a connection of this thread's own (a SQLite connection belongs to
-    the thread that opened it)."""
+def _committed(home, thread_key: str, generation: int) -> bool:
+    """The store holds a checkpoint of ``generation`` (or a later one): its claim is not ours.
+    Asked on a connection of this thread's own (a SQLite connection belongs to the thread
+    that opened it)."""
     from .store import open_store
 
     store = open_store(str(home), create=False)
     try:
-        return _holds_generation(store, thread_key, generation)
+        if int(store.thread(thread_key)["generation"]) >= generation:
+            return True
+        rows = store.checkpoint_rows(thread_key, upto_generation=generation, newest_first=True,
+                                     limit=1)
+        return bool(rows) and int(rows[0]["generation"]) == generation
     finally:
         store.close()
 
