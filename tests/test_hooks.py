@@ -397,3 +397,44 @@ def test_hook_process_ends_without_checkpointing_and_its_fact_is_committed(tmp_p
                         " ('c1',)).fetchone()[0])", str(home / "store.sqlite3")],
                        capture_output=True, timeout=60)
     assert r.stdout.decode().strip() == "in_flight", r.stderr
+
+
+HOOK_PROCESS = """import json, os, sys
+from continuation.store import sqlite
+from continuation import hooks
+sqlite.WAL_FOLD_BYTES = 64 * 1024  # fold small, so a few processes show the bound
+if sys.argv[1] == "never-fold":  # the control: what the store did before leave_open
+    sqlite.SqliteStore.leave_open = lambda self: None
+out, code = hooks.run("codex", sys.stdin.buffer.read(), ending=True)
+sys.stdout.write(out)
+sys.stdout.flush()
+os._exit(code)
+"""
+
+
+@pytest.mark.parametrize("mode", ["fold", "never-fold"])
+def test_hook_processes_left_open_keep_the_wal_bounded(tmp_path, mode):
+    """Hook processes end without closing the store, and a process opening it alone rebuilds
+    the WAL index (losing what was checkpointed), so SQLite's auto-checkpoint never restarts
+    the log: without a fold it grows with every tool call (the control), with one it stays
+    under the fold size plus one hook's commit, and every fact is still there."""
+    home = tmp_path / "h"
+    env = {**os.environ, "CONTINUATION_HOME": str(home)}
+    base = {"session_id": "s", "turn_id": "t1", "cwd": str(tmp_path)}
+    sizes = []
+    for n in range(24):
+        p = {**base, "hook_event_name": "PreToolUse", "tool_name": "Bash",
+             "tool_input": {"command": f"echo {n}"}, "tool_use_id": f"c{n}"}
+        r = subprocess.run([sys.executable, "-c", HOOK_PROCESS, mode],
+                           input=json.dumps(p).encode(), capture_output=True, env=env, timeout=60)
+        assert r.returncode == 0 and json.loads(r.stdout) == {}, r.stderr
+        sizes.append((home / "store.sqlite3-wal").stat().st_size)
+    if mode == "fold":
+        assert max(sizes) < 64 * 1024 + 128 * 1024, sizes
+        assert min(sizes) == 0, sizes  # folded (checkpointed and truncated) along the way
+    else:
+        assert all(b > a for a, b in zip(sizes, sizes[1:])), sizes  # grows by every commit
+        assert sizes[-1] > 8 * 64 * 1024, sizes
+    with Engine(home) as engine:
+        calls = engine.store.tool_calls(engine.store.thread("s")["thread_key"])
+    assert sorted(c.call_id for c in calls) == sorted(f"c{n}" for n in range(24))

@@ -200,9 +200,10 @@ def end_process(code: int) -> None:
     durably (SQLite WAL with ``synchronous=FULL`` syncs the log at each commit; files are written
     with fsync). What a normal interpreter exit would add is teardown: freeing every module's
     objects (a tokenizer's ranks take ~130 ms) and closing the store, which as the last
-    connection checkpoints the WAL into the database (5 fdatasync calls per PreToolUse) -
-    work the next boundary or ``gc`` does anyway, and not needed for durability. A hook
-    process exits with ``os._exit`` instead; stderr is flushed first."""
+    connection checkpoints the WAL into the database (5 fdatasync calls per PreToolUse), not
+    needed for durability; the store's ``leave_open`` folds the WAL only once it has grown
+    past a bound (``store.sqlite.WAL_FOLD_BYTES``). A hook process exits with ``os._exit``
+    instead; stderr is flushed first."""
     try:
         sys.stderr.flush()
     finally:

@@ -405,6 +405,7 @@ def handle(runtime: str, payload: dict, *, ending: bool = False) -> dict | None:
         return handler(HookContext(runtime, payload, engine))
     finally:
         if ending:
+            engine.store.leave_open()
             _LEFT_OPEN.append(engine)
         else:
             engine.close()

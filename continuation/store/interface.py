@@ -32,6 +32,10 @@ class Store(Protocol):
 
     def close(self) -> None: ...
 
+    def leave_open(self) -> None:
+        """The process ends right after without :meth:`close` (``os._exit``): leave nothing
+        that makes the next process's open slower (every commit is already durable)."""
+
     # threads
     def ensure_thread(self, runtime: str, session_id: str, *, workspace_root: str | None = None,
                       forked_from: str | None = None, forked_at_seq: int | None = None,

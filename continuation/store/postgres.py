@@ -140,6 +140,9 @@ class PostgresStore(SqliteStore):
     def close(self) -> None:
         self.conn.close()
 
+    def leave_open(self) -> None:
+        """Nothing to bound: the server's session ends with the process."""
+
     def transaction(self) -> _Transaction:
         return _Transaction(self.conn)
 

@@ -23,6 +23,10 @@ from .schema import MIGRATIONS, SCHEMA_VERSION
 from .view import SqlStateView
 
 BUSY_TIMEOUT_S = 60.0
+#: how large the write-ahead log may grow in a store that processes leave open (a hook ends
+#: with ``os._exit``) before the process leaving it folds it into the database: see
+#: :meth:`SqliteStore.leave_open`
+WAL_FOLD_BYTES = 1 << 20
 CHECKPOINT_COLUMNS = ("checkpoint_id", "thread_key", "generation", "seq", "reason", "created_at",
                       "capsule", "sha256", "capsule_version", "rendered", "workspace",
                       "file_path")
@@ -215,6 +219,30 @@ class SqliteStore:
 
     def close(self) -> None:
         self.conn.close()
+
+    def leave_open(self) -> None:
+        """This process ends now without closing the store (``hooks.end_process``): every
+        commit is durable already, and a close (the last connection checkpoints the WAL into
+        the database and deletes it: 5 fdatasync calls) is skipped. But the WAL must stay
+        bounded: a process opening the store alone rebuilds the WAL's index by reading every
+        frame, and the index it rebuilds has lost what was already checkpointed, so SQLite's
+        own auto-checkpoint can never restart the log: left alone it grows by every commit
+        (~16 pages per tool call), each hook reading more of it and, past 1,000 pages,
+        copying all of it back into the database at each commit. So once the WAL passes
+        ``WAL_FOLD_BYTES`` it is checkpointed and truncated here; without waiting: when
+        another connection is busy this is only a partial checkpoint, and a later process
+        folds it."""
+        try:
+            size = os.stat(self._path + "-wal").st_size
+        except OSError:
+            return
+        if size < WAL_FOLD_BYTES:
+            return
+        try:
+            self.conn.execute("PRAGMA busy_timeout=0")
+            self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+        except sqlite3.Error:
+            pass  # committed facts are safe in the WAL: the next process can fold it
 
     @property
     def path(self):
