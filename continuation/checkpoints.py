@@ -178,14 +178,14 @@ def build(thread: Thread, *, generation: int, reason: str, workspace: dict | Non
     """Build (not commit) the capsule for the thread's current state (or from ``source``,
     gathered earlier by :func:`gather_source` and completed by :func:`with_workspace`).
 
-    Tokens are counted first by an upper bound that loads no tokenizer: the UTF-8 length when
-    the texts are that small (``capsule.tokens.ByteBoundCounter``), else the vocabulary bound
-    (``VocabularyBoundCounter``: the encoding's ranks, not tiktoken's BPE table). When that
-    build made no budget cut (a "(not gathered)" cut of unread history does not depend on the
-    counter) and its bound fits, the capsule is the one an exact count gives, and its budget
-    records the bound as its encoding. Otherwise it is built again with the tokenizer, whose
-    parsed ranks are cached under the state home. A thread whose newest capsule needed an exact
-    count goes straight to it (a thread only grows)."""
+    Tokens are counted first by an upper bound that loads no tokenizer, the UTF-8 length, when
+    the texts are that small (``capsule.tokens.ByteBoundCounter``): when that build made no
+    budget cut (a "(not gathered)" cut of unread history does not depend on the counter) and
+    its bound fits, the capsule is the one an exact count gives, and its budget records the
+    bound as its encoding. Otherwise it is built with exact counts (``get_token_counter``:
+    the encoding's ranks, cached parsed under the state home, without tiktoken's BPE table). A
+    thread whose newest capsule needed an exact count goes straight to it (a thread only
+    grows)."""
     from capsule.budget import Budget, build_capsule
     from capsule.tokens import set_ranks_cache
 
@@ -194,39 +194,22 @@ def build(thread: Thread, *, generation: int, reason: str, workspace: dict | Non
                                transcript=transcript, notices=notices, upto_seq=upto_seq)
     budget = budget or Budget()
     set_ranks_cache(thread.engine.home / "cache")
-    if not _newest_counted_exactly(thread):
-        for bound in _bound_counters(source, budget):
-            capsule = build_capsule(source, budget, counter=bound)
-            if _uncut_and_within(capsule, bound, source):
-                return capsule
+    if not _newest_counted_exactly(thread) and _text_bytes(source) <= budget.max_tokens:
+        from capsule.tokens import ByteBoundCounter
+
+        capsule = build_capsule(source, budget, counter=ByteBoundCounter())
+        if _uncut_and_within(capsule, source):
+            return capsule
     return build_capsule(source, budget)
 
 
-def _bound_counters(source, budget):
-    """The upper-bound counters worth a try, cheapest first: the byte bound when the texts a
-    cut-free capsule renders fit the token limit in bytes, then the vocabulary bound."""
-    from capsule.tokens import ByteBoundCounter, get_vocabulary_bound_counter
-
-    if _text_bytes(source) <= budget.max_tokens:
-        yield ByteBoundCounter()
-    vocabulary = get_vocabulary_bound_counter()
-    if vocabulary is not None:
-        yield vocabulary
-
-
-def _uncut_and_within(capsule, counter, source) -> bool:
+def _uncut_and_within(capsule, source) -> bool:
     """No cut but the "(not gathered)" ones of unread history (``source.not_gathered``: the
-    same whatever the counter), and the bound under the limit (with the vocabulary bound's
-    margin)."""
-    from capsule.tokens import VOCABULARY_BOUND_MARGIN, ByteBoundCounter
-
+    same whatever the counter), and the bound under the limit."""
     unread = {n.field for n in source.not_gathered}
     if any(c.field not in unread for c in capsule.cuts):
         return False
-    limit = capsule.budget.max_tokens
-    if not isinstance(counter, ByteBoundCounter):
-        limit = int(limit * (1 - VOCABULARY_BOUND_MARGIN))
-    return capsule.budget.tokens <= limit
+    return capsule.budget.tokens <= capsule.budget.max_tokens
 
 
 def warm_up(thread: Thread) -> None:
