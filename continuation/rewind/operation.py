@@ -28,7 +28,7 @@ from .. import checkpoints as cps
 from ..engine import Engine, Thread
 from ..store.view import SqlStateView
 from .errors import RewindError
-from .summary import WORKSPACE_RESTORED, notices_of
+from .timeline import WORKSPACE_RESTORED
 
 MODES = ("conversation", "files", "both")
 SOURCE = "cli:rewind"
@@ -178,10 +178,48 @@ def plan_rewind(engine: Engine, selector: str, mode: str, *, reason: str = "") -
     if mode != "conversation":
         plan.files = plan_files(engine, thread, cp)
     # the summary exactly as it will be rebuilt after the anchor fact is appended
-    anchor = {"seq": plan.last_seq + 1, "type": ev.ROLLED_BACK if plan.conversation else WORKSPACE_RESTORED,
+    summary = _summary()
+    anchor = {"seq": plan.last_seq + 1,
+              "type": ev.ROLLED_BACK if plan.conversation else WORKSPACE_RESTORED,
               "data": _anchor_data(plan, _files_preview(plan.files)), "source": SOURCE}
-    plan.notices = notices_of(thread.store, thread.key, pending_anchor=anchor)
+    plan.notices = summary.notices_of(thread.store, thread.key, pending_anchor=anchor)
     return plan
+
+
+_warming = None
+
+
+def warm_up_in_background() -> None:
+    """Import the capsule stack (pydantic, the capsule models, the recovery summary) and build
+    the models' schemas in a daemon thread: a rewind's main thread next waits on git scanning
+    the work tree (the restore preview, the safety snapshot), and ~70 ms of imports overlap
+    that wait instead of preceding it (issue 15). :func:`_summary` waits for it before the main
+    thread imports any of those modules itself (two threads never import them at once)."""
+    import threading
+
+    global _warming
+    _warming = threading.Thread(target=_warm_up, daemon=True, name="continuation-warm-up")
+    _warming.start()
+
+
+def _warm_up() -> None:
+    try:
+        from capsule.model import build_schemas
+
+        from . import summary  # noqa: F401 - imported for the main thread
+
+        build_schemas()
+    except Exception:  # noqa: BLE001 - the main thread's own import reports it
+        pass
+
+
+def _summary():
+    """:mod:`.summary` (pydantic models), once the warm-up thread, if one was started, is done."""
+    if _warming is not None:
+        _warming.join()
+    from . import summary
+
+    return summary
 
 
 def plan_files(engine: Engine, thread: Thread, cp: cps.Checkpoint):
@@ -241,9 +279,10 @@ def apply_rewind(engine: Engine, plan: RewindPlan) -> RewindResult:
     files = tree_after = None
     if plan.files is not None:
         files, tree_after = restore_files_with_tree(engine, plan.files)
+    summary = _summary()
     etype = ev.ROLLED_BACK if plan.conversation else WORKSPACE_RESTORED
     anchor = thread.record(etype, _anchor_data(plan, files), source=SOURCE)
-    notices = notices_of(thread.store, thread.key)
+    notices = summary.notices_of(thread.store, thread.key)
     cp = commit_checkpoint(thread, reason="rewind", notices=notices, tree_after_restore=tree_after)
     thread.record(ev.BOUNDARY, {"kind": "rewind", "mode": plan.mode, "trigger": "manual",
                                 "checkpoint_id": cp.checkpoint_id, "generation": cp.generation,
@@ -331,7 +370,7 @@ def apply_undo_restore(engine: Engine, plan: UndoPlan) -> RewindResult:
     files, tree_after = restore_files_with_tree(engine, plan.files)
     anchor = thread.record(WORKSPACE_RESTORED, {"undo_of": plan.undo_of, "reason": plan.reason,
                                                 "mode": "undo", **files}, source=SOURCE)
-    notices = notices_of(thread.store, thread.key)
+    notices = _summary().notices_of(thread.store, thread.key)
     cp = commit_checkpoint(thread, reason="rewind", notices=notices, tree_after_restore=tree_after)
     thread.record(ev.BOUNDARY, {"kind": "rewind", "mode": "undo", "trigger": "manual",
                                 "checkpoint_id": cp.checkpoint_id, "generation": cp.generation,

@@ -16,9 +16,8 @@ import json
 from capsule.source import SourceNotice
 from statemachine.reducer import alias_of
 
-from .timeline import discarded_branch
+from .timeline import WORKSPACE_RESTORED, discarded_branch
 
-WORKSPACE_RESTORED = "workspace_restored"
 ANCHOR_TYPES = ("rolled_back", WORKSPACE_RESTORED)
 TITLE_CORE = "rewind: the work after the checkpoint was undone"
 TITLE_TRIED = "rewind: what was tried after the checkpoint (undone)"

@@ -15,6 +15,9 @@ from __future__ import annotations
 from bisect import bisect_right
 from dataclasses import dataclass
 
+#: the fact a files-only rewind (or its undo) records; a conversation rewind records ``rolled_back``
+WORKSPACE_RESTORED = "workspace_restored"
+
 ROLLED_BACK = "rolled_back"
 
 
