@@ -168,9 +168,8 @@ def cmd_checkpoints(args) -> int:
 
 # -- rewind / restore ---------------------------------------------------------------------------
 def _run_rewind(args, mode: str) -> int:
-    from ..rewind.operation import apply_rewind, plan_rewind, warm_up_in_background
+    from ..rewind.operation import apply_rewind, plan_rewind
 
-    warm_up_in_background()  # the capsule stack loads while git scans the work tree
     with open_engine() as engine:
         try:
             plan = plan_rewind(engine, _checkpoint_of(engine, args), mode, reason=args.reason)

@@ -191,15 +191,17 @@ _warming = None
 
 def warm_up_in_background() -> None:
     """Import the capsule stack (pydantic, the capsule models, the recovery summary) and build
-    the models' schemas in a daemon thread: a rewind's main thread next waits on git scanning
-    the work tree (the restore preview, the safety snapshot), and ~70 ms of imports overlap
-    that wait instead of preceding it (issue 15). :func:`_summary` waits for it before the main
-    thread imports any of those modules itself (two threads never import them at once)."""
+    the models' schemas in a daemon thread, once per process: started when a rewind's main
+    thread has imported what its files plan needs and next waits on git scanning the work tree
+    (the restore preview, then the safety snapshot), so ~70 ms of imports overlap that wait
+    instead of preceding it (issue 15). :func:`_summary` waits for it before the main thread
+    imports any of those modules itself (two threads never import them at once)."""
     import threading
 
     global _warming
-    _warming = threading.Thread(target=_warm_up, daemon=True, name="continuation-warm-up")
-    _warming.start()
+    if _warming is None:
+        _warming = threading.Thread(target=_warm_up, daemon=True, name="continuation-warm-up")
+        _warming.start()
 
 
 def _warm_up() -> None:
@@ -226,6 +228,7 @@ def plan_files(engine: Engine, thread: Thread, cp: cps.Checkpoint):
     from ..workspace import WorkspaceError, plan_restore
     from ..workspace_link import session_created_paths
 
+    warm_up_in_background()  # the capsule stack loads while git scans the work tree
     ref = workspace_ref(cp)
     try:
         return plan_restore(ref, state_home=engine.home,
