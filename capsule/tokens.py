@@ -361,7 +361,8 @@ def _has_unassigned(text: str) -> bool:
     return any(category(ch) == "Cn" for ch in set(text))
 
 
-VOCABULARY_BOUND_SUFFIX = "+vocabulary_upper_bound"  # the encoding of capsules bounded by it
+#: what capsules of earlier versions counted by a vocabulary bound record after the encoding
+VOCABULARY_BOUND_SUFFIX = "+vocabulary_upper_bound"
 
 
 def is_bound(encoding: str | None) -> bool:

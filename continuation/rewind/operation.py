@@ -176,7 +176,7 @@ def plan_rewind(engine: Engine, selector: str, mode: str, *, reason: str = "") -
         plan.calls = [{"call_id": c.call_id, "tool": c.tool, "status": c.status}
                       for c in view.calls_after(to_seq) if c.status != "rolled_back"]
     if mode != "conversation":
-        plan.files = plan_files(engine, thread, cp)
+        plan.files = plan_files(engine, thread, cp, warm_up=True)
     # the summary exactly as it will be rebuilt after the anchor fact is appended
     summary = _summary()
     anchor = {"seq": plan.last_seq + 1,
@@ -195,7 +195,8 @@ def warm_up_in_background() -> None:
     thread has imported what its files plan needs and next waits on git scanning the work tree
     (the restore preview, then the safety snapshot), so ~70 ms of imports overlap that wait
     instead of preceding it (issue 15). :func:`_summary` waits for it before the main thread
-    imports any of those modules itself (two threads never import them at once)."""
+    uses any of those modules itself (two threads never import them, nor build a model's
+    schema, at once); a caller that uses them otherwise (a fork) does not start it."""
     import threading
 
     global _warming
@@ -224,11 +225,14 @@ def _summary():
     return summary
 
 
-def plan_files(engine: Engine, thread: Thread, cp: cps.Checkpoint):
+def plan_files(engine: Engine, thread: Thread, cp: cps.Checkpoint, *, warm_up: bool = False):
+    """The files restore plan. ``warm_up``: the caller reaches the capsule stack only through
+    :func:`_summary` (a rewind), so it may load in a thread while git scans the work tree."""
     from ..workspace import WorkspaceError, plan_restore
     from ..workspace_link import session_created_paths
 
-    warm_up_in_background()  # the capsule stack loads while git scans the work tree
+    if warm_up:
+        warm_up_in_background()
     ref = workspace_ref(cp)
     try:
         return plan_restore(ref, state_home=engine.home,
