@@ -39,7 +39,7 @@ sys.path.insert(0, str(HERE))
 
 #: script -> arguments for a quick run (``--full`` runs the script's own defaults)
 BENCHES = {
-    "bench_hot_path.py": ["--events", "20000", "--runs", "15"],
+    "bench_hot_path.py": ["--events", "20000", "--runs", "15", "--session-calls", "100"],
     "bench_api.py": ["--events", "20000", "--calls", "100", "--hook-runs", "10"],
     "bench_boundaries.py": ["--files", "4000", "--events", "20000", "--runs", "3"],
     "bench_capsule.py": ["--events", "10000", "--inputs", "1000", "--repeat", "3"],
