@@ -335,20 +335,8 @@ def _count_older(conn, counts: PrefixCounts, ranges, field: str, key: str, rows_
                  args, before: int) -> list[SourceNotGathered]:
     """The "(not gathered)" cut of the rows ``rows_sql`` selects from an append-only table
     (``seq``, ``size``) below ``before`` on the current branch (``ranges``): extended from the
-    counts kept at the previous boundary (``continuation.prefix_counts``)."""
-    if ranges is not None:
-        where, extra = _open_branch_filter(ranges)
-        rows_sql, args = rows_sql + where, (*args, *extra)
-    return _cut(field, key, *counts.count(conn, field, rows_sql, args, before))
-
-
-def _open_branch_filter(ranges: list[tuple[int, int]]) -> tuple[str, list]:
-    """The current branch (``ranges``, newest first) as SQL whose newest range has no end: the
-    same rows up to the thread's last seq, and the same filter until the next rewind, so
-    counts kept under it stay valid while the thread grows."""
-    older = ranges[1:]
-    sql = " AND (seq>=?" + "".join(" OR seq BETWEEN ? AND ?" for _ in older) + ")"
-    return sql, [ranges[0][0], *(x for r in older for x in r)]
+    counts kept at earlier boundaries (``continuation.prefix_counts``)."""
+    return _cut(field, key, *counts.count(conn, field, rows_sql, args, before, ranges))
 
 
 def _count_rows(conn, field: str, key: str, rows_sql: str, args) -> list[SourceNotGathered]:

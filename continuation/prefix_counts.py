@@ -3,16 +3,22 @@
 A boundary's "(not gathered)" cuts count what it does not read: how many older runtime facts
 and assistant claims there are, their stored bytes and their first and last seq. Those rows
 are a prefix of an append-only log (events are never changed; claims are derived from them),
-so the counts of the rows before a position stay true for good. They are kept per thread in
+so the counts of the rows in a seq range stay true for good. They are kept per thread in
 ``<state home>/counts/<thread>/prefix.json``, and the next boundary only counts the rows
-between the kept position and its own: the cost no longer grows with the thread.
+between a kept position and its own: the cost no longer grows with the thread.
 
-An entry names its query (a hash of the SQL and its arguments, the position excluded); a
-missing, torn or foreign file, another query, or a position before the kept one means
-counting from scratch, never a wrong count. The file is a cache: written without fsync,
-replaced atomically, deleted with its thread (``THREAD_FOLDERS``). After a rewind the
-selection is the current branch, whose filter changes with each rewind (and so does the entry's
-hash: counted from scratch once, then extended again).
+After a rewind the selection is the current branch: inclusive seq ranges (a rewind ends the
+newest range at the position rewound to and starts a new one at its ``rolled_back`` fact).
+Each range is counted on its own, from the counts kept for the same range start at the
+nearest position at or below the range's end (the last :data:`POSITIONS_KEPT` positions of
+each start are kept, one per boundary), plus the rows since. So the first boundary after a
+rewind to a recent checkpoint reads only the rows past that checkpoint's boundary, not the
+whole branch again.
+
+An entry names its query (a hash of the SQL and its arguments, the positions excluded); a
+missing, torn or foreign file, another query, or no kept position at or below a range's end
+means counting that range from scratch, never a wrong count. The file is a cache: written
+without fsync, replaced atomically, deleted with its thread (``THREAD_FOLDERS``).
 """
 from __future__ import annotations
 
@@ -22,9 +28,14 @@ import os
 
 FOLDER = "counts"
 FILE = "prefix.json"
+#: positions kept per range start (a boundary adds one)
+POSITIONS_KEPT = 32
+#: queries kept per thread (an "as of" build asks another one; the oldest is dropped)
+QUERIES_KEPT = 16
 
 #: (items, bytes, first seq, last seq) of a selection
 Totals = tuple[int, int, "int | None", "int | None"]
+EMPTY: Totals = (0, 0, None, None)
 
 
 def _merge(a: Totals, b: Totals) -> Totals:
@@ -58,22 +69,45 @@ class PrefixCounts:
         except (OSError, ValueError):
             pass  # no cache (or a torn one): count from scratch
 
-    def count(self, conn, name: str, rows_sql: str, args, before: int) -> Totals:
+    def count(self, conn, name: str, rows_sql: str, args, before: int,
+              ranges: list[tuple[int, int]] | None = None) -> Totals:
         """Totals of the rows ``rows_sql`` selects (columns ``seq`` and ``size``) whose seq is
-        below ``before``: the kept totals of an earlier position plus the rows since."""
+        below ``before`` and, with ``ranges`` (the current branch: inclusive seq ranges, any
+        order), inside one of them."""
         sig = hashlib.sha256(json.dumps([rows_sql, list(args)], default=str).encode()).hexdigest()
-        kept = self._entries.get(name)
-        base: Totals = (0, 0, None, None)
-        since = None
-        if isinstance(kept, dict) and kept.get("sig") == sig and _valid(kept, before):
-            base, since = (kept["n"], kept["size"], kept["first"], kept["last"]), kept["before"]
-        sql, extra = f"{rows_sql} AND seq<?", [before]
-        if since is not None:
-            sql, extra = f"{sql} AND seq>=?", [before, since]
-        totals = _merge(base, totals_of(conn, sql, (*args, *extra)))
-        if since != before:
-            self._entries[name] = {"sig": sig, "before": before, "n": totals[0],
-                                   "size": totals[1], "first": totals[2], "last": totals[3]}
+        starts = self._starts(f"{name} {sig[:32]}")
+        total = EMPTY
+        for lo, hi in (ranges if ranges is not None else [(1, before - 1)]):
+            end = min(hi, before - 1)
+            if end >= lo:
+                total = _merge(total, self._range(conn, starts, rows_sql, args, lo, end))
+        return total
+
+    def _starts(self, key: str) -> dict:
+        """The kept positions of one query, by range start (the query moves to the newest)."""
+        entry = self._entries.pop(key, None)
+        if not (isinstance(entry, dict) and isinstance(entry.get("starts"), dict)):
+            entry = {"starts": {}}
+            self._changed = True
+        self._entries[key] = entry
+        for old in list(self._entries)[:-QUERIES_KEPT]:
+            del self._entries[old]
+        return entry["starts"]
+
+    def _range(self, conn, starts: dict, rows_sql: str, args, lo: int, end: int) -> Totals:
+        """Totals of the rows in ``[lo, end]``: the kept ones of the nearest position at or
+        below ``end + 1`` for this start, plus the rows from there."""
+        points = [p for p in starts.get(str(lo), ()) if _valid(p) and p[0] <= end + 1]
+        base, since = EMPTY, lo
+        if points:
+            nearest = max(points, key=lambda p: p[0])
+            base, since = (nearest[1], nearest[2], nearest[3], nearest[4]), nearest[0]
+        totals = base
+        if since <= end:
+            totals = _merge(base, totals_of(conn, f"{rows_sql} AND seq>=? AND seq<=?",
+                                            (*args, since, end)))
+            kept = [p for p in starts.get(str(lo), ()) if _valid(p) and p[0] != end + 1]
+            starts[str(lo)] = [*kept, [end + 1, *totals]][-POSITIONS_KEPT:]
             self._changed = True
         return totals
 
@@ -95,10 +129,9 @@ class PrefixCounts:
                 pass
 
 
-def _valid(kept: dict, before: int) -> bool:
-    try:
-        return (isinstance(kept["before"], int) and kept["before"] <= before
-                and all(isinstance(kept[k], int) for k in ("n", "size"))
-                and all(kept[k] is None or isinstance(kept[k], int) for k in ("first", "last")))
-    except KeyError:
-        return False
+def _valid(point) -> bool:
+    """A kept position: ``[position, items, bytes, first seq, last seq]``."""
+    return (isinstance(point, list) and len(point) == 5
+            and all(isinstance(x, int) and not isinstance(x, bool) for x in point[:3])
+            and all(x is None or (isinstance(x, int) and not isinstance(x, bool))
+                    for x in point[3:]))

@@ -125,3 +125,80 @@ def test_a_rewound_thread_counts_only_its_branch_and_keeps_extending(engine, sma
     assert on_branch == from_scratch()
     turns(t, 48, 8)
     assert cuts(t) == from_scratch()
+
+
+def _scratch_cuts(engine, t):
+    """The cuts counted with no kept counts (the kept file is put back afterwards)."""
+    path = cache_file(engine, t)
+    saved = path.read_bytes() if path.exists() else None
+    if saved is not None:
+        path.unlink()
+    try:
+        return cuts(t)
+    finally:
+        if saved is not None:
+            path.write_bytes(saved)
+        elif path.exists():
+            path.unlink()
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_kept_counts_across_rewinds_equal_counting_from_scratch(engine, small_windows, seed):
+    """Random runs of turns, boundaries and rewinds (to a recent boundary, an old one, or a
+    position on an abandoned branch): at every boundary the kept counts give exactly the cuts
+    that counting the branch from scratch gives."""
+    import random
+
+    rng = random.Random(seed)
+    t = engine.thread("claude", f"s{seed}")
+    positions, k = [], 0
+    for _ in range(14):
+        n = rng.randint(1, 9)
+        turns(t, k, n)
+        k += n
+        if rng.random() < 0.7:
+            assert cuts(t) == _scratch_cuts(engine, t)
+            positions.append(t.row["last_seq"])
+        if positions and rng.random() < 0.4:
+            to_seq = rng.choice(positions[-3:] if rng.random() < 0.6 else positions)
+            t.record("rolled_back", {"to_seq": to_seq, "reason": "test"}, source="test")
+    assert cuts(t) == _scratch_cuts(engine, t)
+
+
+def test_a_rewind_to_a_recent_boundary_reads_only_the_rows_past_it(engine, small_windows):
+    """Issue 15: after a rewind the branch's older range is found kept (at the boundary
+    rewound to), so the next count reads the rows since, not the whole branch again."""
+    from continuation.rewind.timeline import live_ranges
+
+    t = engine.thread("claude", "s")
+    turns(t, 0, 400)
+    conn = t.store.conn
+    sql = "SELECT seq, length(data) AS size FROM events WHERE thread_key=? AND type=?"
+    args = (t.key, "turn_completed")
+    counts = PrefixCounts(engine.home, t.key)
+    mark = t.row["last_seq"]
+    counts.count(conn, "x", sql, args, mark + 1)  # the boundary before the rewind
+    turns(t, 400, 5)
+    t.record("rolled_back", {"to_seq": mark, "reason": "test"}, source="test")
+    turns(t, 405, 5)
+    last = t.row["last_seq"]
+    ranges = live_ranges(t.store.events_of_types(t.key, ["rolled_back"]), last)
+    assert len(ranges) == 2
+
+    def steps(counter):
+        ticks = [0]
+        conn.set_progress_handler(lambda: ticks.__setitem__(0, ticks[0] + 1) or 0, 20)
+        try:
+            found = counter.count(conn, "x", sql, args, last, ranges)
+        finally:
+            conn.set_progress_handler(None, 20)
+        return ticks[0], found
+
+    warm, kept = steps(counts)
+    cold, scratch = steps(PrefixCounts(engine.home / "elsewhere", t.key))
+    on_branch = conn.execute(
+        f"SELECT count(*), sum(size), min(seq), max(seq) FROM ({sql} AND seq<? AND"
+        " (seq BETWEEN ? AND ? OR seq BETWEEN ? AND ?))",
+        (*args, last, *ranges[0], *ranges[1])).fetchone()
+    assert kept == scratch == tuple(on_branch) and kept[0] == 404  # the newest is at `last`
+    assert warm * 10 < cold, (warm, cold)
