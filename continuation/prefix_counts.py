@@ -97,7 +97,9 @@ class PrefixCounts:
     def _range(self, conn, starts: dict, rows_sql: str, args, lo: int, end: int) -> Totals:
         """Totals of the rows in ``[lo, end]``: the kept ones of the nearest position at or
         below ``end + 1`` for this start, plus the rows from there."""
-        points = [p for p in starts.get(str(lo), ()) if _valid(p) and p[0] <= end + 1]
+        kept = starts.get(str(lo))
+        kept = [p for p in kept if _valid(p) and lo < p[0]] if isinstance(kept, list) else []
+        points = [p for p in kept if p[0] <= end + 1]
         base, since = EMPTY, lo
         if points:
             nearest = max(points, key=lambda p: p[0])
@@ -106,7 +108,7 @@ class PrefixCounts:
         if since <= end:
             totals = _merge(base, totals_of(conn, f"{rows_sql} AND seq>=? AND seq<=?",
                                             (*args, since, end)))
-            kept = [p for p in starts.get(str(lo), ()) if _valid(p) and p[0] != end + 1]
+            kept = [p for p in kept if p[0] != end + 1]
             starts[str(lo)] = [*kept, [end + 1, *totals]][-POSITIONS_KEPT:]
             self._changed = True
         return totals

@@ -79,12 +79,18 @@ def test_a_kept_count_reads_only_the_rows_since(engine, small_windows):
 
 @pytest.mark.parametrize("damage", [b"", b"{torn", b"[1, 2]", json.dumps(
     {"runtime_facts(not gathered)": {"sig": "another query", "before": 1, "n": 999, "size": 5,
-                                     "first": 1, "last": 1}}).encode()])
+                                     "first": 1, "last": 1}}).encode(), b"damaged entries"])
 def test_a_torn_foreign_or_stale_file_means_counting_from_scratch(engine, small_windows, damage):
     t = engine.thread("claude", "s")
     turns(t, 0, 20)
     truth = cuts(t)
     path = cache_file(engine, t)
+    if damage == b"damaged entries":  # this file's own keys, with values of every wrong shape
+        kept = json.loads(path.read_bytes())
+        wrong = [5, "x", None, [], {"1": 7}, {"1": [[1, 2]]}, {"1": [["9", 1, 1, 1, 1]]},
+                 {"1": [[10**9, 999, 5, 1, 1]]}, {"1": [[True, 1, 1, None, None]]}]
+        damage = json.dumps({key: {"starts": w} if i % 2 else w
+                             for i, (key, w) in enumerate(zip(kept, wrong * len(kept)))}).encode()
     path.write_bytes(damage)
     assert cuts(t) == truth
 
