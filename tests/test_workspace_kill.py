@@ -102,6 +102,7 @@ def arm(name):
         threading.Thread(target=lambda: (time.sleep(0.004), os.kill(os.getpid(), signal.SIGKILL)), daemon=True).start()
 treebuild._stage_hook = arm
 take_snapshot(root, "t1-abc", 1, state_home=home)
+time.sleep(60)  # the kill is due 4 ms after the stage: a fast machine may finish first, never exit
 """
 
 
