@@ -256,8 +256,9 @@ def _bounded_inputs(store, key: str):
     older: list = []
     if len(historical) >= MAX_HISTORICAL_INPUTS:
         older = _count_rows(conn, "inputs[handled,rolled_back,superseded](not gathered)", key,
-                            f"SELECT admitted_seq AS seq, length(data) AS size FROM inputs"
-                            f" WHERE thread_key=? AND state IN ({marks}) AND admitted_seq<?",
+                            "SELECT admitted_seq AS seq, length(CAST(data AS BLOB)) AS size"
+                            f" FROM inputs WHERE thread_key=? AND state IN ({marks})"
+                            " AND admitted_seq<?",
                             (key, *_HISTORICAL, min(historical)))
     return inputs, older
 
@@ -314,8 +315,8 @@ def _not_gathered(store, key: str, calls, facts_src: list[dict], older_claims: l
     even a size or a seq) is brought into Python, so a boundary stays flat in thread length."""
     finished = ("ok", "error", "reconciled")
     gathered = sorted({c.call_id for c in calls})
-    sql = (f"SELECT started_seq AS seq, length(data) AS size FROM tool_calls WHERE thread_key=?"
-           f" AND status IN ({','.join('?' * len(finished))})")
+    sql = ("SELECT started_seq AS seq, length(CAST(data AS BLOB)) AS size FROM tool_calls"
+           f" WHERE thread_key=? AND status IN ({','.join('?' * len(finished))})")
     args: list = [key, *finished]
     if gathered:
         sql += f" AND call_id NOT IN ({','.join('?' * len(gathered))})"
@@ -326,8 +327,9 @@ def _not_gathered(store, key: str, calls, facts_src: list[dict], older_claims: l
     if len(facts_src) >= MAX_FACTS:
         out += _count_older(
             store.conn, counts, ranges, "runtime_facts(not gathered)", key,
-            f"SELECT seq, length(data) AS size FROM events WHERE thread_key=? AND type IN"
-            f" ({','.join('?' * len(FACT_TYPES))})", (key, *FACT_TYPES), facts_src[0]["seq"])
+            "SELECT seq, length(CAST(data AS BLOB)) AS size FROM events WHERE thread_key=?"
+            f" AND type IN ({','.join('?' * len(FACT_TYPES))})", (key, *FACT_TYPES),
+            facts_src[0]["seq"])
     return out + older_claims
 
 
