@@ -265,7 +265,12 @@ _default: TokenCounter | VocabularyCounter | None = None
 
 #: a piece outside the vocabulary longer than this is merged by tiktoken's encoder (loaded then):
 #: the reference merge is quadratic in the piece's length
-REFERENCE_MERGE_MAX_BYTES = 128
+REFERENCE_MERGE_MAX_BYTES = 32
+#: bytes of pieces the reference merge takes per counter before every further piece goes to
+#: tiktoken's encoder: capsule text misses a few short pieces (the bench's: 46, ~400 bytes),
+#: random or unusual text misses thousands (64 KiB of random letters took 240 ms this way,
+#: 6 ms with tiktoken's encoder)
+REFERENCE_MERGE_BUDGET_BYTES = 4096
 #: pieces whose merged count is remembered (then the memory starts afresh)
 MERGED_PIECES_KEPT = 100_000
 
@@ -279,7 +284,8 @@ class VocabularyCounter:
     module's and the merge is tiktoken's own reference implementation
     (``tiktoken._educational.bpe_encode``), as tiktoken's educational encoder does; a piece's
     merged count is remembered (a capsule repeats few of them: ``-name``, ``=state``). A piece
-    longer than :data:`REFERENCE_MERGE_MAX_BYTES` goes to tiktoken's encoder, loaded for it.
+    longer than :data:`REFERENCE_MERGE_MAX_BYTES`, and every piece once the reference merge has
+    taken :data:`REFERENCE_MERGE_BUDGET_BYTES`, goes to tiktoken's encoder, loaded for it.
     Its ``name`` is the encoding's: ``tests/test_capsule_tokens.py`` holds its counts equal to
     tiktoken's on real session text, generated text and arbitrary Unicode."""
 
@@ -290,6 +296,7 @@ class VocabularyCounter:
         self._ranks = vocabulary.ranks
         self._pattern = regex.compile(vocabulary.pat_str)
         self._merged: dict[bytes, int] = {}
+        self._merged_bytes = 0  # what the reference merge took (see REFERENCE_MERGE_BUDGET_BYTES)
         self._encoding: tiktoken.Encoding | None = None  # noqa: F821 (only for long pieces)
         self.name: str = vocabulary.name
 
@@ -316,10 +323,12 @@ class VocabularyCounter:
         return total
 
     def _merge(self, raw: bytes) -> int:
-        if len(raw) > REFERENCE_MERGE_MAX_BYTES:
+        if (len(raw) > REFERENCE_MERGE_MAX_BYTES
+                or self._merged_bytes + len(raw) > REFERENCE_MERGE_BUDGET_BYTES):
             return len(self._tiktoken()._encode_single_piece(raw))
         from tiktoken._educational import bpe_encode
 
+        self._merged_bytes += len(raw)
         return len(bpe_encode(self._ranks, raw, visualise=None))
 
     def _tiktoken(self) -> tiktoken.Encoding:  # noqa: F821 (imported lazily)

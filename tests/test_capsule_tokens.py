@@ -261,3 +261,18 @@ def test_long_pieces_outside_the_vocabulary_and_long_texts_are_counted_exactly()
     assert counter.count(blob) == reference.count(blob)
     assert counter.count_bounded(blob) == reference.count_bounded(blob)
     assert counter.count_bounded("word " * 5) == (reference.count("word " * 5), True)
+
+
+def test_unusual_text_does_not_make_the_reference_merge_slow():
+    """Random letters miss the vocabulary everywhere: past its byte budget the reference merge
+    hands every piece to tiktoken's encoder (bounded work, the same counts)."""
+    import random
+    import string
+
+    rng = random.Random(3)
+    text = " ".join("".join(rng.choice(string.ascii_lowercase) for _ in range(20))
+                    for _ in range(3000))
+    counter = tokens.VocabularyCounter(tokens._offline_vocabulary())
+    assert counter.count(text) == _tiktoken_counter().count(text)
+    assert counter._encoding is not None
+    assert counter._merged_bytes <= tokens.REFERENCE_MERGE_BUDGET_BYTES
