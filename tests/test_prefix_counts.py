@@ -37,6 +37,32 @@ def cache_file(engine, thread):
     return engine.home / FOLDER / thread.key / FILE
 
 
+def steps(conn, counts, *args):
+    """(SQLite progress ticks, totals) of one ``counts.count(conn, *args)``: how much it read."""
+    ticks = [0]
+    conn.set_progress_handler(lambda: ticks.__setitem__(0, ticks[0] + 1) or 0, 20)
+    try:
+        found = counts.count(conn, *args)
+    finally:
+        conn.set_progress_handler(None, 20)
+    return ticks[0], found
+
+
+def _scratch_cuts(engine, t):
+    """The cuts counted with no kept counts (the kept file is put back afterwards)."""
+    path = cache_file(engine, t)
+    saved = path.read_bytes() if path.exists() else None
+    if saved is not None:
+        path.unlink()
+    try:
+        return cuts(t)
+    finally:
+        if saved is not None:
+            path.write_bytes(saved)
+        elif path.exists():
+            path.unlink()
+
+
 def test_kept_counts_extend_to_the_same_cuts_as_counting_from_scratch(engine, small_windows):
     t = engine.thread("claude", "s")
     turns(t, 0, 30)
@@ -59,18 +85,9 @@ def test_a_kept_count_reads_only_the_rows_since(engine, small_windows):
     args = (t.key, "turn_completed")
     last = t.row["last_seq"]
 
-    def steps(counts, before):
-        ticks = [0]
-        conn.set_progress_handler(lambda: ticks.__setitem__(0, ticks[0] + 1) or 0, 20)
-        try:
-            found = counts.count(conn, "x", sql, args, before)
-        finally:
-            conn.set_progress_handler(None, 20)
-        return ticks[0], found
-
     counts = PrefixCounts(engine.home, t.key)
-    cold, at_end = steps(counts, last - 50)
-    warm, again = steps(counts, last)
+    cold, at_end = steps(conn, counts, "x", sql, args, last - 50)
+    warm, again = steps(conn, counts, "x", sql, args, last)
     scratch = conn.execute(f"SELECT count(*), sum(size), min(seq), max(seq) FROM ({sql} AND seq<?)",
                            (*args, last)).fetchone()
     assert again == tuple(scratch) and at_end[0] == scratch[0] - 10
@@ -112,15 +129,6 @@ def test_a_rewound_thread_counts_only_its_branch_and_keeps_extending(engine, sma
     """The discarded branch's facts and claims are never counted (the counts kept for the old
     branch are another query), and the branch's own counts extend like any other."""
     t = engine.thread("claude", "s")
-
-    def from_scratch():
-        saved = cache_file(engine, t).read_bytes()
-        cache_file(engine, t).unlink()
-        try:
-            return cuts(t)
-        finally:
-            cache_file(engine, t).write_bytes(saved)
-
     turns(t, 0, 20)
     mid = t.row["last_seq"]
     turns(t, 20, 20)
@@ -128,24 +136,9 @@ def test_a_rewound_thread_counts_only_its_branch_and_keeps_extending(engine, sma
     t.record("rolled_back", {"to_seq": mid, "reason": "test"}, source="test")
     turns(t, 40, 8)
     on_branch = cuts(t)
-    assert on_branch == from_scratch()
+    assert on_branch == _scratch_cuts(engine, t)
     turns(t, 48, 8)
-    assert cuts(t) == from_scratch()
-
-
-def _scratch_cuts(engine, t):
-    """The cuts counted with no kept counts (the kept file is put back afterwards)."""
-    path = cache_file(engine, t)
-    saved = path.read_bytes() if path.exists() else None
-    if saved is not None:
-        path.unlink()
-    try:
-        return cuts(t)
-    finally:
-        if saved is not None:
-            path.write_bytes(saved)
-        elif path.exists():
-            path.unlink()
+    assert cuts(t) == _scratch_cuts(engine, t)
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -191,17 +184,9 @@ def test_a_rewind_to_a_recent_boundary_reads_only_the_rows_past_it(engine, small
     ranges = live_ranges(t.store.events_of_types(t.key, ["rolled_back"]), last)
     assert len(ranges) == 2
 
-    def steps(counter):
-        ticks = [0]
-        conn.set_progress_handler(lambda: ticks.__setitem__(0, ticks[0] + 1) or 0, 20)
-        try:
-            found = counter.count(conn, "x", sql, args, last, ranges)
-        finally:
-            conn.set_progress_handler(None, 20)
-        return ticks[0], found
-
-    warm, kept = steps(counts)
-    cold, scratch = steps(PrefixCounts(engine.home / "elsewhere", t.key))
+    warm, kept = steps(conn, counts, "x", sql, args, last, ranges)
+    cold, scratch = steps(conn, PrefixCounts(engine.home / "elsewhere", t.key), "x", sql, args,
+                          last, ranges)
     on_branch = conn.execute(
         f"SELECT count(*), sum(size), min(seq), max(seq) FROM ({sql} AND seq<? AND"
         " (seq BETWEEN ? AND ? OR seq BETWEEN ? AND ?))",
