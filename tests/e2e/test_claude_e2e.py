@@ -314,7 +314,13 @@ def installed_sandbox(cmd: list[str], claude: Path, tmp_path: Path):
 
 def assert_import_agrees(env: Installed, session_id: str, tmp_path: Path) -> None:
     """Issue 13: the session's real transcript, imported into the hooks' store and alone into a
-    fresh one, gives the states (and queued flags) the hooks recorded."""
+    fresh one, gives the states (and queued flags) the hooks recorded.
+
+    One exception, named: Claude Code writes the assistant message that starts a tool call to
+    the transcript after the call has begun, so the crash can land first (measured: about one
+    run in three here). The hooks recorded the call (PreToolUse), the transcript has no trace of
+    it: importing keeps what the hooks know, and the transcript alone can only show its input
+    answered (``handled``), never the call it cannot see."""
     from continuation.engine import Engine
     from continuation.importers import import_transcript
 
@@ -329,7 +335,25 @@ def assert_import_agrees(env: Installed, session_id: str, tmp_path: Path) -> Non
     with Engine(tmp_path / "import-only") as engine:
         import_transcript("claude", transcript, engine=engine, session_over=True)
         alone = {r.text: (r.state, r.queued) for r in engine.find_thread("claude", session_id).inputs()}
-    assert merged == hooked == alone, {"hooks": hooked, "hooks+import": merged, "import only": alone}
+    states = {"hooks": hooked, "hooks+import": merged, "import only": alone}
+    assert merged == hooked, states
+    written = set()  # the tool_use blocks of the transcript's assistant messages
+    for line in transcript.read_text(encoding="utf-8").splitlines():
+        record = json.loads(line) if line.strip() else {}
+        if record.get("type") == "assistant":
+            content = (record.get("message") or {}).get("content") or ()
+            written |= {b.get("id") for b in content
+                        if isinstance(b, dict) and b.get("type") == "tool_use"}
+    events = _json_list(env.cli("events", "--thread", session_id, "--json").stdout, "events")
+    unseen = [e["data"]["call_id"] for e in events
+              if e["type"] == "tool_started" and e["data"]["call_id"] not in written]
+    if not unseen:
+        assert alone == hooked, states
+        return
+    differ = {k for k in hooked if alone.get(k) != hooked[k]}
+    assert len(unseen) == 1 and set(alone) == set(hooked), states
+    assert all(hooked[k] == ("reconciling", False) and alone[k] == ("handled", False)
+               for k in differ), states
 
 
 def _checkpoint_blocks(body: Any) -> list[tuple[str, str]]:
