@@ -296,7 +296,10 @@ def _tool_finished(view, seq, data) -> str:
 
 def _end_turn(view, seq, turn: TurnRecord, how: str, trigger: str, trigger_open: str) -> None:
     """Close a turn: its pending inputs become handled/interrupted, or reconciling when a call
-    of the turn has no outcome."""
+    of the turn has no outcome. An input delivered into a later turn (``_attach``) is still
+    listed here but is decided by the turn it is bound to now: otherwise a crash, ending every
+    running turn, decided it by whichever turn came first (insertion order in memory, turn id
+    order in SQL: interrupted in one, reconciling in the other)."""
     open_calls = list(turn.open_calls)
     for call_id in open_calls:
         call = view.get_call(call_id)
@@ -305,7 +308,7 @@ def _end_turn(view, seq, turn: TurnRecord, how: str, trigger: str, trigger_open:
             view.put_call(call)
     for input_id in turn.input_ids:
         rec = view.get_input(input_id)
-        if rec is None or rec.state != PENDING:
+        if rec is None or rec.state != PENDING or rec.turn_id not in (None, turn.turn_id):
             continue
         if open_calls:
             rec.unknown_calls = list(open_calls)

@@ -110,3 +110,24 @@ def test_store_derived_tables_equal_the_pure_fold(tmp_path_factory, items):
     assert store.derived_state(key).snapshot() == store.replay(key).snapshot()
     assert store.replay(key).snapshot() == _record(items).state.snapshot()
     store.close()
+
+
+def test_an_input_delivered_into_another_turn_is_decided_by_that_turn_whatever_the_order(
+        tmp_path):
+    """Found by the property above: an input admitted in t2 and delivered into t1, whose call is
+    in flight at a crash. Both running turns end at the crash and both list the input; the turn
+    it is bound to (t1, with the open call) decides: reconciling, in the store's incremental
+    tables (turns read in id order) as in the pure fold (turns in the order they began)."""
+    from continuation.store import SqliteStore
+
+    items = [("input_admitted", {"input_id": "i0", "text": "do i0", "turn_id": "t2"}),
+             ("input_delivered", {"input_id": "i0", "turn_id": "t1"}),
+             ("tool_started", {"call_id": "c1", "turn_id": "t1"}),
+             ("crash_detected", {"reason": "test"})]
+    store = SqliteStore(tmp_path / "s.sqlite3")
+    key = store.ensure_thread("codex", "s")
+    for etype, data in items:
+        store.append(key, etype, data, source="test")
+    states = [store.derived_state(key), store.replay(key), _record(items).state]
+    assert [s.snapshot()["inputs"]["i0"]["state"] for s in states] == ["reconciling"] * 3
+    store.close()
