@@ -13,9 +13,10 @@ it once the user has seen it. Light imports only: the hook hot path loads this o
 """
 from __future__ import annotations
 
-import json
 import os
 import time
+
+from . import jsontext
 
 TRACE_FILE = "lost-writes.json"
 RECORD_BYTES = 4096
@@ -36,10 +37,10 @@ def _empty() -> dict:
 
 
 def _encode(record: dict) -> bytes:
-    data = json.dumps(record, ensure_ascii=True, sort_keys=True).encode("ascii")
+    data = jsontext.dumps(record, ensure_ascii=True, sort_keys=True).encode("ascii")
     if len(data) > RECORD_BYTES - 1:  # never grow the file: trim the free text
         record = {**record, "last_error": (record.get("last_error") or "")[:80], "events": {}}
-        data = json.dumps(record, ensure_ascii=True, sort_keys=True).encode("ascii")[
+        data = jsontext.dumps(record, ensure_ascii=True, sort_keys=True).encode("ascii")[
             :RECORD_BYTES - 1]
     return data + b" " * (RECORD_BYTES - 1 - len(data)) + b"\n"
 
@@ -79,7 +80,7 @@ def read(home) -> dict:
     try:
         with open(trace_path(home), "rb") as fh:
             raw = fh.read(RECORD_BYTES * 2)
-        record = json.loads(raw.decode("ascii").strip() or "{}")
+        record = jsontext.loads(raw.decode("ascii").strip() or "{}")
     except (OSError, ValueError):
         return _empty()
     return {**_empty(), **record} if isinstance(record, dict) else _empty()
@@ -103,7 +104,7 @@ def _update(home, change) -> dict | None:
                 break
             raw += chunk
         try:
-            record = {**_empty(), **json.loads(raw.decode("ascii").strip() or "{}")}
+            record = {**_empty(), **jsontext.loads(raw.decode("ascii").strip() or "{}")}
         except (ValueError, TypeError):
             record = _empty()
         before = dict(record)

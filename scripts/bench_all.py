@@ -149,7 +149,7 @@ def time_recovery(home: Path, session_id: str, workspace: Path, inst) -> dict:
     payload = json.dumps({"session_id": session_id, "cwd": str(workspace),
                           "hook_event_name": "SessionStart", "source": "resume",
                           "transcript_path": "", "model": "bench"}).encode()
-    hook = subprocess.run([*cli, "hook", "--runtime", "codex"], input=payload,
+    hook = subprocess.run([*inst.hook, "hook", "--runtime", "codex"], input=payload,
                           capture_output=True, env=env, timeout=600)
     t2 = time.perf_counter()
     got_context = b"additionalContext" in hook.stdout

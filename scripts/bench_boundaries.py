@@ -168,7 +168,7 @@ def run(args, base: Path) -> int:
           f"{args.events} events; {time.perf_counter() - t0:.0f}s")
 
     cmd = [inst.command]
-    hook = [*cmd, "hook", "--runtime", "claude"]
+    hook = [*inst.hook, "hook", "--runtime", "claude"]  # as `continuation install` writes it
 
     def precompact(session):
         return timed(hook, env, hook_payload(session, repo, "PreCompact", trigger="auto"))[0]

@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
 """Hot-path cost: recording one event through the real hook command (an installed copy, see
-``benchlib.install``), with a store already holding 100,000 events, as ratios to
+``benchlib.install``; the command line ``continuation install`` writes, ``<python> -P -m
+continuation hook ...``), with a store already holding 100,000 events, as ratios to
 
 - a floor hook: ``python`` running a script that parses the same JSON payload from stdin and
   commits one row durably with sqlite3 (WAL, ``synchronous=FULL``, into a table of as many
   rows), then ends with ``os._exit`` as our hook does - the least any Python hook with a
   durable store does; target <= 1.1x;
 - a bare ``python -c pass`` (below any CPython hook; printed for reference);
+- the same hook started by pip's ``continuation`` console-script launcher instead, which
+  imports ``re`` (what installs before this one wrote; printed for reference);
 - itself, later in the session: ``--session-calls`` more tool calls (a PreToolUse and a
   PostToolUse each), the median of the last 40 hook runs against the first 40 (a hook process leaves the store open, so whatever it
   leaves behind, such as an ever-growing WAL, shows here; target flat, ~1x).
@@ -110,8 +113,9 @@ def main() -> int:
         env = {**inst.env, "CONTINUATION_HOME": str(home)}
         bare = [inst.python, "-c", "pass"]
         floor = [inst.python, str(Path(tmp) / "floor_hook.py"), str(Path(tmp) / "floor.sqlite3")]
-        hook = [inst.command, "hook", "--runtime", "codex"]
-        hook_times, bare_times, floor_times = [], [], []
+        hook = [*inst.hook, "hook", "--runtime", "codex"]
+        script_hook = [inst.command, "hook", "--runtime", "codex"]
+        hook_times, bare_times, floor_times, script_times = [], [], [], []
         for n in range(args.runs + 3):
             payload = json.dumps({
                 "session_id": "bench-session", "turn_id": "t-live", "cwd": tmp,
@@ -120,10 +124,12 @@ def main() -> int:
             b = time_run(bare, b"", env)
             h = time_run(hook, payload, env)
             f = time_run(floor, payload, env)
+            s = time_run(script_hook, payload.replace(b'"live-', b'"script-'), env)
             if n >= 3:  # warm-up runs fill the page cache
                 bare_times.append(b)
                 hook_times.append(h)
                 floor_times.append(f)
+                script_times.append(s)
         session_times = []
         for n in range(args.session_calls):  # each call: its PreToolUse, then its PostToolUse
             for event, extra in (("PreToolUse", {}), ("PostToolUse", {"tool_response": "ok"})):
@@ -139,11 +145,12 @@ def main() -> int:
 
         with Engine(home) as engine:
             recorded = engine.store.thread("bench-session")["last_seq"]
-        assert recorded == args.events + args.runs + 3 + 2 * args.session_calls, \
+        assert recorded == args.events + 2 * (args.runs + 3) + 2 * args.session_calls, \
             "a hook run did not record its event"
     bare_ms = statistics.median(bare_times) * 1000
     hook_ms = statistics.median(hook_times) * 1000
     floor_ms = statistics.median(floor_times) * 1000
+    script_ms = statistics.median(script_times) * 1000
     paired = sorted(h / f for h, f in zip(hook_times, floor_times))
     window = max(1, min(40, len(session_times) // 3))  # hook runs (two per call)
     first_ms = statistics.median(session_times[:window]) * 1000
@@ -153,6 +160,9 @@ def main() -> int:
               "floor_hook_ms": round(floor_ms, 2),
               "ratio_vs_floor_hook": round(hook_ms / floor_ms, 2), "target": 1.1,
               "ratio_vs_bare": round(hook_ms / bare_ms, 2),
+              "hook_command": " ".join([Path(inst.hook[0]).name, *inst.hook[1:]]),
+              "script_launcher_hook_ms": round(script_ms, 2),
+              "script_launcher_ratio_vs_floor_hook": round(script_ms / floor_ms, 2),
               "session_calls": args.session_calls, "first_calls_ms": round(first_ms, 2),
               "late_calls_ms": round(late_ms, 2), "ratio_late_vs_first": round(late_ms / first_ms, 2),
               "wal_kib_after_session": round(wal_kib),
@@ -162,7 +172,9 @@ def main() -> int:
     else:
         print(f"store: {args.events} events (populated in {populate_s:.1f}s)")
         print(f"bare `python -c pass`: {bare_ms:.1f} ms (median of {args.runs})")
-        print(f"`continuation hook` PreToolUse: {hook_ms:.1f} ms (median of {args.runs})")
+        print(f"hook command as installed (`{' '.join([Path(inst.hook[0]).name, *inst.hook[1:]])} "
+              f"hook`) PreToolUse: {hook_ms:.1f} ms (median of {args.runs})")
+        print(f"the same through pip's `continuation` script launcher: {script_ms:.1f} ms")
         print(f"floor hook (parse the payload, commit one row durably with sqlite3): "
               f"{floor_ms:.1f} ms (median of {args.runs})")
         print(f"after {args.session_calls} more tool calls the WAL holds {wal_kib:.0f} KiB (hook "
@@ -175,6 +187,8 @@ def main() -> int:
               f"{hook_ms / floor_ms:.2f}x | <= 1.1x | {lo:.2f}-{hi:.2f} (10th-90th pct) |")
         print(f"| hook hot path (PreToolUse, {args.events} events in the store) | {hook_ms:.0f} | "
               f"`python -c pass` | {bare_ms:.0f} | {hook_ms / bare_ms:.2f}x | - | - |")
+        print(f"| same hook via pip's `continuation` script (imports re) | {script_ms:.0f} | "
+              f"floor hook | {floor_ms:.0f} | {script_ms / floor_ms:.2f}x | - | - |")
         print(f"| hook hot path, last {window} hook runs of {args.session_calls} tool calls | "
               f"{late_ms:.0f} | the first {window} runs of the same session | {first_ms:.0f} | "
               f"{late_ms / first_ms:.2f}x | flat (~1x) | - |")

@@ -84,7 +84,7 @@ def main() -> int:
             sq_env = {**inst.env, "CONTINUATION_HOME": str(tmp / "sqlite-home"),
                       "CONTINUATION_STORE": "sqlite"}
             b_env = {**pg_env, "CONTINUATION_HOME": str(tmp / "host-b")}
-            hook = [inst.command, "hook", "--runtime", "codex"]
+            hook = [*inst.hook, "hook", "--runtime", "codex"]
             floor = [inst.python, str(tmp / "floor_hook.py"), url]
             context = [inst.command, "context", "--thread", "bench-session"]
             times: dict[str, list[float]] = {k: [] for k in

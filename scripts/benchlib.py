@@ -12,6 +12,7 @@ compiled, and pip's own launcher script for ``continuation``.
 from __future__ import annotations
 
 import compileall
+import json
 import os
 import random
 import shutil
@@ -41,8 +42,9 @@ if __name__ == '__main__':
 @dataclass
 class Installed:
     python: str  # the installed venv's interpreter (the baseline starts this one too)
-    command: str  # the ``continuation`` launcher
+    command: str  # the ``continuation`` launcher (what a user types)
     env: dict  # environment for children: no PYTHONPATH, bytecode as installed
+    hook: list[str]  # the launcher ``continuation install`` writes into the hook settings
 
 
 def install(base: Path) -> Installed:
@@ -66,7 +68,11 @@ def install(base: Path) -> Installed:
     env = {k: v for k, v in os.environ.items()
            if k not in ("PYTHONPATH", "PYTHONDONTWRITEBYTECODE", "VIRTUAL_ENV", "CONTINUATION_FAULT")}
     env["PATH"] = f"{bindir}{os.pathsep}{env.get('PATH', '')}"
-    return Installed(str(python), str(command), env)
+    hook = json.loads(subprocess.run(
+        [str(python), "-c", "import json; from continuation.install import default_command; "
+                            "print(json.dumps(default_command()))"],
+        check=True, capture_output=True, text=True, env=env).stdout)
+    return Installed(str(python), str(command), env, hook)
 
 
 def timed(cmd: list[str], env: dict, stdin: bytes = b"", cwd=None, check: bool = True):

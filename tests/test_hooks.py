@@ -166,36 +166,44 @@ def test_hook_command_end_to_end_via_subprocess(tmp_path):
     assert r.returncode == 2 and b"--runtime" in r.stderr
 
 
-def test_hot_path_imports_stay_light(tmp_path):
-    """UserPromptSubmit / PreToolUse / PostToolUse load no pydantic, tokenizer or GitPython,
-    and, on the embedded SQLite store, no PostgreSQL driver."""
+#: what the hot path never imports: the heavy libraries; what costs start-up time and it does
+#: not need (the CLI's argparse, dataclasses (inspect), typing, pathlib, tempfile, and json's
+#: Python layer with the re and enum it imports: see continuation.jsontext); a PostgreSQL
+#: driver on the SQLite store
+HOT_PATH_NEVER = ("pydantic", "tiktoken", "git", "transitions", "capsule", "psycopg", "argparse",
+                  "dataclasses", "typing", "pathlib", "tempfile", "json", "re", "enum")
+
+
+@pytest.mark.parametrize("runtime", ["codex", "claude"])
+def test_hot_path_imports_stay_light(tmp_path, runtime):
+    """UserPromptSubmit / PreToolUse / PostToolUse, run by the very command `continuation
+    install` writes into the runtime's settings, import none of HOT_PATH_NEVER."""
+    from continuation.install import default_command
+
     home = tmp_path / "h"
-    script = r"""
-import json, sys
-from continuation import hooks
-base = {"session_id": "s", "turn_id": "t", "cwd": "."}
-for p in ({**base, "hook_event_name": "UserPromptSubmit", "prompt": "x"},
-          {**base, "hook_event_name": "PreToolUse", "tool_name": "Bash",
-           "tool_input": {"command": "ls"}, "tool_use_id": "c1"},
-          {**base, "hook_event_name": "PostToolUse", "tool_name": "Bash",
-           "tool_input": {"command": "ls"}, "tool_use_id": "c1", "tool_response": "ok"}):
-    out, code = hooks.run("codex", json.dumps(p).encode())
-    assert code == 0, out
-# nor what costs start-up time and the hot path does not need: the CLI's argparse,
-# dataclasses (inspect), typing, pathlib, tempfile; nor a PostgreSQL driver (SQLite store)
-heavy = [m for m in ("pydantic", "tiktoken", "git", "transitions", "capsule", "psycopg",
-                     "argparse", "dataclasses", "typing", "pathlib", "tempfile")
-         if m in sys.modules]
-print(json.dumps(heavy))
-"""
     env = {k: v for k, v in os.environ.items() if k != "CONTINUATION_STORE"}
     # -S: no site (the development venv's editable-install hook imports pathlib and re in
     # every interpreter); the source tree on PYTHONPATH, as an installed package would be
     root = str(Path(hooks.__file__).resolve().parents[2])
-    r = subprocess.run([sys.executable, "-S", "-c", script], capture_output=True, timeout=60,
-                       env={**env, "CONTINUATION_HOME": str(home), "PYTHONPATH": root})
-    assert r.returncode == 0, r.stderr
-    assert json.loads(r.stdout) == []
+    command = default_command()
+    assert command[:2] == [sys.executable, "-P"]
+    command = [command[0], "-S", "-X", "importtime", *command[1:], "hook", "--runtime", runtime]
+    base = {"session_id": "s", "turn_id": "t", "prompt_id": "p", "cwd": str(tmp_path)}
+    for p in ({**base, "hook_event_name": "UserPromptSubmit", "prompt": "rename the module"},
+              {**base, "hook_event_name": "PreToolUse", "tool_name": "Bash",
+               "tool_input": {"command": "ls"}, "tool_use_id": "c1"},
+              {**base, "hook_event_name": "PostToolUse", "tool_name": "Bash",
+               "tool_input": {"command": "ls"}, "tool_use_id": "c1", "tool_response": "ok"}):
+        r = subprocess.run(command, input=json.dumps(p).encode(), capture_output=True, timeout=60,
+                           env={**env, "CONTINUATION_HOME": str(home), "PYTHONPATH": root})
+        assert r.returncode == 0 and json.loads(r.stdout) == {}, r.stderr[-2000:]
+        imported = {line.split("|")[-1].strip() for line in r.stderr.decode().splitlines()
+                    if line.startswith("import time:")}
+        assert "continuation.store.sqlite" in imported  # the listing is real
+        heavy = sorted(m for m in imported if m.split(".")[0] in HOT_PATH_NEVER)
+        assert heavy == [], (p["hook_event_name"], heavy)
+    with Engine(home) as e:
+        assert [c.status for c in e.find_thread(runtime, "s").tool_calls()] == ["ok"]
     assert not (home / "logs" / "hooks.log").exists()
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -91,6 +92,34 @@ def test_claude_install_honours_claude_config_dir_and_the_readme_says_so(tmp_pat
     assert (config / "settings.json").is_file()
     assert not (tmp_path / "home" / ".claude" / "settings.json").exists()
     assert "$CLAUDE_CONFIG_DIR" in README.read_text()
+
+
+@pytest.mark.skipif(os.name == "nt", reason="runs the installed command line through sh")
+def test_the_installed_hook_command_runs_this_interpreter_and_ignores_the_project_folder(tmp_path):
+    """`continuation install` writes `<this python> -P -m continuation hook --runtime X`: the
+    runtime runs it through a shell from the user's project, whose own `continuation/` folder
+    (our repository checked out, a namesake package) must not stand in for the installed one."""
+    config, state = tmp_path / "claude-config", tmp_path / "state"
+    env = {**os.environ, "CLAUDE_CONFIG_DIR": str(config), "HOME": str(tmp_path / "home"),
+           "CONTINUATION_HOME": str(state)}
+    r = subprocess.run([sys.executable, "-m", "continuation", "install", "--runtime", "claude"],
+                       capture_output=True, timeout=120, env=env)
+    assert r.returncode == 0, r.stderr
+    settings = json.loads((config / "settings.json").read_text())
+    commands = {h["command"] for groups in settings["hooks"].values() for g in groups
+                for h in g["hooks"]}
+    assert commands == {f"{shlex.quote(sys.executable)} -P -m continuation hook --runtime claude"}
+    project = tmp_path / "project"
+    (project / "continuation").mkdir(parents=True)
+    (project / "continuation" / "__init__.py").write_text("raise SystemExit('decoy imported')\n")
+    (project / "continuation" / "__main__.py").write_text("raise SystemExit('decoy run')\n")
+    payload = {"session_id": "s1", "prompt_id": "p1", "cwd": str(project),
+               "hook_event_name": "UserPromptSubmit", "prompt": "add a test"}
+    r = subprocess.run(["sh", "-c", commands.pop()], input=json.dumps(payload).encode(),
+                       capture_output=True, timeout=60, cwd=project, env=env)
+    assert r.returncode == 0 and json.loads(r.stdout) == {}, r.stderr
+    with Engine(state) as e:
+        assert [i.text for i in e.find_thread("claude", "s1").inputs()] == ["add a test"]
 
 
 INLINE = (

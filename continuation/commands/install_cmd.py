@@ -19,14 +19,6 @@ def register(sub) -> None:
         p.set_defaults(func=cmd_install if name == "install" else cmd_uninstall)
 
 
-def _launcher() -> list[str] | None:
-    """The command that is running now, when it is the installed ``continuation`` script."""
-    argv0 = Path(sys.argv[0])
-    if argv0.name.startswith("continuation") and argv0.is_file():
-        return [str(argv0.resolve())]
-    return None
-
-
 def _run(args, action):
     from ..install import InstallError, install, uninstall
     from ..paths import state_home
@@ -35,7 +27,7 @@ def _run(args, action):
                   state_home=state_home())
     try:
         if action == "install":
-            report = install(args.runtime, args.scope, command=_launcher(), **kwargs)
+            report = install(args.runtime, args.scope, **kwargs)
         else:
             report = uninstall(args.runtime, args.scope, **kwargs)
     except InstallError as exc:

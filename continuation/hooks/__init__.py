@@ -5,15 +5,17 @@ answers "continue" (``{}``) with exit 0, so the user's agent goes on. Strict mod
 (``CONTINUATION_STRICT=1``) turns our errors into exit 2 with the message on stderr, for
 debugging an installation.
 
-The hot path (UserPromptSubmit, PreToolUse, PostToolUse) imports only json, sqlite3 and the
-reducer: no pydantic, no tokenizer, no GitPython, no transcript scan.
+The hot path (UserPromptSubmit, PreToolUse, PostToolUse) imports only sqlite3, json's C codec
+(:mod:`continuation.jsontext`) and the reducer: no pydantic, no tokenizer, no GitPython, no
+transcript scan, not even ``re``.
 """
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
+
+from .. import jsontext
 
 MAX_STDIN_BYTES = 64 * 1024 * 1024  # a runtime never sends this much; refuse, don't swallow RAM
 CONTINUE = "{}"
@@ -30,7 +32,7 @@ def parse_payload(raw: bytes) -> dict:
     if len(raw) > MAX_STDIN_BYTES:
         raise HookInputError(f"hook payload of {len(raw)} bytes exceeds {MAX_STDIN_BYTES}")
     try:
-        payload = json.loads(raw.decode("utf-8", "surrogateescape"))
+        payload = jsontext.loads(raw.decode("utf-8", "surrogateescape"))
     except (ValueError, UnicodeDecodeError) as exc:
         raise HookInputError(f"malformed hook payload: {exc}") from None
     if not isinstance(payload, dict):
@@ -110,7 +112,7 @@ def run(runtime: str, raw: bytes, *, ending: bool = False) -> tuple[str, int]:
 
             answer = handle(runtime, payload, ending=ending)
         answer = _with_notices(answer, _pending_notices())
-        return (json.dumps(answer, ensure_ascii=False) if answer else CONTINUE), 0
+        return (jsontext.dumps(answer, ensure_ascii=False) if answer else CONTINUE), 0
     except Exception as exc:  # fail open: the user's agent must go on
         _log_error(runtime, raw, exc)
         notices = _pending_notices()
@@ -126,7 +128,7 @@ def run(runtime: str, raw: bytes, *, ending: bool = False) -> tuple[str, int]:
             sys.stderr.write(f"continuation hook: {exc}\n")
             return CONTINUE, 2
         answer = _with_notices(None, notices)
-        return (json.dumps(answer, ensure_ascii=False) if answer else CONTINUE), 0
+        return (jsontext.dumps(answer, ensure_ascii=False) if answer else CONTINUE), 0
 
 
 #: boundary hooks (they read transcripts, snapshot the workspace, verify edits) and the seconds
@@ -168,7 +170,7 @@ def run_with_deadline(runtime: str, raw: bytes, seconds: float) -> tuple[str, in
                                           "answered without its result"))
     note = (f"continuation: this hook did not finish within {seconds:g}s and answered without "
             "its work (see logs/hooks.log under the state home).")
-    return json.dumps({"systemMessage": note}), 0, True
+    return jsontext.dumps({"systemMessage": note}), 0, True
 
 
 def main(argv: list[str]) -> int:

@@ -12,11 +12,11 @@ Boundaries (PreCompact, SessionStart compact/resume) do the heavy work in
 """
 from __future__ import annotations
 
-import json
 import os
 
 from statemachine import events as ev
 
+from .. import jsontext
 from ..claude_synthetic import notification_kind
 from ..engine import Engine, Thread, newest_running_turn, session_marker
 
@@ -53,7 +53,7 @@ def _excerpt(value) -> str:
     if value is None:
         return ""
     if not isinstance(value, str):
-        value = json.dumps(value, ensure_ascii=False)
+        value = jsontext.dumps(value, ensure_ascii=False)
     if len(value) <= OUTPUT_EXCERPT:
         return value
     half = OUTPUT_EXCERPT // 2
@@ -101,7 +101,7 @@ def _same_text_in_turn(conn, thread_key: str, turn: str, text: str) -> bool:
     runtime's text may hold lone surrogates, which SQLite cannot bind)."""
     rows = conn.execute("SELECT data FROM inputs WHERE thread_key=? AND turn_id=?",
                         (thread_key, turn)).fetchall()
-    return any(json.loads(r[0]).get("text") == text for r in rows)
+    return any(jsontext.loads(r[0]).get("text") == text for r in rows)
 
 
 def _admitted_in_turn(conn, thread_key: str, turn: str) -> int:
@@ -112,7 +112,7 @@ def _admitted_in_turn(conn, thread_key: str, turn: str) -> int:
                        (thread_key, turn)).fetchone()
     if row is None:
         return 0
-    record = json.loads(row[0])
+    record = jsontext.loads(row[0])
     ids = record.get("input_ids") or []
     if not ids:
         return 0
@@ -154,7 +154,7 @@ def _settle_from_transcript(ctx: HookContext, turns) -> None:
     for turn in turns:
         row = conn.execute("SELECT data FROM turns WHERE thread_key=? AND turn_id=?",
                            (ctx.thread.key, turn)).fetchone()
-        open_calls += (json.loads(row[0]).get("open_calls") or []) if row else []
+        open_calls += (jsontext.loads(row[0]).get("open_calls") or []) if row else []
         if ctx.runtime == "codex":
             no_code += [r[0] for r in conn.execute(
                 "SELECT call_id FROM tool_calls WHERE thread_key=? AND status='ok'"
@@ -244,7 +244,7 @@ def on_user_prompt(ctx: HookContext) -> dict | None:
     if input_id:
         row = conn.execute("SELECT data FROM inputs WHERE thread_key=? AND input_id=?",
                            (ctx.thread.key, input_id)).fetchone()
-        if row is not None and json.loads(row[0]).get("text") != text:
+        if row is not None and jsontext.loads(row[0]).get("text") != text:
             # Claude Code gives a prompt typed mid-turn the running turn's prompt_id: it is an
             # input of its own, identified like a Codex steer (and like the importer does).
             # The same text delivered again in that turn is the same input.

@@ -5,8 +5,8 @@
     status(runtime, scope, *, project_dir, home, state_home, command=None, env=None) -> dict
 
 ``runtime`` is ``"codex"`` or ``"claude"``; ``scope`` is ``"user"`` or
-``"project"``. ``command`` is the launcher (default: the absolute path of
-the ``continuation`` script, else ``[sys.executable, "-m", "continuation"]``);
+``"project"``. ``command`` is the launcher (default: this interpreter,
+``[sys.executable, "-P", "-m", "continuation"]``, see ``core.default_command``);
 the installed hook command is ``<command> hook --runtime <runtime>``.
 ``env`` (default ``os.environ``) supplies ``CODEX_HOME`` / ``CLAUDE_CONFIG_DIR``.
 

@@ -49,11 +49,20 @@ class InstallReport(BaseModel):
 
 
 def default_command() -> list[str]:
-    """The absolute path of the ``continuation`` script, else ``python -m continuation``."""
+    """The hook launcher: this interpreter running the package, ``<python> -P -m continuation``.
+
+    Not the ``continuation`` script pip writes: that launcher imports ``re`` (~4.5 ms of a
+    ~15 ms hook process, paid at every tool call), which the hook itself never needs (see
+    :mod:`continuation.jsontext`). ``-P`` keeps the working directory off ``sys.path``, so a
+    folder in the user's project cannot stand in for the package. The interpreter is the one
+    running now, which imports this very package (a ``pipx``/``uv tool`` venv included); the
+    script on ``PATH`` is the fallback when there is none (an embedding host)."""
+    if sys.executable:
+        return [sys.executable, "-P", "-m", "continuation"]
     found = shutil.which("continuation")
     if found:
         return [str(Path(found).absolute())]
-    return [sys.executable, "-m", "continuation"]
+    raise InstallError("no Python interpreter and no `continuation` script on PATH to run the hooks")
 
 
 def _target(runtime: str) -> HookTarget:

@@ -7,14 +7,13 @@ the derived lifecycle tables are produced by the same reducer that a full replay
 """
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 import time
 
 from statemachine import events as ev
 
-from .. import faults
+from .. import faults, jsontext
 from statemachine.lifecycle import IllegalTransition
 from statemachine.reducer import ThreadState, apply, fold
 from statemachine.records import InputRecord, ToolCallRecord, TurnRecord
@@ -91,7 +90,7 @@ def thread_key_for(runtime: str, session_id: str) -> str:
 
 def _dumps(data) -> str:
     # surrogatepass-safe: lone surrogates from a runtime are escaped by json (ensure_ascii)
-    return json.dumps(data, ensure_ascii=True, separators=(",", ":"))
+    return jsontext.dumps(data, ensure_ascii=True, separators=(",", ":"))
 
 
 def _sql_text(text) -> str:
@@ -431,7 +430,7 @@ class SqliteStore:
             sql += " LIMIT ?"
             args.append(limit)
         return [
-            {"seq": s, "type": t, "kind": k, "data": json.loads(d), "ts": ts, "source": src}
+            {"seq": s, "type": t, "kind": k, "data": jsontext.loads(d), "ts": ts, "source": src}
             for s, t, k, d, ts, src in c.execute(sql, args).fetchall()
         ]
 
@@ -470,7 +469,7 @@ class SqliteStore:
                 f"SELECT seq, type, kind, data, ts, source FROM events WHERE thread_key=? AND seq IN"
                 f" ({','.join('?' * len(part))})", (thread_key, *part)).fetchall()
         rows.sort(key=lambda r: r[0])
-        return [{"seq": s, "type": t, "kind": k, "data": json.loads(d), "ts": ts, "source": src}
+        return [{"seq": s, "type": t, "kind": k, "data": jsontext.loads(d), "ts": ts, "source": src}
                 for s, t, k, d, ts, src in rows]
 
     # -- checkpoints -------------------------------------------------------------------------
@@ -568,7 +567,7 @@ class SqliteStore:
 
     def turns(self, thread_key: str) -> list[TurnRecord]:
         rows = self.conn.execute("SELECT data FROM turns WHERE thread_key=?", (thread_key,))
-        return [TurnRecord.from_row(json.loads(r[0])) for r in rows.fetchall()]
+        return [TurnRecord.from_row(jsontext.loads(r[0])) for r in rows.fetchall()]
 
     def claims(self, thread_key: str) -> list[dict]:
         rows = self.conn.execute(
@@ -578,7 +577,7 @@ class SqliteStore:
     def meta(self, thread_key: str) -> dict:
         rows = self.conn.execute(
             "SELECT key, value, seq FROM thread_meta WHERE thread_key=?", (thread_key,))
-        return {k: {"seq": s, **json.loads(v)} for k, v, s in rows.fetchall()}
+        return {k: {"seq": s, **jsontext.loads(v)} for k, v, s in rows.fetchall()}
 
     def replay(self, thread_key: str) -> ThreadState:
         """The pure fold of the whole log (the definition of the derived state)."""

@@ -5,14 +5,15 @@ event touches only the rows that event names.
 """
 from __future__ import annotations
 
-import json
 import sqlite3
 
 from statemachine.records import InputRecord, ToolCallRecord, TurnRecord
 
+from .. import jsontext
+
 
 def _dumps(row: dict) -> str:
-    return json.dumps(row, ensure_ascii=True, separators=(",", ":"))  # lone surrogates survive
+    return jsontext.dumps(row, ensure_ascii=True, separators=(",", ":"))  # lone surrogates survive
 
 
 #: states few rows of a long thread are in (the open inputs, the unsettled calls): a read of
@@ -45,7 +46,7 @@ class SqlStateView:
         row = self.conn.execute(
             "SELECT data FROM inputs WHERE thread_key=? AND input_id=?", (self.key, input_id)
         ).fetchone()
-        return InputRecord.from_row(json.loads(row[0])) if row else None
+        return InputRecord.from_row(jsontext.loads(row[0])) if row else None
 
     def put_input(self, rec):
         self.conn.execute(
@@ -58,28 +59,28 @@ class SqlStateView:
         rows = self.conn.execute(
             "SELECT data FROM inputs WHERE thread_key=? ORDER BY admitted_seq", (self.key,)
         ).fetchall()
-        return [InputRecord.from_row(json.loads(r[0])) for r in rows]
+        return [InputRecord.from_row(jsontext.loads(r[0])) for r in rows]
 
     def newest_inputs(self, limit: int):
         """The ``limit`` most recently admitted inputs, oldest first (decodes only those)."""
         rows = self.conn.execute(
             "SELECT data FROM inputs WHERE thread_key=? ORDER BY admitted_seq DESC LIMIT ?",
             (self.key, limit)).fetchall()
-        return [InputRecord.from_row(json.loads(r[0])) for r in reversed(rows)]
+        return [InputRecord.from_row(jsontext.loads(r[0])) for r in reversed(rows)]
 
     def inputs_after(self, seq: int):
         """Inputs admitted after ``seq``, in admission order."""
         rows = self.conn.execute(
             "SELECT data FROM inputs WHERE thread_key=? AND admitted_seq>? ORDER BY admitted_seq",
             (self.key, seq)).fetchall()
-        return [InputRecord.from_row(json.loads(r[0])) for r in rows]
+        return [InputRecord.from_row(jsontext.loads(r[0])) for r in rows]
 
     def calls_after(self, seq: int):
         """Tool calls started after ``seq``, in start order."""
         rows = self.conn.execute(
             "SELECT data FROM tool_calls WHERE thread_key=? AND started_seq>? ORDER BY started_seq",
             (self.key, seq)).fetchall()
-        return [ToolCallRecord.from_row(json.loads(r[0])) for r in rows]
+        return [ToolCallRecord.from_row(jsontext.loads(r[0])) for r in rows]
 
     def input_counts(self) -> dict:
         """How many inputs are in each state (from the state index, nothing decoded)."""
@@ -93,14 +94,14 @@ class SqlStateView:
         rows = self.conn.execute(
             f"SELECT data {rows_in_states('inputs', states)} ORDER BY admitted_seq",
             (self.key, *states)).fetchall()
-        return [InputRecord.from_row(json.loads(r[0])) for r in rows]
+        return [InputRecord.from_row(jsontext.loads(r[0])) for r in rows]
 
     # turns
     def get_turn(self, turn_id):
         row = self.conn.execute(
             "SELECT data FROM turns WHERE thread_key=? AND turn_id=?", (self.key, turn_id)
         ).fetchone()
-        return TurnRecord.from_row(json.loads(row[0])) if row else None
+        return TurnRecord.from_row(jsontext.loads(row[0])) if row else None
 
     def put_turn(self, rec):
         self.conn.execute(
@@ -112,14 +113,14 @@ class SqlStateView:
         rows = self.conn.execute(
             "SELECT data FROM turns WHERE thread_key=? AND status='running'", (self.key,)
         ).fetchall()
-        return [TurnRecord.from_row(json.loads(r[0])) for r in rows]
+        return [TurnRecord.from_row(jsontext.loads(r[0])) for r in rows]
 
     # tool calls
     def get_call(self, call_id):
         row = self.conn.execute(
             "SELECT data FROM tool_calls WHERE thread_key=? AND call_id=?", (self.key, call_id)
         ).fetchone()
-        return ToolCallRecord.from_row(json.loads(row[0])) if row else None
+        return ToolCallRecord.from_row(jsontext.loads(row[0])) if row else None
 
     def put_call(self, rec):
         self.conn.execute(
@@ -132,7 +133,7 @@ class SqlStateView:
         rows = self.conn.execute(
             "SELECT data FROM tool_calls WHERE thread_key=? ORDER BY started_seq", (self.key,)
         ).fetchall()
-        return [ToolCallRecord.from_row(json.loads(r[0])) for r in rows]
+        return [ToolCallRecord.from_row(jsontext.loads(r[0])) for r in rows]
 
     def newest_calls(self, limit: int, statuses):
         """The ``limit`` most recently started calls in ``statuses``, oldest first."""
@@ -141,14 +142,14 @@ class SqlStateView:
             f"SELECT data FROM tool_calls WHERE thread_key=? AND status IN"
             f" ({','.join('?' * len(statuses))}) ORDER BY started_seq DESC LIMIT ?",
             (self.key, *statuses, limit)).fetchall()
-        return [ToolCallRecord.from_row(json.loads(r[0])) for r in reversed(rows)]
+        return [ToolCallRecord.from_row(jsontext.loads(r[0])) for r in reversed(rows)]
 
     def calls_in_statuses(self, statuses):
         statuses = list(statuses)
         rows = self.conn.execute(
             f"SELECT data {rows_in_states('tool_calls', statuses)} ORDER BY started_seq",
             (self.key, *statuses)).fetchall()
-        return [ToolCallRecord.from_row(json.loads(r[0])) for r in rows]
+        return [ToolCallRecord.from_row(jsontext.loads(r[0])) for r in rows]
 
     def calls_of_turns(self, turn_ids, statuses):
         """Calls of the given turns in ``statuses``, in start order (the turns of open inputs:
@@ -161,7 +162,7 @@ class SqlStateView:
             f" ({','.join('?' * len(statuses))}) AND json_extract(data, '$.turn_id') IN"
             f" ({','.join('?' * len(turn_ids))}) ORDER BY started_seq",
             (self.key, *statuses, *turn_ids)).fetchall()
-        return [ToolCallRecord.from_row(json.loads(r[0])) for r in rows]
+        return [ToolCallRecord.from_row(jsontext.loads(r[0])) for r in rows]
 
     def reset(self):
         for table in ("inputs", "turns", "tool_calls"):
