@@ -276,3 +276,33 @@ def test_unusual_text_does_not_make_the_reference_merge_slow():
     assert counter.count(text) == _tiktoken_counter().count(text)
     assert counter._encoding is not None
     assert counter._merged_bytes <= tokens.REFERENCE_MERGE_BUDGET_BYTES
+
+
+@pytest.mark.parametrize("make", [
+    lambda: tokens.TokenCounter(tokens.token_counter_for(tokens.OFFLINE_NAME)._encoding),
+    lambda: tokens.VocabularyCounter(tokens._offline_vocabulary())])
+def test_short_texts_are_counted_once_and_remembered_counts_stay_exact(make, monkeypatch):
+    """A capsule build counts the same short lines many times: the counter counts a short text
+    once (then answers from memory), a long one every time, and the memory is bounded."""
+    counter = make()
+    calls: list[str] = []
+    real = counter._count
+
+    def counting(text):
+        calls.append(text)
+        return real(text)
+
+    monkeypatch.setattr(counter, "_count", counting)
+    monkeypatch.setattr(tokens, "REMEMBERED_TEXTS", 3)
+    short = "- inp-1 [handled] rename the module"
+    long = "x " * (tokens.REMEMBERED_TEXT_CHARS // 2 + 1)
+    exact = tokens.token_counter_for(tokens.OFFLINE_NAME)._encoding
+    for _ in range(3):
+        assert counter.count(short) == len(exact.encode(short))
+        assert counter.count(long) == len(exact.encode(long))
+    assert calls.count(short) == 1 and calls.count(long) == 3
+    for n in range(4):  # past REMEMBERED_TEXTS the memory starts afresh
+        counter.count(f"line {n}")
+    counter.count(short)
+    assert calls.count(short) == 2
+    assert len(counter._remembered) <= 3
