@@ -256,7 +256,7 @@ def _bounded_inputs(store, key: str):
     older: list = []
     if len(historical) >= MAX_HISTORICAL_INPUTS:
         older = _count_rows(conn, "inputs[handled,rolled_back,superseded](not gathered)", key,
-                            "SELECT admitted_seq AS seq, length(CAST(data AS BLOB)) AS size"
+                            "SELECT admitted_seq AS seq, data_bytes AS size"
                             f" FROM inputs WHERE thread_key=? AND state IN ({marks})"
                             " AND admitted_seq<?",
                             (key, *_HISTORICAL, min(historical)))
@@ -315,7 +315,7 @@ def _not_gathered(store, key: str, calls, facts_src: list[dict], older_claims: l
     even a size or a seq) is brought into Python, so a boundary stays flat in thread length."""
     finished = ("ok", "error", "reconciled")
     gathered = sorted({c.call_id for c in calls})
-    sql = ("SELECT started_seq AS seq, length(CAST(data AS BLOB)) AS size FROM tool_calls"
+    sql = ("SELECT started_seq AS seq, data_bytes AS size FROM tool_calls"
            f" WHERE thread_key=? AND status IN ({','.join('?' * len(finished))})")
     args: list = [key, *finished]
     if gathered:

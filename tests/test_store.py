@@ -288,3 +288,38 @@ def test_the_newest_calls_are_read_by_start_not_by_sorting_the_thread(store):
     last_seq = store.thread(key)["last_seq"]
     took_after, after = steps(lambda view: view.calls_after(last_seq - 4))
     assert took_after <= short + 5 and [c.call_id for c in after] == ["c3048", "c3049"]
+
+
+def test_a_version_3_store_gets_its_row_sizes_and_the_boundary_sums_read_only_the_index(
+        tmp_path, monkeypatch):
+    """Migration 4 fills ``data_bytes`` of the rows already there; the "(not gathered)" sums
+    of a boundary (older handled inputs, older finished calls) are then answered from the state
+    index alone, not by reading every row of a long thread."""
+    from continuation.capsule_source import _HISTORICAL
+    from continuation.store import schema
+
+    path = tmp_path / "s.sqlite3"
+    monkeypatch.setattr("continuation.store.sqlite.SCHEMA_VERSION", 3)
+    old = SqliteStore(path)
+    old.conn.execute("PRAGMA user_version=3")
+    assert "data_bytes" not in {r[1] for r in old.conn.execute("PRAGMA table_info(inputs)")}
+    old.conn.execute("INSERT INTO inputs (thread_key, input_id, state, turn_id, admitted_seq, data)"
+                     " VALUES ('k', 'i1', 'handled', 't', 1, ?)", ('{"text":"caf\\u00e9"}',))
+    old.conn.execute("INSERT INTO tool_calls (thread_key, call_id, status, started_seq, data)"
+                     " VALUES ('k', 'c1', 'ok', 2, ?)", ('{"args":{"cmd":"ls -la"}}',))
+    old.close()
+    monkeypatch.setattr("continuation.store.sqlite.SCHEMA_VERSION", schema.SCHEMA_VERSION)
+    s = SqliteStore(path)
+    assert s.schema_version == schema.SCHEMA_VERSION >= 4
+    assert s.conn.execute("SELECT data_bytes FROM inputs").fetchone()[0] == len('{"text":"caf\\u00e9"}')
+    assert s.conn.execute("SELECT data_bytes FROM tool_calls").fetchone()[0] == len('{"args":{"cmd":"ls -la"}}')
+    marks = ",".join("?" * len(_HISTORICAL))
+    plans = [" ".join(r[-1] for r in s.conn.execute("EXPLAIN QUERY PLAN " + sql, args))
+             for sql, args in (
+                 (f"SELECT count(*), sum(data_bytes), min(admitted_seq) FROM inputs WHERE"
+                  f" thread_key=? AND state IN ({marks}) AND admitted_seq<?", ("k", *_HISTORICAL, 9)),
+                 ("SELECT count(*), sum(data_bytes), min(started_seq) FROM tool_calls WHERE"
+                  " thread_key=? AND status IN (?,?,?) AND call_id NOT IN (?)",
+                  ("k", "ok", "error", "reconciled", "c9")))]
+    assert all("COVERING INDEX" in plan for plan in plans), plans
+    s.close()

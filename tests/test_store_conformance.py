@@ -304,3 +304,30 @@ def test_append_many_reads_under_the_thread_lock(backend):
             ["only once"]
     finally:
         store.close()
+
+
+def test_every_input_and_call_row_keeps_its_data_size(store):
+    """``data_bytes`` (what a boundary sums for the rows it does not gather) is the byte size
+    of the row's ``data`` after every kind of write: admission, delivery, calls started and
+    finished, a crash settling them, a text with non-ASCII and a lone surrogate, a rebuild."""
+    key = store.ensure_thread("codex", "sizes")
+    _admit(store, key, "i1", text="renommer le module \u00e9\u4e2d \ud800", turn_id="t1")
+    store.append(key, ev.INPUT_DELIVERED, {"input_id": "i1", "turn_id": "t1"}, source="test")
+    for n in range(3):
+        store.append(key, ev.TOOL_STARTED, {"call_id": f"c{n}", "tool": "sh", "turn_id": "t1",
+                                            "args": {"cmd": "echo " + "x" * 50 * n}}, source="test")
+    store.append(key, ev.TOOL_FINISHED, {"call_id": "c0", "status": "ok"}, source="test")
+    store.append(key, ev.CRASH_DETECTED, {"reason": "runtime died"}, source="test")
+    _admit(store, key, "i2", turn_id=None)
+
+    def mismatches():
+        return [store.conn.execute(
+            f"SELECT count(*), sum(data_bytes) FROM {table} WHERE thread_key=? AND"
+            " data_bytes <> length(CAST(data AS BLOB))", (key,)).fetchone()[0]
+            for table in ("inputs", "tool_calls")]
+
+    sizes = store.conn.execute("SELECT sum(data_bytes) FROM tool_calls WHERE thread_key=?",
+                               (key,)).fetchone()[0]
+    assert sizes > 300 and mismatches() == [0, 0]
+    store.rebuild(key)
+    assert mismatches() == [0, 0]

@@ -61,6 +61,8 @@ def to_postgres(sql: str) -> str:
 def schema_to_postgres(ddl: str) -> list[str]:
     """The SQLite schema migration ``ddl`` as PostgreSQL statements."""
     ddl = re.sub(r"\)\s*WITHOUT ROWID", ")", ddl)
+    ddl = re.sub(r"length\(CAST\((\w+) AS BLOB\)\)", r"octet_length(\1)", ddl,
+                 flags=re.IGNORECASE)
     ddl = re.sub(r"\bREAL\b", "DOUBLE PRECISION", ddl)
     ddl = re.sub(r"\bBLOB\b", "BYTEA", ddl)
     ddl = re.sub(r"\bINTEGER\b", "BIGINT", ddl)

@@ -117,6 +117,21 @@ MIGRATIONS: list[str] = [
     """
     CREATE INDEX tool_calls_by_start ON tool_calls (thread_key, started_seq);
     """,
+    # 4: the size of each input's and call's row, kept beside it, and the state indexes extended
+    # to cover it: a boundary counts the rows it does not gather (the older handled inputs, the
+    # older finished calls) by state and position, and summing their sizes read every row of a
+    # long thread (~30 ms at 20,000 inputs and 25,000 calls, growing with the thread); the
+    # index alone answers now. ``data`` is ASCII (escaped JSON), so its length is its bytes.
+    """
+    ALTER TABLE inputs ADD COLUMN data_bytes INTEGER NOT NULL DEFAULT 0;
+    UPDATE inputs SET data_bytes = length(CAST(data AS BLOB));
+    DROP INDEX inputs_by_state;
+    CREATE INDEX inputs_by_state ON inputs (thread_key, state, admitted_seq, data_bytes);
+    ALTER TABLE tool_calls ADD COLUMN data_bytes INTEGER NOT NULL DEFAULT 0;
+    UPDATE tool_calls SET data_bytes = length(CAST(data AS BLOB));
+    DROP INDEX tool_calls_by_status;
+    CREATE INDEX tool_calls_by_status ON tool_calls (thread_key, status, started_seq, data_bytes);
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -13,7 +13,9 @@ from .. import jsontext
 
 
 def _dumps(row: dict) -> str:
-    return jsontext.dumps(row, ensure_ascii=True, separators=(",", ":"))  # lone surrogates survive
+    """A row's ``data``: ASCII (lone surrogates survive escaped), so ``len`` is its bytes
+    (the ``data_bytes`` column)."""
+    return jsontext.dumps(row, ensure_ascii=True, separators=(",", ":"))
 
 
 #: states few rows of a long thread are in (the open inputs, the unsettled calls): a read of
@@ -49,10 +51,11 @@ class SqlStateView:
         return InputRecord.from_row(jsontext.loads(row[0])) if row else None
 
     def put_input(self, rec):
+        data = _dumps(rec.to_row())
         self.conn.execute(
             "INSERT OR REPLACE INTO inputs (thread_key, input_id, state, turn_id, admitted_seq,"
-            " data) VALUES (?,?,?,?,?,?)",
-            (self.key, rec.input_id, rec.state, rec.turn_id, rec.admitted_seq, _dumps(rec.to_row())),
+            " data, data_bytes) VALUES (?,?,?,?,?,?,?)",
+            (self.key, rec.input_id, rec.state, rec.turn_id, rec.admitted_seq, data, len(data)),
         )
 
     def all_inputs(self):
@@ -123,10 +126,11 @@ class SqlStateView:
         return ToolCallRecord.from_row(jsontext.loads(row[0])) if row else None
 
     def put_call(self, rec):
+        data = _dumps(rec.to_row())
         self.conn.execute(
-            "INSERT OR REPLACE INTO tool_calls (thread_key, call_id, status, started_seq, data)"
-            " VALUES (?,?,?,?,?)",
-            (self.key, rec.call_id, rec.status, rec.started_seq, _dumps(rec.to_row())),
+            "INSERT OR REPLACE INTO tool_calls (thread_key, call_id, status, started_seq, data,"
+            " data_bytes) VALUES (?,?,?,?,?,?)",
+            (self.key, rec.call_id, rec.status, rec.started_seq, data, len(data)),
         )
 
     def all_calls(self):
