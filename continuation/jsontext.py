@@ -35,7 +35,6 @@ class _DecoderSettings:
     parse_int = int
     parse_constant = {"-Infinity": float("-inf"), "Infinity": float("inf"),
                       "NaN": float("nan")}.__getitem__
-    memo: dict = {}
 
 
 _scan = _json.make_scanner(_DecoderSettings()) if _json is not None else None
