@@ -215,8 +215,9 @@ def _parse_ranks(data: bytes) -> dict[bytes, int]:
 #: counts the same short lines again and again (cut probes, a row without its text, the shrink
 #: rounds): the bench's 1,590 counts were of 383 texts, 125,000 characters of 70,000
 REMEMBERED_TEXT_CHARS = 2048
-#: texts whose count is remembered (then the memory starts afresh)
-REMEMBERED_TEXTS = 8192
+#: texts whose count is remembered (then the memory starts afresh): at most ~4 MB of text held
+#: by a long-lived process (the Python API, an adapter); one build needs a few hundred
+REMEMBERED_TEXTS = 2048
 
 
 class _RememberingCounter:
