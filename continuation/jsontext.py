@@ -37,7 +37,14 @@ class _DecoderSettings:
                       "NaN": float("nan")}.__getitem__
 
 
-_scan = _json.make_scanner(_DecoderSettings()) if _json is not None else None
+def _make_scanner():
+    try:
+        return _json.make_scanner(_DecoderSettings())
+    except Exception:  # noqa: BLE001 - a CPython whose accelerator changed: json does the work
+        return None
+
+
+_scan = _make_scanner() if _json is not None else None
 
 
 def loads(text):
@@ -70,10 +77,11 @@ def dumps(value, *, ensure_ascii: bool = True, separators: tuple[str, str] | Non
     if isinstance(value, str):
         return encode_text(value)
     item_separator, key_separator = separators if separators is not None else (", ", ": ")
-    encoder = _json.make_encoder({}, _not_serializable, encode_text, None, key_separator,
-                                 item_separator, sort_keys, False, True)
     try:
+        encoder = _json.make_encoder({}, _not_serializable, encode_text, None, key_separator,
+                                     item_separator, sort_keys, False, True)
         return "".join(encoder(value, 0))
-    except (TypeError, ValueError):  # a value json cannot encode: its own error and message
+    except (TypeError, ValueError):  # a value json cannot encode (its own error and message),
+        # or an accelerator whose signature changed: json does the work
         return _stdlib().dumps(value, ensure_ascii=ensure_ascii, separators=separators,
                                sort_keys=sort_keys)

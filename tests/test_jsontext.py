@@ -89,3 +89,25 @@ def test_importing_and_using_it_loads_neither_json_nor_re():
                        timeout=60, env={"PYTHONPATH": str(ROOT)})
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "[]"
+
+
+def test_without_the_accelerator_json_does_the_work(monkeypatch):
+    """Another interpreter (no ``_json``) or an accelerator whose signature changed: the same
+    results, from json itself."""
+    import types
+
+    value = {"a": [1, 2.5, "\u00e9\ud800"], "b": None}
+    text = json.dumps(value)
+
+    def changed(*args):
+        raise TypeError("make_encoder() takes different arguments now")
+
+    monkeypatch.setattr(jsontext, "_scan", None)
+    monkeypatch.setattr(jsontext, "_json", types.SimpleNamespace(
+        make_encoder=changed, encode_basestring_ascii=jsontext._json.encode_basestring_ascii,
+        encode_basestring=jsontext._json.encode_basestring))
+    assert jsontext.loads(text) == json.loads(text)
+    for options in OPTIONS:
+        assert jsontext.dumps(value, **options) == json.dumps(value, **options)
+    monkeypatch.setattr(jsontext, "_json", None)
+    assert jsontext.dumps(value, ensure_ascii=False) == json.dumps(value, ensure_ascii=False)
