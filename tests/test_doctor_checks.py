@@ -283,3 +283,20 @@ def test_interrupted_threads_are_mentioned_not_recorded(home, claude_hooks, caps
     assert f["status"] == "info" and f["data"]["threads"] == ["codex-gone"]
     with Engine(home) as e:
         assert [ev["type"] for ev in e.get_thread("codex-gone").events()] == ["input_admitted"]
+
+
+def test_hooks_started_through_the_console_script_get_a_hint(home, user_home, capsys):
+    """Hooks an earlier install wrote with the `continuation` script still work; the doctor
+    says that installing again gives the faster `<python> -P -m continuation` command."""
+    from continuation.install import install
+
+    install("claude", "user", project_dir=user_home, home=user_home, state_home=home,
+            command=["/opt/bin/continuation"])
+    code, report = doctor(capsys)
+    assert code == 0, report
+    [hint] = [f for f in by_check(report, "hooks") if f["status"] == "info"]
+    assert "/opt/bin/continuation" in hint["message"]
+    assert "continuation install --runtime claude --scope user" in hint["suggestion"]
+    install("claude", "user", project_dir=user_home, home=user_home, state_home=home)
+    code, report = doctor(capsys)
+    assert code == 0 and [f["status"] for f in by_check(report, "hooks")] == ["ok"], report
