@@ -221,7 +221,8 @@ REMEMBERED_TEXTS = 2048
 
 
 class _RememberingCounter:
-    """``count`` remembers the counts of short texts; a subclass counts in ``_count``."""
+    """``count`` remembers the counts of short texts (a subclass counts in ``_count``);
+    ``count_bounded`` caps what one count reads."""
 
     def __init__(self) -> None:
         self._remembered: dict[str, int] = {}
@@ -240,6 +241,18 @@ class _RememberingCounter:
     def _count(self, text: str) -> int:
         raise NotImplementedError
 
+    def count_bounded(self, text: str) -> tuple[int, bool]:
+        """(tokens, exact). Exact when the UTF-8 size is at most ``EXACT_TOKEN_BYTES``; else
+        the head is counted and the ratio extrapolated to the whole size."""
+        size = len(text.encode("utf-8", "surrogatepass"))
+        if size <= EXACT_TOKEN_BYTES:
+            return self.count(text), True
+        head = text[:EXACT_TOKEN_BYTES]
+        head_raw = head.encode("utf-8", "surrogatepass")
+        head = head_raw[:EXACT_TOKEN_BYTES].decode("utf-8", "ignore")
+        head_bytes = max(1, len(head.encode("utf-8")))
+        return -(-self.count(head) * size // head_bytes), False
+
 
 class TokenCounter(_RememberingCounter):
     """Counts tokens with one tiktoken encoding; ``name`` is recorded in every capsule."""
@@ -251,22 +264,6 @@ class TokenCounter(_RememberingCounter):
 
     def _count(self, text: str) -> int:
         return len(self._encoding.encode(text, disallowed_special=()))
-
-    def count_bounded(self, text: str) -> tuple[int, bool]:
-        return _count_bounded(self.count, text)
-
-
-def _count_bounded(count, text: str) -> tuple[int, bool]:
-    """(tokens, exact). Exact when the UTF-8 size is at most ``EXACT_TOKEN_BYTES``; else the
-    head is counted and the ratio extrapolated to the whole size."""
-    size = len(text.encode("utf-8", "surrogatepass"))
-    if size <= EXACT_TOKEN_BYTES:
-        return count(text), True
-    head = text[:EXACT_TOKEN_BYTES]
-    head_raw = head.encode("utf-8", "surrogatepass")
-    head = head_raw[:EXACT_TOKEN_BYTES].decode("utf-8", "ignore")
-    head_bytes = max(1, len(head.encode("utf-8")))
-    return -(-count(head) * size // head_bytes), False
 
 
 BYTE_BOUND_NAME = "utf8_bytes_upper_bound"
@@ -367,9 +364,6 @@ class VocabularyCounter(_RememberingCounter):
         if self._encoding is None:
             self._encoding = self._vocabulary.encoding()
         return self._encoding
-
-    def count_bounded(self, text: str) -> tuple[int, bool]:
-        return _count_bounded(self.count, text)
 
 
 #: the newest Unicode version whose assigned characters tiktoken (the Rust ``regex`` crate's

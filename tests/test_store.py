@@ -301,7 +301,6 @@ def test_a_version_3_store_gets_its_row_sizes_and_the_boundary_sums_read_only_th
     path = tmp_path / "s.sqlite3"
     monkeypatch.setattr("continuation.store.sqlite.SCHEMA_VERSION", 3)
     old = SqliteStore(path)
-    old.conn.execute("PRAGMA user_version=3")
     assert "data_bytes" not in {r[1] for r in old.conn.execute("PRAGMA table_info(inputs)")}
     old.conn.execute("INSERT INTO inputs (thread_key, input_id, state, turn_id, admitted_seq, data)"
                      " VALUES ('k', 'i1', 'handled', 't', 1, ?)", ('{"text":"caf\\u00e9"}',))

@@ -19,7 +19,7 @@ from statemachine.reducer import ThreadState, apply, fold
 from statemachine.records import InputRecord, ToolCallRecord, TurnRecord
 
 from .schema import MIGRATIONS, SCHEMA_VERSION
-from .view import SqlStateView
+from .view import SqlStateView, row_json
 
 BUSY_TIMEOUT_S = 60.0
 #: how large the write-ahead log may grow in a store that processes leave open (a hook ends
@@ -86,11 +86,6 @@ def thread_key_for(runtime: str, session_id: str) -> str:
         digest = hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()[:8]
         safe = f"{safe}-{digest}"
     return safe
-
-
-def _dumps(data) -> str:
-    # surrogatepass-safe: lone surrogates from a runtime are escaped by json (ensure_ascii)
-    return jsontext.dumps(data, ensure_ascii=True, separators=(",", ":"))
 
 
 def _sql_text(text) -> str:
@@ -382,7 +377,7 @@ class SqliteStore:
         now = ts if ts is not None else time.time()
         c.execute(
             "INSERT INTO events (thread_key, seq, type, kind, data, ts, source) VALUES (?,?,?,?,?,?,?)",
-            (thread_key, seq, etype, ev.kind_of(etype), _dumps(data), now, source),
+            (thread_key, seq, etype, ev.kind_of(etype), row_json(data), now, source),
         )
         self._project_in(c, thread_key, seq, etype, data)
         c.execute("UPDATE threads SET last_seq=?, updated_at=? WHERE thread_key=?",
@@ -415,7 +410,7 @@ class SqliteStore:
                        ev.SESSION_ENDED):
             c.execute(
                 "INSERT OR REPLACE INTO thread_meta (thread_key, key, value, seq) VALUES (?,?,?,?)",
-                (key, etype, _dumps(data), seq))
+                (key, etype, row_json(data), seq))
 
     @staticmethod
     def _event_rows(c, thread_key, *, after: int = 0, upto: int | None = None,

@@ -12,7 +12,7 @@ from statemachine.records import InputRecord, ToolCallRecord, TurnRecord
 from .. import jsontext
 
 
-def _dumps(row: dict) -> str:
+def row_json(row: dict) -> str:
     """A row's ``data``: ASCII (lone surrogates survive escaped), so ``len`` is its bytes
     (the ``data_bytes`` column)."""
     return jsontext.dumps(row, ensure_ascii=True, separators=(",", ":"))
@@ -51,7 +51,7 @@ class SqlStateView:
         return InputRecord.from_row(jsontext.loads(row[0])) if row else None
 
     def put_input(self, rec):
-        data = _dumps(rec.to_row())
+        data = row_json(rec.to_row())
         self.conn.execute(
             "INSERT OR REPLACE INTO inputs (thread_key, input_id, state, turn_id, admitted_seq,"
             " data, data_bytes) VALUES (?,?,?,?,?,?,?)",
@@ -109,7 +109,7 @@ class SqlStateView:
     def put_turn(self, rec):
         self.conn.execute(
             "INSERT OR REPLACE INTO turns (thread_key, turn_id, status, data) VALUES (?,?,?,?)",
-            (self.key, rec.turn_id, rec.status, _dumps(rec.to_row())),
+            (self.key, rec.turn_id, rec.status, row_json(rec.to_row())),
         )
 
     def running_turns(self):
@@ -126,7 +126,7 @@ class SqlStateView:
         return ToolCallRecord.from_row(jsontext.loads(row[0])) if row else None
 
     def put_call(self, rec):
-        data = _dumps(rec.to_row())
+        data = row_json(rec.to_row())
         self.conn.execute(
             "INSERT OR REPLACE INTO tool_calls (thread_key, call_id, status, started_seq, data,"
             " data_bytes) VALUES (?,?,?,?,?,?)",
