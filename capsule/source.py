@@ -16,19 +16,18 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .states import (  # noqa: F401 (their home before capsule.states)
+    ACTIONABLE_STATES,
+    HISTORICAL_STATES,
+    INPUT_STATES,
+    NOTICE_HIGH_PRIORITY,
+    UNSETTLED_TOOL_STATUSES,
+)
+
 InputState = Literal[
     "queued", "pending", "handled", "reconciling", "interrupted", "superseded", "rolled_back"
 ]
-INPUT_STATES: tuple[str, ...] = (
-    "queued", "pending", "handled", "reconciling", "interrupted", "superseded", "rolled_back"
-)
-# States whose input still asks for work. "queued" is actionable but not yet seen by the model.
-ACTIONABLE_STATES = frozenset({"pending", "interrupted", "reconciling", "queued"})
-HISTORICAL_STATES = frozenset({"handled", "superseded", "rolled_back"})
-
 ToolStatus = Literal["in_flight", "ok", "error", "unknown"]
-# A call whose result the capsule must never present as settled.
-UNSETTLED_TOOL_STATUSES = frozenset({"in_flight", "unknown"})
 
 
 class _Source(BaseModel):
@@ -149,8 +148,6 @@ class SourceNotice(_Source):
     priority: int = 0
     pointer: str = ""
 
-
-NOTICE_HIGH_PRIORITY = 50
 
 
 class SourceNotGathered(_Source):

@@ -18,7 +18,7 @@ import os
 
 from statemachine import events as ev
 
-from . import checkpoints
+from . import capsule_worker, checkpoints
 from .atomic import atomic_write
 from .engine import Thread
 
@@ -27,8 +27,8 @@ INLINE_LIMITS = {"claude": 9_500, "codex": 9_500}
 
 
 class _PendingSnapshot:
-    """A snapshot taken in a worker thread: git does the work in its own processes, so the
-    boundary's thread gathers the capsule meanwhile (issue 15). The worker touches no store
+    """A snapshot taken in a thread: git does the work in its own processes, so the
+    boundary's thread gathers the capsule's source meanwhile (issue 15). The worker touches no store
     connection of this thread (``workspace_link.snapshot_workspace``)."""
 
     def __init__(self, root: str | None, thread_key: str, home, generation: int, tree_after_restore=None):
@@ -87,7 +87,8 @@ COMMIT_ATTEMPTS = 32
 
 
 def commit_checkpoint(thread: Thread, *, reason: str, transcript_path: str | None = None,
-                      snapshot: bool = True, notices=(), tree_after_restore=None) -> checkpoints.Checkpoint:
+                      snapshot: bool = True, notices=(), tree_after_restore=None,
+                      worker: capsule_worker.CapsuleWorker | None = None) -> checkpoints.Checkpoint:
     """Snapshot the workspace and commit the capsule under one generation.
 
     ``tree_after_restore``: a restore just ran (a rewind); its ``RestoreResult.tree_after`` is
@@ -97,37 +98,79 @@ def commit_checkpoint(thread: Thread, *, reason: str, transcript_path: str | Non
     PreCompact). The snapshot claims its generation with its ref (created only if absent), so
     a ref always names the commit its checkpoint records; the store refuses a generation that
     is not past the thread's newest. The loser gives its claim back and tries again with the
-    next generation, a fresh snapshot and capsule: a boundary is never dropped for a race."""
+    next generation, a fresh snapshot and capsule: a boundary is never dropped for a race.
+
+    The capsule is built by a worker process (``continuation.capsule_worker``: it imports the
+    capsule stack on another core while this process gathers the source as plain data and
+    snapshots), ``worker`` when the caller started one earlier (a rewind, before its git
+    work), else one started here when the worker is used at all; without one, or when it
+    fails, it is built in this process. Either way the same capsule: one build function."""
     given, notices = notices, None
-    transcript = transcript_pointer(transcript_path)
-    floor = 0
-    for _ in range(COMMIT_ATTEMPTS):
-        generation = max(int(thread.row["generation"]) + 1, floor)
-        # git snapshots in a worker while this thread gathers the capsule's input and builds
-        # the schemas (and tokenizer) the capsule will need: the boundary costs the longer of
-        # the two, not their sum
-        pending = _start_snapshot(thread, generation, tree_after_restore) if snapshot else None
-        if notices is None:
-            notices = (*given, *_reconciliation_notices(thread))
-        seq = int(thread.row["last_seq"])  # read before gathering: the capsule covers it
-        source = checkpoints.gather_source(thread, generation=generation, reason=reason,
-                                           transcript=transcript, notices=notices)
-        if pending is not None:
-            checkpoints.warm_up(thread)
-        workspace = pending.result() if pending is not None else None
-        claimed = (workspace or {}).get("generation")
-        if isinstance(claimed, int) and claimed > generation:  # the ref of `generation` was taken
-            generation = claimed
-        try:
-            return checkpoints.commit(thread, reason=reason, workspace=workspace,
-                                      transcript=transcript, notices=notices,
-                                      generation=generation, source=source, seq=seq)
-        except checkpoints.GenerationTaken:
-            _release(thread, workspace)
-            floor = generation + 1
-    raise checkpoints.CheckpointError(
-        f"thread {thread.key}: {COMMIT_ATTEMPTS} checkpoints committed by other processes while "
-        "this one tried; giving up")
+    use_worker = worker is not None or capsule_worker.should_use()
+    exact = use_worker and checkpoints.newest_counted_exactly(thread)
+    if worker is None:
+        worker = capsule_worker.CapsuleWorker.start(thread.engine.home, exact=exact)
+    try:
+        transcript = transcript_pointer(transcript_path)
+        floor = 0
+        for _ in range(COMMIT_ATTEMPTS):
+            generation = max(int(thread.row["generation"]) + 1, floor)
+            # git snapshots in a thread while this one gathers the capsule's input (and, with
+            # no worker, builds the schemas and tokenizer the capsule will need): the boundary
+            # costs the longer of the two, not their sum
+            pending = _start_snapshot(thread, generation, tree_after_restore) if snapshot else None
+            if notices is None:
+                notices = (*given, *_reconciliation_notices(thread))
+            seq = int(thread.row["last_seq"])  # read before gathering: the capsule covers it
+            if worker is not None:
+                source = checkpoints.gather_plain_source(thread, generation=generation,
+                                                         reason=reason, transcript=transcript,
+                                                         notices=notices)
+            else:
+                source = checkpoints.gather_source(thread, generation=generation, reason=reason,
+                                                   transcript=transcript, notices=notices)
+                if pending is not None:
+                    checkpoints.warm_up(thread)
+            workspace = pending.result() if pending is not None else None
+            claimed = (workspace or {}).get("generation")
+            if isinstance(claimed, int) and claimed > generation:  # the ref of `generation` was taken
+                generation = claimed
+            built = None
+            if worker is not None:
+                built = worker.build(checkpoints.with_workspace(thread, source, generation=generation,
+                                                                workspace=workspace),
+                                     exact_first=exact)
+            try:
+                return checkpoints.commit(thread, reason=reason, workspace=workspace,
+                                          transcript=transcript, notices=notices,
+                                          generation=generation, source=source, seq=seq,
+                                          built=built)
+            except checkpoints.GenerationTaken:
+                _release(thread, workspace)
+                floor = generation + 1
+        raise checkpoints.CheckpointError(
+            f"thread {thread.key}: {COMMIT_ATTEMPTS} checkpoints committed by other processes "
+            "while this one tried; giving up")
+    finally:
+        if worker is not None:
+            worker.close()
+            if worker.problem:
+                _log_worker_problem(thread, worker.problem)
+
+
+def _log_worker_problem(thread: Thread, problem: str) -> None:
+    """A capsule worker that failed (the capsule was built in process) is noted in
+    ``logs/capsule-worker.log`` under the state home: slower, not wrong."""
+    try:
+        import time
+
+        from .paths import open_private
+
+        fd = open_private(os.path.join(os.fspath(thread.engine.home), "logs", "capsule-worker.log"))
+        with open(fd, "a", encoding="utf-8") as fh:
+            fh.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} thread={thread.key} {problem}\n")
+    except Exception:  # noqa: BLE001 - a note must not fail the boundary
+        pass
 
 
 def _release(thread: Thread, workspace: dict | None) -> None:

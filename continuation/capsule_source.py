@@ -10,24 +10,7 @@ import json
 from datetime import datetime, timezone
 from typing import Iterable
 
-from capsule.source import (
-    CapsuleSource,
-    SourceAttachment,
-    SourceBackgroundWork,
-    SourceClaim,
-    SourceCursor,
-    SourceFact,
-    SourceInput,
-    SourceModelSettings,
-    SourceNotGathered,
-    SourceNotice,
-    SourcePermissions,
-    SourcePlan,
-    SourcePlanItem,
-    SourcePointers,
-    SourceToolCall,
-    ThreadKey,
-)
+from capsule.notice import notice_data
 
 from statemachine.reducer import resolve_call
 
@@ -111,9 +94,25 @@ def _fact_text(event: dict, call=None) -> str:
 
 def gather(thread: Thread, *, generation: int, reason: str, upto_seq: int | None = None,
            workspace: dict | None = None, transcript: dict | None = None,
-           notices: Iterable[SourceNotice] = (), now: datetime | None = None) -> CapsuleSource:
-    """Everything the builder needs, as of the thread's current state."""
-    notices = list(notices)
+           notices: Iterable = (), now: datetime | None = None):
+    """Everything the builder needs, as of the thread's current state: a validated
+    :class:`capsule.source.CapsuleSource` (:func:`gather_plain`'s data)."""
+    from capsule.source import CapsuleSource
+
+    return CapsuleSource.model_validate(
+        gather_plain(thread, generation=generation, reason=reason, upto_seq=upto_seq,
+                     workspace=workspace, transcript=transcript, notices=notices, now=now))
+
+
+def gather_plain(thread: Thread, *, generation: int, reason: str, upto_seq: int | None = None,
+                 workspace: dict | None = None, transcript: dict | None = None,
+                 notices: Iterable = (), now: datetime | None = None) -> dict:
+    """What :func:`gather` validates: the fields of ``CapsuleSource`` as plain data (dicts,
+    lists, strings, numbers, datetimes), read without importing pydantic, so that a boundary's
+    process can gather while a worker process imports the capsule stack
+    (``continuation.capsule_worker``). ``notices``: ``capsule.notice.Notice`` objects,
+    ``SourceNotice`` models or dicts."""
+    notices = [notice_data(n) for n in notices]
     row = thread.row
     key = thread.key
     store = thread.store
@@ -133,8 +132,9 @@ def gather(thread: Thread, *, generation: int, reason: str, upto_seq: int | None
     # the log after the rewound-to position, until a turn completes after the rewind.
     rollbacks = store.events_of_types(key, [ROLLED_BACK], upto=upto_seq)
     ranges = live_ranges(rollbacks, last_seq) if rollbacks else None
-    titles = {m.title for m in notices}
-    rewind_notices = [n for n in notices_of(store, key, upto=upto_seq) if n.title not in titles]
+    titles = {m["title"] for m in notices}
+    rewind_notices = [notice_data(n) for n in notices_of(store, key, upto=upto_seq)
+                      if n.title not in titles]
     facts_src = _newest_live(store, key, FACT_TYPES, upto_seq, MAX_FACTS, ranges)
     cursor_src = _newest_live(store, key, CURSOR_TYPES, upto_seq, 1, ranges)
     background_src = [e for e in store.events_of_types(key, ["background_task"], upto=upto_seq)
@@ -148,7 +148,7 @@ def gather(thread: Thread, *, generation: int, reason: str, upto_seq: int | None
     not_gathered += older_inputs
 
     src_inputs = [
-        SourceInput(id=r.input_id, text=r.text, state=r.state, turn_id=r.turn_id,
+        dict(id=r.input_id, text=r.text, state=r.state, turn_id=r.turn_id,
                     admitted_seq=r.admitted_seq, queued=r.state == "queued",
                     attachments=[str(a.get("ref", a)) if isinstance(a, dict) else str(a)
                                  for a in r.attachments],
@@ -156,7 +156,7 @@ def gather(thread: Thread, *, generation: int, reason: str, upto_seq: int | None
         for r in inputs
     ]
     src_calls = [
-        SourceToolCall(call_id=c.call_id, tool=c.tool or "?", args=c.args or {},
+        dict(call_id=c.call_id, tool=c.tool or "?", args=c.args or {},
                        status=_tool_status(c), started_at=_when(c.started_at), turn_id=c.turn_id,
                        exit_code=(c.outcome or {}).get("exit_code"),
                        pointer=pointer(key, c.started_seq))
@@ -166,23 +166,23 @@ def gather(thread: Thread, *, generation: int, reason: str, upto_seq: int | None
     known = {e["seq"]: resolve_call(view, e["data"]["call_id"], e["data"].get("turn_id"))
              for e in [*facts_src, *cursor_src]
              if e["type"] in ("tool_finished", "reconciled") and e["data"].get("call_id")}
-    facts = [SourceFact(seq=e["seq"], kind=e["type"], text=_fact_text(e, known.get(e["seq"])),
+    facts = [dict(seq=e["seq"], kind=e["type"], text=_fact_text(e, known.get(e["seq"])),
                         pointer=pointer(key, e["seq"]))
              for e in facts_src]
     checks = _claim_checks(view, claims_src)
     delivered = store.events_of_types(key, ["context_delivered"], upto=upto_seq, newest=1)
     supersedes = delivered[-1]["data"].get("generation") if delivered else None
-    claims = [SourceClaim(turn_id=c["turn_id"], text=c["text"], seq=c["seq"],
+    claims = [dict(turn_id=c["turn_id"], text=c["text"], seq=c["seq"],
                           pointer=pointer(key, c["seq"]), checks=note)
               for c, note in zip(claims_src, checks)]
-    attachments = [SourceAttachment(ref=str(a.get("ref", a)) if isinstance(a, dict) else str(a),
+    attachments = [dict(ref=str(a.get("ref", a)) if isinstance(a, dict) else str(a),
                                     kind=a.get("kind") if isinstance(a, dict) else None,
                                     input_id=r.input_id, pointer=pointer(key, r.admitted_seq))
                    for r in inputs if r.state not in ("rolled_back",) for a in r.attachments]
     settings = meta.get("settings", {})
     plan = meta.get("plan_updated")
-    return CapsuleSource(
-        thread=ThreadKey(runtime=row["runtime"], session_id=row["session_id"], thread_id=key),
+    return dict(
+        thread=dict(runtime=row["runtime"], session_id=row["session_id"], thread_id=key),
         generation=generation,
         reason=reason,
         created_at=now or datetime.now(timezone.utc),
@@ -192,18 +192,18 @@ def gather(thread: Thread, *, generation: int, reason: str, upto_seq: int | None
         claims=claims,
         cursor=_cursor(key, cursor_src, known),
         workspace=source_workspace(row, workspace),
-        permissions=SourcePermissions(permission_mode=settings.get("permission_mode"),
+        permissions=dict(permission_mode=settings.get("permission_mode"),
                                       sandbox=settings.get("sandbox"),
                                       approval=settings.get("approval")),
-        model_settings=SourceModelSettings(model=settings.get("model"),
+        model_settings=dict(model=settings.get("model"),
                                            provider=settings.get("provider")),
         attachments=attachments,
         plan=_plan(key, plan) if plan else None,
-        background=[SourceBackgroundWork(description=f"{b.get('tool')} {b.get('args')}",
+        background=[dict(description=f"{b.get('tool')} {b.get('args')}",
                                          handle=b["handle"], handle_kind="shell", seq=b.get("seq"),
                                          pointer=pointer(key, b.get("seq")))
                     for b in _background(background_src)],
-        pointers=SourcePointers(event_seq_first=1 if last_seq else None,
+        pointers=dict(event_seq_first=1 if last_seq else None,
                                 event_seq_last=last_seq or None,
                                 **_transcript_pointer(store, key, transcript, upto_seq)),
         notices=[*notices, *rewind_notices],
@@ -309,7 +309,7 @@ def _bounded_claims(store, key: str, upto: int | None, ranges,
 def _not_gathered(store, key: str, calls, facts_src: list[dict], older_claims: list,
                   upto_seq: int | None,
                   ranges: list[tuple[int, int]] | None,
-                  counts: PrefixCounts) -> list[SourceNotGathered]:
+                  counts: PrefixCounts) -> list[dict]:
     """Count what the bounds above leave unread (older finished calls, facts, claims), so the
     capsule records every dropped item in a cut: one aggregate statement per cut, no row (not
     even a size or a seq) is brought into Python, so a boundary stays flat in thread length."""
@@ -334,14 +334,14 @@ def _not_gathered(store, key: str, calls, facts_src: list[dict], older_claims: l
 
 
 def _count_older(conn, counts: PrefixCounts, ranges, field: str, key: str, rows_sql: str,
-                 args, before: int) -> list[SourceNotGathered]:
+                 args, before: int) -> list[dict]:
     """The "(not gathered)" cut of the rows ``rows_sql`` selects from an append-only table
     (``seq``, ``size``) below ``before`` on the current branch (``ranges``): extended from the
     counts kept at earlier boundaries (``continuation.prefix_counts``)."""
     return _cut(field, key, *counts.count(conn, field, rows_sql, args, before, ranges))
 
 
-def _count_rows(conn, field: str, key: str, rows_sql: str, args) -> list[SourceNotGathered]:
+def _count_rows(conn, field: str, key: str, rows_sql: str, args) -> list[dict]:
     """The "(not gathered)" cut of the rows ``rows_sql`` selects (columns ``seq`` and ``size``),
     counted by the database (COUNT, SUM, MIN, MAX over an indexed range)."""
     return _cut(field, key, *totals_of(conn, rows_sql, args))
@@ -358,10 +358,10 @@ def cut_pointers_sha256(field: str, key: str, items: int, first: int | None,
 
 
 def _cut(field: str, key: str, items: int, size: int, first: int | None,
-         last: int | None) -> list[SourceNotGathered]:
+         last: int | None) -> list[dict]:
     if not items:
         return []
-    return [SourceNotGathered(
+    return [dict(
         field=field, items=items, original_bytes=size,
         pointers_sha256=cut_pointers_sha256(field, key, items, first, last),
         pointer=pointer(key, first), last_pointer=pointer(key, last) if items > 1 else None)]
@@ -391,10 +391,10 @@ def _rollback_points(events: list[dict]) -> list[int]:
     return [int(e["data"]["to_seq"]) for e in events if e["type"] == "rolled_back"]
 
 
-def _cursor(key: str, last: list[dict], calls: dict) -> SourceCursor:
+def _cursor(key: str, last: list[dict], calls: dict) -> dict:
     """The last completed step (a finished tool call or an ended turn) and its outcome."""
     if not last:
-        return SourceCursor()
+        return dict()
     e = last[-1]
     d = e["data"]
     if e["type"] in ("tool_finished", "reconciled"):
@@ -410,17 +410,17 @@ def _cursor(key: str, last: list[dict], calls: dict) -> SourceCursor:
     else:
         step = f"turn {d.get('turn_id')} {e['type'].split('_')[1]}"
         outcome = e["type"]
-    return SourceCursor(last_completed_step=step, last_runtime_outcome=outcome,
+    return dict(last_completed_step=step, last_runtime_outcome=outcome,
                         pointer=pointer(key, e["seq"]))
 
 
-def _plan(key: str, plan: dict) -> SourcePlan:
+def _plan(key: str, plan: dict) -> dict:
     items = []
     for item in plan.get("items") or []:
         if isinstance(item, dict):
             text = item.get("content") or item.get("step") or item.get("text") or ""
-            items.append(SourcePlanItem(text=str(text), status=str(item.get("status") or "pending")))
-    return SourcePlan(tool=plan.get("tool"), seq=plan.get("seq"), items=items,
+            items.append(dict(text=str(text), status=str(item.get("status") or "pending")))
+    return dict(tool=plan.get("tool"), seq=plan.get("seq"), items=items,
                       pointer=pointer(key, plan.get("seq")))
 
 

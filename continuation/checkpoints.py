@@ -164,12 +164,24 @@ def gather_source(thread: Thread, *, generation: int, reason: str, workspace: di
                   transcript=transcript, notices=notices, upto_seq=upto_seq)
 
 
+def gather_plain_source(thread: Thread, *, generation: int, reason: str,
+                        transcript: dict | None = None, notices=()) -> dict:
+    """:func:`gather_source` as plain data, without importing pydantic (a boundary whose capsule
+    a worker builds: ``continuation.capsule_worker``)."""
+    from .capsule_source import gather_plain
+
+    return gather_plain(thread, generation=generation, reason=reason, transcript=transcript,
+                        notices=notices)
+
+
 def with_workspace(thread: Thread, source, *, generation: int, workspace: dict | None):
-    """``source`` as if gathered with this snapshot and generation."""
+    """``source`` (a model or plain data) as if gathered with this snapshot and generation."""
     from .capsule_source import source_workspace
 
-    return source.model_copy(update={"generation": generation,
-                                     "workspace": source_workspace(thread.row, workspace)})
+    update = {"generation": generation, "workspace": source_workspace(thread.row, workspace)}
+    if isinstance(source, dict):
+        return {**source, **update}
+    return source.model_copy(update=update)
 
 
 def build(thread: Thread, *, generation: int, reason: str, workspace: dict | None = None,
@@ -186,15 +198,28 @@ def build(thread: Thread, *, generation: int, reason: str, workspace: dict | Non
     the encoding's ranks, cached parsed under the state home, without tiktoken's BPE table). A
     thread whose newest capsule needed an exact count goes straight to it (a thread only
     grows)."""
-    from capsule.budget import Budget, build_capsule
+    from capsule.budget import Budget
     from capsule.tokens import set_ranks_cache
 
     if source is None:
         source = gather_source(thread, generation=generation, reason=reason, workspace=workspace,
                                transcript=transcript, notices=notices, upto_seq=upto_seq)
-    budget = budget or Budget()
+    elif isinstance(source, dict):
+        from capsule.source import CapsuleSource
+
+        source = CapsuleSource.model_validate(source)
     set_ranks_cache(thread.engine.home / "cache")
-    if not _newest_counted_exactly(thread) and _text_bytes(source) <= budget.max_tokens:
+    return build_from_source(source, budget or Budget(),
+                             exact_first=newest_counted_exactly(thread))
+
+
+def build_from_source(source, budget, *, exact_first: bool):
+    """The capsule of a validated ``source`` (what :func:`build` and the capsule worker both
+    call): bound-counted first unless ``exact_first`` or its texts are too large for the bound
+    to fit, then exactly counted (:func:`build`)."""
+    from capsule.budget import build_capsule
+
+    if not exact_first and _text_bytes(source) <= budget.max_tokens:
         from capsule.tokens import ByteBoundCounter
 
         capsule = build_capsule(source, budget, counter=ByteBoundCounter())
@@ -213,16 +238,16 @@ def _uncut_and_within(capsule, source) -> bool:
 
 
 def warm_up(thread: Thread) -> None:
-    """Do ahead what the next build will need, while a boundary waits for git: the capsule
-    models' schemas (pydantic builds them on first use) and, when this thread's newest capsule
-    was counted exactly (a thread only grows, so the next one will be too), the tokenizer.
+    """Do ahead what the next build in this process will need (no capsule worker builds it),
+    while a boundary waits for git: the capsule models' schemas (pydantic builds them on first
+    use) and, when this thread's newest capsule was counted exactly, the tokenizer.
     Called in the boundary's own thread: a background load would hold the interpreter lock
     against the git worker's process starts."""
     from capsule.model import build_schemas
     from capsule.tokens import get_token_counter, set_ranks_cache
 
     build_schemas()
-    if _newest_counted_exactly(thread):
+    if newest_counted_exactly(thread):
         set_ranks_cache(thread.engine.home / "cache")
         try:
             get_token_counter()
@@ -230,7 +255,9 @@ def warm_up(thread: Thread) -> None:
             pass
 
 
-def _newest_counted_exactly(thread: Thread) -> bool:
+def newest_counted_exactly(thread: Thread) -> bool:
+    """This thread's newest capsule was counted exactly (it needed cuts; a thread only grows,
+    so its next one will be too)."""
     from capsule.tokens import is_bound
 
     rows = thread.store.checkpoint_rows(thread.key, newest_first=True, limit=1)
@@ -250,7 +277,7 @@ def prefetch_tokenizer(thread: Thread) -> bool:
     started."""
     from capsule.tokens import preload_in_background, set_ranks_cache
 
-    if not _newest_counted_exactly(thread):
+    if not newest_counted_exactly(thread):
         return False
     set_ranks_cache(thread.engine.home / "cache")
     preload_in_background()
@@ -267,38 +294,43 @@ def _text_bytes(source) -> int:
 
 def commit(thread: Thread, *, reason: str, workspace: dict | None = None,
            transcript: dict | None = None, notices=(), budget=None,
-           generation: int | None = None, source=None, seq: int | None = None) -> Checkpoint:
+           generation: int | None = None, source=None, seq: int | None = None,
+           built: tuple[bytes, str, int] | None = None) -> Checkpoint:
     """Commit the capsule as ``generation`` (default: the next one). Generations only grow:
     when the thread already has this generation or a later one, ``GenerationTaken`` is raised
     and nothing is committed (``boundary.commit_checkpoint`` retries with the next).
-    ``source`` and ``seq``: the capsule's input gathered earlier and the last event it covers
-    (read before it was gathered)."""
-    from capsule.model import SCHEMA_VERSION, encode_capsule
-    from capsule.render import render_capsule
-
+    ``source`` and ``seq``: the capsule's input gathered earlier (a model or plain data) and
+    the last event it covers (read before it was gathered). ``built``: the capsule already
+    built from that source with this generation and workspace (bytes, rendering, schema
+    version: ``continuation.capsule_worker``)."""
     store = thread.store
     row = thread.row
     if generation is None:
         generation = int(row["generation"]) + 1
     if seq is None:
         seq = int(row["last_seq"])
-    if source is not None:
-        source = with_workspace(thread, source, generation=generation, workspace=workspace)
-    capsule = build(thread, generation=generation, reason=reason, workspace=workspace,
-                    transcript=transcript, notices=notices, budget=budget, source=source)
-    data = encode_capsule(capsule)
+    if built is not None:
+        data, rendered, version = built
+    else:
+        from capsule.model import SCHEMA_VERSION, encode_capsule
+        from capsule.render import render_capsule
+
+        if source is not None:
+            source = with_workspace(thread, source, generation=generation, workspace=workspace)
+        capsule = build(thread, generation=generation, reason=reason, workspace=workspace,
+                        transcript=transcript, notices=notices, budget=budget, source=source)
+        data, rendered, version = encode_capsule(capsule), render_capsule(capsule), SCHEMA_VERSION
     digest = hashlib.sha256(data).hexdigest()
-    rendered = render_capsule(capsule)
     cp_id = checkpoint_id_for(thread.key, generation)
     now = time.time()
     store.commit_checkpoint(
         {"checkpoint_id": cp_id, "thread_key": thread.key, "generation": generation, "seq": seq,
          "reason": reason, "created_at": now, "capsule": data, "sha256": digest,
-         "capsule_version": SCHEMA_VERSION, "rendered": rendered,
+         "capsule_version": version, "rendered": rendered,
          "workspace": json.dumps(workspace) if workspace else None, "file_path": None},
         {"checkpoint_id": cp_id, "generation": generation, "reason": reason, "sha256": digest,
          "covers_seq": seq, "snapshot_ref": (workspace or {}).get("snapshot_ref")})
-    return Checkpoint(cp_id, thread.key, generation, seq, reason, now, digest, SCHEMA_VERSION,
+    return Checkpoint(cp_id, thread.key, generation, seq, reason, now, digest, version,
                       rendered, workspace, None, data)
 
 

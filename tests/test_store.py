@@ -241,7 +241,7 @@ def test_open_inputs_and_unsettled_calls_are_read_by_their_state_index(store):
     # a boundary's input read: the open one and the newest historical ones, the rest counted
     bounded, older = _bounded_inputs(store, key)
     assert bounded[-1].input_id == "open" and len(bounded) == 201
-    assert older and older[0].items == 3050 - 200
+    assert older and older[0]["items"] == 3050 - 200
 
 
 def test_the_postgres_dialect_drops_the_planner_hint():

@@ -172,7 +172,8 @@ def _run_rewind(args, mode: str) -> int:
 
     with open_engine() as engine:
         try:
-            plan = plan_rewind(engine, _checkpoint_of(engine, args), mode, reason=args.reason)
+            plan = plan_rewind(engine, _checkpoint_of(engine, args), mode, reason=args.reason,
+                               applying=not args.dry_run)
         except _workspace_errors() as exc:
             raise CommandError(str(exc)) from None
         if args.dry_run:

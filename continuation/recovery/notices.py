@@ -1,7 +1,7 @@
 """What the next context is told: the reconciliation prompt and the recovery notice.
 
-The reconciliation prompt is a :class:`capsule.source.SourceNotice` of high priority (it is kept
-with the actionable inputs under any budget): one block per call naming the call, its
+The reconciliation prompt is a capsule notice (:class:`capsule.notice.Notice`) of high
+priority (it is kept with the actionable inputs under any budget): one block per call naming the call, its
 arguments, when it started, what was verified and the question to settle before retrying.
 The recovery notice is a short plain text for a SessionStart in the same workspace: which
 threads were interrupted and the commands to look at them. Neither repeats user text: the
@@ -42,12 +42,12 @@ def reconciliation_lines(items: list[ReconcileItem]) -> list[str]:
 
 def reconciliation_notice(thread, items: list[ReconcileItem] | None = None):
     """The reconciliation prompt of ``thread`` as a capsule notice, or None when nothing waits."""
-    from capsule.source import SourceNotice
+    from capsule.notice import Notice
 
     items = pending(thread) if items is None else items
     if not items:
         return None
-    return SourceNotice(title=RECONCILE_TITLE, lines=reconciliation_lines(items),
+    return Notice(title=RECONCILE_TITLE, lines=reconciliation_lines(items),
                         priority=RECONCILE_PRIORITY,
                         pointer=f"event:{thread.key}:{min(i.started_seq for i in items)}")
 
@@ -65,7 +65,7 @@ def decision_notice(thread):
     """The user's reconciliation decisions about the calls of inputs still open, as a capsule
     notice (None when there are none): a decision is a state the model did not witness, so the
     next context says it in words next to the input it reopened."""
-    from capsule.source import SourceNotice
+    from capsule.notice import Notice
 
     open_inputs = thread.inputs(("pending", "interrupted", "reconciling"))
     turns = {r.turn_id for r in open_inputs if r.turn_id}
@@ -82,7 +82,7 @@ def decision_notice(thread):
             lines.append(f"input {r.input_id} is {r.state}: its turn was cut after these calls. "
                          "Continue it from after them and do only what remains of it; if they "
                          "were its last step, nothing remains: say so.")
-    return SourceNotice(title=DECISION_TITLE, lines=lines, priority=DECISION_PRIORITY,
+    return Notice(title=DECISION_TITLE, lines=lines, priority=DECISION_PRIORITY,
                         pointer=f"event:{thread.key}:{min(c.finished_seq or c.started_seq for c in decided)}")
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from capsule.source import SourceNotice
+from capsule.notice import Notice
 from statemachine import events as ev
 
 from .. import checkpoints as cps
@@ -84,7 +84,7 @@ def copy_events(engine: Engine, source_key: str, target_key: str, upto: int) -> 
     return len(rows)
 
 
-def fork_notice(parent_key: str, cp: cps.Checkpoint, at: int, files: dict | None) -> SourceNotice:
+def fork_notice(parent_key: str, cp: cps.Checkpoint, at: int, files: dict | None) -> Notice:
     lines = [
         f"This thread is a fork of thread {parent_key}, made at checkpoint {cp.checkpoint_id} "
         f"(event {at}). It continues from the state at that point: anything the parent thread did "
@@ -99,5 +99,5 @@ def fork_notice(parent_key: str, cp: cps.Checkpoint, at: int, files: dict | None
         lines.append("The workspace folder is shared with the parent thread and was not restored: "
                      "files may hold changes the parent made after the checkpoint; check them "
                      "before relying on them.")
-    return SourceNotice(title=TITLE_FORK, lines=lines, priority=80,
+    return Notice(title=TITLE_FORK, lines=lines, priority=80,
                         pointer=f"event:{parent_key}:{at}")

@@ -117,6 +117,8 @@ class RewindPlan:
     calls: list[dict] = field(default_factory=list)  # tool calls that leave the view
     notices: list = field(default_factory=list)  # the recovery summary the context will carry
     files: object | None = None  # workspace.RestorePlan
+    # a capsule worker started for the apply (continuation.capsule_worker); not part of the plan
+    builder: object | None = field(default=None, repr=False, compare=False)
 
     @property
     def conversation(self) -> bool:
@@ -160,8 +162,11 @@ def _one_line(text: str, width: int = 70) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def plan_rewind(engine: Engine, selector: str, mode: str, *, reason: str = "") -> RewindPlan:
-    """What a rewind would do; changes nothing."""
+def plan_rewind(engine: Engine, selector: str, mode: str, *, reason: str = "",
+                applying: bool = False) -> RewindPlan:
+    """What a rewind would do; changes nothing. ``applying``: the caller applies it next
+    (:func:`apply_rewind`), so a files rewind starts what the new checkpoint's capsule will need
+    (a capsule worker, else a warm-up thread) while git scans the work tree."""
     if mode not in MODES:
         raise RewindError(f"rewind mode must be one of {', '.join(MODES)}, not {mode!r}")
     cp = cps.find_checkpoint(engine, selector)
@@ -176,7 +181,9 @@ def plan_rewind(engine: Engine, selector: str, mode: str, *, reason: str = "") -
         plan.calls = [{"call_id": c.call_id, "tool": c.tool, "status": c.status}
                       for c in view.calls_after(to_seq) if c.status != "rolled_back"]
     if mode != "conversation":
-        plan.files = plan_files(engine, thread, cp, warm_up=True)
+        if applying:
+            plan.builder = _start_builder(thread)
+        plan.files = plan_files(engine, thread, cp, warm_up=applying and plan.builder is None)
     # the summary exactly as it will be rebuilt after the anchor fact is appended
     summary = _summary()
     anchor = {"seq": plan.last_seq + 1,
@@ -186,12 +193,25 @@ def plan_rewind(engine: Engine, selector: str, mode: str, *, reason: str = "") -
     return plan
 
 
+def _start_builder(thread: Thread):
+    """A capsule worker for the rewind's new checkpoint, started before the work tree is
+    scanned (it imports the capsule stack on another core meanwhile); None where
+    ``capsule_worker.should_use`` says no."""
+    from .. import capsule_worker
+
+    if not capsule_worker.should_use():
+        return None
+    return capsule_worker.CapsuleWorker.start(thread.engine.home,
+                                              exact=cps.newest_counted_exactly(thread))
+
+
 _warming = None
 
 
 def warm_up_in_background() -> None:
     """Import the capsule stack (pydantic, the capsule models, the recovery summary) and build
-    the models' schemas in a daemon thread, once per process: started when a rewind's main
+    the models' schemas in a daemon thread, once per process, where no capsule worker builds
+    the rewind's checkpoint (``continuation.capsule_worker``): started when a rewind's main
     thread has imported what its files plan needs and next waits on git scanning the work tree
     (the restore preview, then the safety snapshot), so ~70 ms of imports overlap that wait
     instead of preceding it (issue 15). :func:`_summary` waits for it before the main thread
@@ -217,7 +237,8 @@ def _warm_up() -> None:
 
 
 def _summary():
-    """:mod:`.summary` (pydantic models), once the warm-up thread, if one was started, is done."""
+    """:mod:`.summary`, once the warm-up thread, if one was started, is done (it imports the
+    summary with the capsule models)."""
     if _warming is not None:
         _warming.join()
     from . import summary
@@ -282,7 +303,8 @@ def apply_rewind(engine: Engine, plan: RewindPlan) -> RewindResult:
     from ..boundary import commit_checkpoint
 
     thread = Thread(engine, plan.thread_key)
-    cps.prefetch_tokenizer(thread)  # its load overlaps the restore's git work
+    if plan.builder is None:
+        cps.prefetch_tokenizer(thread)  # its load overlaps the restore's git work
     files = tree_after = None
     if plan.files is not None:
         files, tree_after = restore_files_with_tree(engine, plan.files)
@@ -290,7 +312,8 @@ def apply_rewind(engine: Engine, plan: RewindPlan) -> RewindResult:
     etype = ev.ROLLED_BACK if plan.conversation else WORKSPACE_RESTORED
     anchor = thread.record(etype, _anchor_data(plan, files), source=SOURCE)
     notices = summary.notices_of(thread.store, thread.key)
-    cp = commit_checkpoint(thread, reason="rewind", notices=notices, tree_after_restore=tree_after)
+    cp = commit_checkpoint(thread, reason="rewind", notices=notices, tree_after_restore=tree_after,
+                           worker=plan.builder)
     thread.record(ev.BOUNDARY, {"kind": "rewind", "mode": plan.mode, "trigger": "manual",
                                 "checkpoint_id": cp.checkpoint_id, "generation": cp.generation,
                                 "rewound_to": plan.checkpoint.checkpoint_id,

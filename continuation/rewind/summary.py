@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 
-from capsule.source import SourceNotice
+from capsule.notice import Notice
 from statemachine.reducer import alias_of
 
 from .timeline import WORKSPACE_RESTORED, discarded_branch
@@ -82,7 +82,7 @@ def _bounded(lines: list[str], more_hint: str) -> list[str]:
     return lines[:MAX_ITEMS] + [f"  ... and {len(lines) - MAX_ITEMS} more ({more_hint})"]
 
 
-def recovery_notices(events: list[dict], *, thread_key: str) -> list[SourceNotice]:
+def recovery_notices(events: list[dict], *, thread_key: str) -> list[Notice]:
     """The rewind notices the next context must carry, or [] when none is due.
 
     Never raises: it runs inside every checkpoint commit, and a log this code cannot read
@@ -97,7 +97,7 @@ def recovery_notices(events: list[dict], *, thread_key: str) -> list[SourceNotic
             return [files_notice(anchor, thread_key)]
         return conversation_notices(events, anchor, thread_key)
     except Exception as exc:  # an event shape from a newer or broken writer
-        return [SourceNotice(
+        return [Notice(
             title=TITLE_CORE, priority=PRIORITY_CORE, pointer=f"event:{thread_key}:{anchor['seq']}",
             lines=[f"The user rewound this thread (event {anchor['seq']}); work after the "
                    "checkpoint was undone and must not be assumed. The detailed summary could "
@@ -106,7 +106,7 @@ def recovery_notices(events: list[dict], *, thread_key: str) -> list[SourceNotic
 
 
 def notices_of(store, thread_key: str, *, upto: int | None = None,
-               pending_anchor: dict | None = None) -> list[SourceNotice]:
+               pending_anchor: dict | None = None) -> list[Notice]:
     """:func:`recovery_notices` from the part of the log they depend on, whatever its length:
     the newest anchor (through the type index; ``pending_anchor``: one about to be appended,
     for a preview), the events after it, and for a conversation rewind the events after the
@@ -166,14 +166,14 @@ def _files_lines(files: dict) -> list[str]:
     return lines
 
 
-def files_notice(anchor: dict, thread_key: str) -> SourceNotice:
+def files_notice(anchor: dict, thread_key: str) -> Notice:
     d = anchor["data"]
     if d.get("undo_of"):
         first = (f"The user undid the files restore of event {d['undo_of']}: the workspace files "
                  "are back as they were just before that restore. The conversation did not "
                  "change: re-read a file before editing it.")
         lines = [first, _reason_line(d), *_files_lines(d)[1:]]
-        return SourceNotice(title=TITLE_FILES, lines=lines, priority=PRIORITY_CORE,
+        return Notice(title=TITLE_FILES, lines=lines, priority=PRIORITY_CORE,
                             pointer=f"event:{thread_key}:{anchor['seq']}")
     lines = [
         f"The user restored the workspace files to checkpoint {d.get('checkpoint_id')} "
@@ -183,7 +183,7 @@ def files_notice(anchor: dict, thread_key: str) -> SourceNotice:
         _reason_line(d),
         *_files_lines(d)[1:],
     ]
-    return SourceNotice(title=TITLE_FILES, lines=lines, priority=PRIORITY_CORE,
+    return Notice(title=TITLE_FILES, lines=lines, priority=PRIORITY_CORE,
                         pointer=f"event:{thread_key}:{anchor['seq']}")
 
 
@@ -204,7 +204,7 @@ def _call_key(calls: dict, data: dict, *, starting: bool = False) -> str:
     return alias_of(call_id, turn) if starting else call_id
 
 
-def conversation_notices(events: list[dict], anchor: dict, thread_key: str) -> list[SourceNotice]:
+def conversation_notices(events: list[dict], anchor: dict, thread_key: str) -> list[Notice]:
     branch = discarded_branch(events, int(anchor["seq"]))
     d = anchor["data"]
     pointer = f"event:{thread_key}:{anchor['seq']}"
@@ -277,7 +277,7 @@ def conversation_notices(events: list[dict], anchor: dict, thread_key: str) -> l
     if failing:
         core += ["Failing checks (tool calls that failed after the checkpoint):",
                  *_bounded(failing, hint)]
-    notices = [SourceNotice(title=TITLE_CORE, lines=core, priority=PRIORITY_CORE, pointer=pointer)]
+    notices = [Notice(title=TITLE_CORE, lines=core, priority=PRIORITY_CORE, pointer=pointer)]
 
     tried: list[str] = []
     if inputs:
@@ -290,11 +290,11 @@ def conversation_notices(events: list[dict], anchor: dict, thread_key: str) -> l
         tried += ["Turns:", *_bounded(turns, hint)]
     if not tried:
         tried = ["Nothing but bookkeeping happened after the checkpoint."]
-    notices.append(SourceNotice(title=TITLE_TRIED, lines=tried, priority=PRIORITY_TRIED,
+    notices.append(Notice(title=TITLE_TRIED, lines=tried, priority=PRIORITY_TRIED,
                                 pointer=pointer))
     if claims:
         lines = [f"claim from the discarded branch (what the assistant said; not a fact, and "
                  f"undone): {_clip(c)}" for c in claims]
-        notices.append(SourceNotice(title=TITLE_CLAIMS, lines=_bounded(lines, hint),
+        notices.append(Notice(title=TITLE_CLAIMS, lines=_bounded(lines, hint),
                                     priority=PRIORITY_CLAIMS, pointer=pointer))
     return notices

@@ -1,0 +1,228 @@
+"""A process that builds a boundary's capsule while the boundary's own process does the rest.
+
+A checkpoint's capsule needs pydantic, the capsule models' schemas and, near its budget, the
+tokenizer: about 110 ms of one core's work before its first byte is built (issue 15). The
+boundary's process also reads the store and waits on git, and a thread cannot take that import
+work off its path (one interpreter lock). So a boundary starts this worker first: it imports
+and warms the capsule stack on another core while the boundary's process gathers the source as
+plain data (``capsule_source.gather_plain``, no pydantic) and snapshots the workspace; then the
+worker validates that source and builds with the very function a build in process uses
+(``checkpoints.build_from_source``), and sends back the encoded capsule and its rendering. The
+boundary's process commits them (the store, the generation claim and every fault point stay
+there): the worker writes nothing but its ranks cache.
+
+Used (:func:`should_use`) on POSIX with at least two CPUs this process may run on, when the
+capsule stack is not imported here yet (a process that holds it, e.g. the Python API or a test
+run, builds in place), unless ``CONTINUATION_CAPSULE_WORKER=0``. Whatever goes wrong with the
+worker (it cannot start, dies, sends nothing within :data:`REPLY_TIMEOUT_S` or something
+malformed, reports an error), the boundary builds the capsule in process: the same capsule,
+only later. The reason is kept in :attr:`CapsuleWorker.problem`.
+
+Protocol: frames of an 8-byte big-endian length and a pickle, over the worker's stdin (requests)
+and stdout (replies); both ends are this package, started by the parent with its own
+interpreter and package folder. Request ``{"source": dict, "exact_first": bool}``; reply
+``{"data": bytes, "rendered": str, "version": int}`` or ``{"error": str}``. The worker serves
+requests until its stdin closes (a boundary that lost a generation race sends another).
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+#: how long a boundary waits for the worker's reply before building in process instead
+REPLY_TIMEOUT_S = 20.0
+_LENGTH = 8
+#: a reply larger than this is not one (the capsule's budget is in KiB)
+MAX_REPLY_BYTES = 64 << 20
+
+
+def should_use() -> bool:
+    if os.environ.get("CONTINUATION_CAPSULE_WORKER", "").strip() == "0":
+        return False
+    if os.name != "posix" or "pydantic" in sys.modules:
+        return False
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:
+        cpus = os.cpu_count() or 1
+    return cpus >= 2
+
+
+class CapsuleWorker:
+    """The boundary's end of one worker process."""
+
+    def __init__(self, proc):
+        self._proc = proc
+        self.problem: str | None = None
+
+    @classmethod
+    def start(cls, home, *, exact: bool) -> CapsuleWorker | None:
+        """A started worker (warming for an exact count when ``exact``), or None when
+        :func:`should_use` says no or it cannot be started."""
+        return cls.spawn(home, exact=exact) if should_use() else None
+
+    @classmethod
+    def spawn(cls, home, *, exact: bool) -> CapsuleWorker | None:
+        """A started worker whatever :func:`should_use` says (None when it cannot start)."""
+        import subprocess
+
+        # the package folder this process imported (a source tree, a venv): the worker imports
+        # the same code, and ``-P`` keeps a project's own ``continuation/`` folder out
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        code = ("import sys; sys.path.insert(0, sys.argv[1]); "
+                "from continuation.capsule_worker import main; raise SystemExit(main(sys.argv[2:]))")
+        try:
+            proc = subprocess.Popen(
+                [sys.executable, "-P", "-c", code, root, os.fspath(home),
+                 "exact" if exact else "bound"],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        except OSError:
+            return None
+        return cls(proc)
+
+    def build(self, source: dict, *, exact_first: bool) -> tuple[bytes, str, int] | None:
+        """(capsule bytes, rendering, schema version) of ``source`` (plain data), or None with
+        :attr:`problem` set; a worker that failed once is not asked again."""
+        if self.problem is not None:
+            return None
+        import pickle
+
+        try:
+            _send(self._proc.stdin.fileno(),
+                  pickle.dumps({"source": source, "exact_first": exact_first}, protocol=5))
+            reply = pickle.loads(_receive(self._proc.stdout.fileno()))
+        except Exception as exc:  # noqa: BLE001 - whatever it is, the boundary builds itself
+            return self._failed(f"{type(exc).__name__}: {exc}")
+        if not isinstance(reply, dict):
+            return self._failed("a malformed reply")
+        if "error" in reply:
+            return self._failed(str(reply["error"]))
+        data, rendered, version = reply.get("data"), reply.get("rendered"), reply.get("version")
+        if not (isinstance(data, bytes) and data and isinstance(rendered, str)
+                and isinstance(version, int)):
+            return self._failed("a malformed reply")
+        return data, rendered, version
+
+    def _failed(self, why: str) -> None:
+        self.problem = f"capsule worker: {why}; the capsule was built in process"
+        self._stop()
+        return None
+
+    def close(self) -> None:
+        """End the worker: its stdin closes and it exits on its own. Not waited for (the kernel
+        takes ~7 ms to free its memory): ``subprocess`` reaps it later, or init does once this
+        process has ended."""
+        try:
+            self._proc.stdin.close()
+            self._proc.stdout.close()
+        except OSError:
+            pass
+        self._proc.poll()
+
+    def _stop(self) -> None:
+        try:
+            self._proc.kill()
+            self._proc.wait(timeout=2)
+        except Exception:  # noqa: BLE001 - gone already
+            pass
+
+
+def _send(fd: int, payload: bytes, timeout: float = REPLY_TIMEOUT_S) -> None:
+    import select
+    import time
+
+    data = memoryview(len(payload).to_bytes(_LENGTH, "big") + payload)
+    deadline = time.monotonic() + timeout
+    while data:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0 or not select.select([], [fd], [], remaining)[1]:
+            raise TimeoutError("the worker took no request in time")
+        data = data[os.write(fd, data[:65536]):]
+
+
+def _receive(fd: int, timeout: float = REPLY_TIMEOUT_S) -> bytes:
+    import select
+    import time
+
+    deadline = time.monotonic() + timeout
+
+    def exactly(n: int) -> bytes:
+        chunks, got = [], 0
+        while got < n:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
+                raise TimeoutError("no reply in time")
+            chunk = os.read(fd, min(n - got, 1 << 20))
+            if not chunk:
+                raise EOFError("the worker ended without a reply")
+            chunks.append(chunk)
+            got += len(chunk)
+        return b"".join(chunks)
+
+    size = int.from_bytes(exactly(_LENGTH), "big")
+    if size > MAX_REPLY_BYTES:  # a capsule and its rendering are a few dozen KiB
+        raise ValueError(f"a reply of {size} bytes")
+    return exactly(size)
+
+
+# --- the worker's side ------------------------------------------------------------------------
+
+def main(argv: list[str]) -> int:
+    """Warm the capsule stack, then answer requests from stdin until it closes."""
+    import pickle
+
+    home, exact = argv[0], argv[1:2] == ["exact"]
+    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    warm_problem = None
+    try:
+        _warm(home, exact)
+    except Exception as exc:  # noqa: BLE001 - reported with the first request
+        warm_problem = f"{type(exc).__name__}: {exc}"
+    while True:
+        head = stdin.read(_LENGTH)
+        if len(head) < _LENGTH:
+            # the boundary is done: end without the interpreter's teardown (freeing the
+            # tokenizer's ranks and the models took ~30 ms the boundary would wait for)
+            os._exit(0)
+        payload = stdin.read(int.from_bytes(head, "big"))
+        try:
+            reply = ({"error": warm_problem} if warm_problem
+                     else _build(home, pickle.loads(payload)))
+        except Exception as exc:  # noqa: BLE001 - the boundary builds in process instead
+            reply = {"error": f"{type(exc).__name__}: {exc}"}
+        out = pickle.dumps(reply, protocol=5)
+        stdout.write(len(out).to_bytes(_LENGTH, "big") + out)
+        stdout.flush()
+
+
+def _warm(home: str, exact: bool) -> None:
+    from pathlib import Path
+
+    from capsule import budget, render  # noqa: F401 - imported ahead of the request
+    from capsule.model import build_schemas
+    from capsule.tokens import get_token_counter, set_ranks_cache
+
+    from . import checkpoints  # noqa: F401
+
+    build_schemas()
+    set_ranks_cache(Path(home) / "cache")
+    if exact:
+        get_token_counter()
+
+
+def _build(home: str, request: dict) -> dict:
+    from pathlib import Path
+
+    from capsule.budget import Budget
+    from capsule.model import SCHEMA_VERSION, encode_capsule
+    from capsule.render import render_capsule
+    from capsule.source import CapsuleSource
+    from capsule.tokens import set_ranks_cache
+
+    from .checkpoints import build_from_source
+
+    source = CapsuleSource.model_validate(request["source"])
+    set_ranks_cache(Path(home) / "cache")
+    capsule = build_from_source(source, Budget(), exact_first=bool(request["exact_first"]))
+    return {"data": encode_capsule(capsule), "rendered": render_capsule(capsule),
+            "version": SCHEMA_VERSION}

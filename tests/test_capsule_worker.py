@@ -1,0 +1,240 @@
+"""The capsule worker (continuation.capsule_worker): a boundary's capsule built in another process
+is the capsule a build in process makes; a worker that fails leaves the build to the boundary's
+process; the boundary's own process then never imports pydantic."""
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import random
+import subprocess
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from capsule.budget import Budget
+from capsule.model import SCHEMA_VERSION, decode_capsule, encode_capsule
+from capsule.notice import Notice, notice_data
+from capsule.render import render_capsule
+from capsule.source import CapsuleSource, SourceNotice
+from continuation import boundary, capsule_source, capsule_worker, checkpoints
+from continuation.capsule_worker import CapsuleWorker
+from continuation.engine import Engine
+
+ROOT = str(Path(capsule_worker.__file__).resolve().parents[1])
+WORDS = ("rename", "module", "tests", "fix", "the", "build", "ünïcode", "日本語", "path/to/file.py",
+         "--flag", "0x1f", "{json: 1}", "émoji 🎉", "tab\there", "quote\"d")
+
+
+def _text(rng: random.Random, n: int) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(n))
+
+
+def _thread(engine, session: str, turns: int, words: int, workspace_root: str | None = None):
+    rng = random.Random(turns * 1000 + words)
+    t = engine.thread("claude", session, workspace_root=workspace_root)
+    for k in range(turns):
+        t.admit(_text(rng, words), turn_id=f"t{k}")
+        t.tool_started(f"c{k}", "Bash", {"command": f"echo {k} >> notes.txt"}, turn_id=f"t{k}")
+        if k != turns - 1:  # the last turn is still running, its call in flight
+            t.tool_finished(f"c{k}", "ok", exit_code=0, turn_id=f"t{k}")
+            t.claim(_text(rng, words // 2), turn_id=f"t{k}")
+            t.turn_completed(f"t{k}")
+    return t
+
+
+def _in_process(thread, plain: dict, exact_first: bool) -> tuple[bytes, str, int]:
+    capsule = checkpoints.build_from_source(CapsuleSource.model_validate(plain), Budget(),
+                                            exact_first=exact_first)
+    return encode_capsule(capsule), render_capsule(capsule), SCHEMA_VERSION
+
+
+@pytest.mark.parametrize("turns,words", [(3, 8), (60, 40)], ids=["small", "near-budget"])
+@pytest.mark.parametrize("exact_first", [False, True])
+def test_the_worker_builds_the_bytes_a_build_in_process_does(engine, turns, words, exact_first):
+    t = _thread(engine, f"s{turns}", turns, words)
+    notices = [Notice("Rewound", ["line one", "line two"], priority=60, pointer="event:x:1")]
+    plain = checkpoints.gather_plain_source(t, generation=3, reason="auto", notices=notices)
+    plain = checkpoints.with_workspace(t, plain, generation=4, workspace=None)
+    worker = CapsuleWorker.spawn(engine.home, exact=exact_first)
+    try:
+        built = worker.build(plain, exact_first=exact_first)
+    finally:
+        worker.close()
+    assert worker.problem is None and built is not None
+    assert built == _in_process(t, plain, exact_first)
+    capsule = decode_capsule(built[0])
+    assert capsule.generation == 4 and capsule.budget.bytes <= capsule.budget.max_bytes
+    assert "Rewound" in built[1]
+    if turns == 60:  # the case that needs the tokenizer: the count was exact, and cut to fit
+        assert capsule.cuts and capsule.budget.tokens <= capsule.budget.max_tokens
+
+
+def test_one_worker_answers_a_second_request(engine):
+    """A boundary that lost a generation race asks the same worker again."""
+    t = _thread(engine, "s", 4, 10)
+    worker = CapsuleWorker.spawn(engine.home, exact=False)
+    try:
+        for generation in (1, 2):
+            plain = checkpoints.gather_plain_source(t, generation=generation, reason="auto")
+            assert worker.build(plain, exact_first=False) == _in_process(t, plain, False)
+    finally:
+        worker.close()
+
+
+def test_gather_is_the_validated_plain_gather(engine):
+    t = _thread(engine, "s", 5, 12)
+    given = [SourceNotice(title="A", lines=["x"], priority=3), Notice("B", ["y"]), {"title": "C"}]
+    now = datetime(2026, 12, 1, tzinfo=timezone.utc)
+    model = capsule_source.gather(t, generation=1, reason="manual", notices=given, now=now)
+    plain = capsule_source.gather_plain(t, generation=1, reason="manual", notices=given, now=now)
+    assert isinstance(plain, dict) and model == CapsuleSource.model_validate(plain)
+    assert [n.title for n in model.notices] == ["A", "B", "C"]
+
+
+def test_a_plain_notice_is_a_source_notice():
+    plain = Notice("title", ("a", "b"), priority=7, pointer="p")
+    model = SourceNotice(title="title", lines=["a", "b"], priority=7, pointer="p")
+    assert plain.model_dump() == model.model_dump() == notice_data(plain) == notice_data(model)
+    assert Notice("t").model_dump() == SourceNotice(title="t").model_dump()
+    assert notice_data(model.model_dump()) == model.model_dump()
+
+
+def _fake_worker(script: str) -> CapsuleWorker:
+    return CapsuleWorker(subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE,
+                                          stdout=subprocess.PIPE))
+
+
+READ_REQUEST = ("import sys; f = sys.stdin.buffer; n = int.from_bytes(f.read(8), 'big'); "
+                "f.read(n)\n")
+
+
+def _reply(obj) -> str:
+    data = pickle.dumps(obj)
+    return (READ_REQUEST + "out = sys.stdout.buffer; "
+            f"out.write(len({data!r}).to_bytes(8, 'big') + {data!r}); out.flush()\n"
+            "sys.stdin.buffer.read()")
+
+
+@pytest.mark.parametrize("script,why", [
+    (READ_REQUEST, "the worker ended without a reply"),
+    (_reply(["not", "a", "dict"]), "a malformed reply"),
+    (_reply({"data": b"", "rendered": "", "version": 1}), "a malformed reply"),
+    (_reply({"error": "ValidationError: boom"}), "ValidationError: boom"),
+    ("import sys; sys.stdout.buffer.write(b'\\xff' * 8); sys.stdout.flush(); sys.stdin.read()",
+     "a reply of 18446744073709551615 bytes"),
+], ids=["dies", "not-a-dict", "empty", "error", "garbage"])
+def test_a_failing_worker_leaves_the_build_to_the_boundary(engine, script, why, monkeypatch):
+    # both builds below say the same time (it is in the counted text)
+    monkeypatch.setattr(capsule_source, "datetime", SimpleNamespace(
+        now=lambda tz=None: datetime(2026, 12, 1, tzinfo=tz), fromtimestamp=datetime.fromtimestamp))
+    t = _thread(engine, "s", 6, 15)
+    cp = boundary.commit_checkpoint(t, reason="manual", snapshot=False,
+                                    worker=_fake_worker(script))
+    assert checkpoints.verify(cp) is None and cp.rendered
+    rebuilt = checkpoints.build(t, generation=cp.generation, reason="manual", upto_seq=cp.seq)
+    assert cp.capsule_bytes == encode_capsule(rebuilt)  # the in-process build ran
+    log = (engine.home / "logs" / "capsule-worker.log").read_text()
+    assert why in log and "built in process" in log, log
+
+
+def test_a_worker_that_never_answers_times_out(engine, monkeypatch):
+    monkeypatch.setattr(capsule_worker, "REPLY_TIMEOUT_S", 0.5)
+    worker = _fake_worker("import time; time.sleep(30)")
+    assert worker.build({"x": 1}, exact_first=False) is None
+    assert "TimeoutError" in worker.problem
+    assert worker.build({"x": 1}, exact_first=False) is None  # not asked again
+
+
+def test_a_bad_request_gets_an_error_reply_not_a_dead_worker(engine):
+    worker = CapsuleWorker.spawn(engine.home, exact=False)
+    try:
+        assert worker.build({"generation": "not a source"}, exact_first=False) is None
+        assert "ValidationError" in worker.problem
+    finally:
+        worker.close()
+
+
+def _cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def _should_use(env: dict) -> bool:
+    r = subprocess.run([sys.executable, "-P", "-c", "from continuation.capsule_worker import "
+                        "should_use; print(should_use())"], capture_output=True, text=True,
+                       env={**env, "PYTHONPATH": ROOT}, check=True)
+    return r.stdout.strip() == "True"
+
+
+@pytest.mark.skipif(os.name != "posix", reason="the worker is POSIX-only")
+def test_when_the_worker_is_used():
+    env = {k: v for k, v in os.environ.items() if k != "CONTINUATION_CAPSULE_WORKER"}
+    assert _should_use(env) is (_cpus() >= 2)
+    assert _should_use({**env, "CONTINUATION_CAPSULE_WORKER": "0"}) is False
+    assert capsule_worker.should_use() is False  # this process holds pydantic: build in place
+
+
+def _git(cwd, *args):
+    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True,
+                   env={**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e",
+                        "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@e"})
+
+
+def _imported(stderr: bytes) -> set[str]:
+    return {line.split("|")[-1].strip() for line in stderr.decode().splitlines()
+            if line.startswith("import time:")}
+
+
+@pytest.mark.skipif(os.name != "posix" or _cpus() < 2, reason="the worker needs POSIX and 2 CPUs")
+def test_precompact_and_rewind_processes_leave_pydantic_to_the_worker(tmp_path):
+    """The PreCompact hook, and ``rewind --files --yes``, run as installed: their own process
+    imports no pydantic (the worker builds), and what they commit is a whole checkpoint."""
+    from continuation.install import default_command
+
+    home, repo = tmp_path / "state", tmp_path / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q")
+    (repo / "a.py").write_text("one\n")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "c")
+    with Engine(home) as e:
+        _thread(e, "s", 30, 30, workspace_root=str(repo))
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("CONTINUATION_STORE", "CONTINUATION_CAPSULE_WORKER")}
+    env.update(CONTINUATION_HOME=str(home), PYTHONPATH=ROOT)
+    python = [*default_command()[:2], "-X", "importtime"]
+    payload = {"session_id": "s", "hook_event_name": "PreCompact", "trigger": "auto",
+               "cwd": str(repo), "transcript_path": ""}
+    r = subprocess.run([*python, "-m", "continuation", "hook", "--runtime", "claude"],
+                       input=json.dumps(payload).encode(), capture_output=True, env=env,
+                       timeout=120)
+    assert r.returncode == 0 and json.loads(r.stdout) == {}, r.stderr[-2000:]
+    imported = _imported(r.stderr)
+    assert "continuation.capsule_source" in imported  # the listing is real
+    assert not [m for m in imported if m.split(".")[0] == "pydantic"]
+    with Engine(home) as e:
+        t = e.find_thread("claude", "s")
+        cp = checkpoints.newest_checkpoint(t)
+        assert cp.reason == "auto" and checkpoints.verify(cp) is None
+        assert decode_capsule(cp.capsule_bytes).generation == cp.generation
+        assert cp.workspace and cp.workspace.get("snapshot_commit")
+    assert not (home / "logs" / "capsule-worker.log").exists()
+    assert not (home / "logs" / "hooks.log").exists()
+
+    (repo / "a.py").write_text("broken by the agent\n")
+    r = subprocess.run([*python, "-m", "continuation", "rewind", cp.checkpoint_id, "--files",
+                        "--yes"], capture_output=True, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert (repo / "a.py").read_text() == "one\n"
+    assert not [m for m in _imported(r.stderr) if m.split(".")[0] == "pydantic"]
+    with Engine(home) as e:
+        newest = checkpoints.newest_checkpoint(e.find_thread("claude", "s"))
+        assert newest.reason == "rewind" and newest.generation == cp.generation + 1
+        assert checkpoints.verify(newest) is None
+    assert not (home / "logs" / "capsule-worker.log").exists()
