@@ -106,10 +106,12 @@ def commit_checkpoint(thread: Thread, *, reason: str, transcript_path: str | Non
     work), else one started here when the worker is used at all; without one, or when it
     fails, it is built in this process. Either way the same capsule: one build function."""
     given, notices = notices, None
-    use_worker = worker is not None or capsule_worker.should_use()
-    exact = use_worker and checkpoints.newest_counted_exactly(thread)
+    worker = worker or capsule_worker.take_early(thread.engine.home)
     if worker is None:
-        worker = capsule_worker.CapsuleWorker.start(thread.engine.home, exact=exact)
+        worker = capsule_worker.CapsuleWorker.start(thread.engine.home)
+    exact = worker is not None and checkpoints.newest_counted_exactly(thread)
+    if worker is not None:
+        worker.prepare(exact)
     try:
         transcript = transcript_pointer(transcript_path)
         floor = 0

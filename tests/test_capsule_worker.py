@@ -108,8 +108,9 @@ def _fake_worker(script: str) -> CapsuleWorker:
                                           stdout=subprocess.PIPE))
 
 
-READ_REQUEST = ("import sys; f = sys.stdin.buffer; n = int.from_bytes(f.read(8), 'big'); "
-                "f.read(n)\n")
+# the prepare frame, then the request
+READ_REQUEST = ("import sys; f = sys.stdin.buffer\n"
+                "for _ in range(2): f.read(int.from_bytes(f.read(8), 'big'))\n")
 
 
 def _reply(obj) -> str:
@@ -147,6 +148,24 @@ def test_a_worker_that_never_answers_times_out(engine, monkeypatch):
     assert worker.build({"x": 1}, exact_first=False) is None
     assert "TimeoutError" in worker.problem
     assert worker.build({"x": 1}, exact_first=False) is None  # not asked again
+
+
+def test_an_early_worker_goes_to_the_boundary_of_its_state_home(engine, tmp_path, monkeypatch):
+    """A compaction hook starts its worker before it knows the thread (``start_early``); the
+    boundary takes it for its own state home only."""
+    monkeypatch.setattr(capsule_worker, "should_use", lambda: True)
+    capsule_worker.start_early(engine.home)
+    early = capsule_worker._early
+    assert early is not None and capsule_worker.take_early(engine.home) is early
+    assert capsule_worker.take_early(engine.home) is None  # once
+    t = _thread(engine, "s", 4, 10)
+    plain = checkpoints.gather_plain_source(t, generation=1, reason="auto")
+    assert early.build(plain, exact_first=False) == _in_process(t, plain, False)
+    early.close()
+    capsule_worker.start_early(tmp_path / "another-home")
+    other = capsule_worker._early
+    assert capsule_worker.take_early(engine.home) is None and other._proc.wait(timeout=10) == 0
+    capsule_worker._early = None
 
 
 def test_a_bad_request_gets_an_error_reply_not_a_dead_worker(engine):

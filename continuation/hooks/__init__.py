@@ -152,6 +152,18 @@ def boundary_deadline(raw: bytes) -> float | None:
         return min(found)
 
 
+def _start_capsule_worker() -> None:
+    """A compaction's capsule worker, started before the payload is even parsed: it imports
+    the capsule stack on another core meanwhile (``continuation.capsule_worker``)."""
+    try:
+        from ..capsule_worker import start_early
+        from ..paths import state_home_str
+
+        start_early(state_home_str())
+    except Exception:  # noqa: BLE001 - the boundary starts its own, or builds itself
+        pass
+
+
 def run_with_deadline(runtime: str, raw: bytes, seconds: float) -> tuple[str, int, bool]:
     """:func:`run` in a worker thread; past ``seconds`` the answer is what we have: nothing
     more than a note for the user. Returns (stdout text, exit code, timed out). The caller
@@ -190,6 +202,8 @@ def main(argv: list[str]) -> int:
     if deadline is None:
         out, code = run(runtime, raw, ending=True)
     else:
+        if b'"PreCompact"' in raw or b'"PreCompress"' in raw:  # a byte search, as above
+            _start_capsule_worker()
         out, code, _late = run_with_deadline(runtime, raw, deadline)
     sys.stdout.write(out + "\n")
     sys.stdout.flush()
