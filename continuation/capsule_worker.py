@@ -175,24 +175,29 @@ class CapsuleWorker:
             pass
 
 
-def _send(fd: int, payload: bytes, timeout: float = REPLY_TIMEOUT_S) -> None:
+def _send(fd: int, payload: bytes) -> None:
     import select
     import time
 
+    timeout = REPLY_TIMEOUT_S  # read now: a test shortens it
     data = memoryview(len(payload).to_bytes(_LENGTH, "big") + payload)
     deadline = time.monotonic() + timeout
+    os.set_blocking(fd, False)  # a write never waits past the deadline on a worker not reading
     while data:
         remaining = deadline - time.monotonic()
         if remaining <= 0 or not select.select([], [fd], [], remaining)[1]:
             raise TimeoutError("the worker took no request in time")
-        data = data[os.write(fd, data[:65536]):]
+        try:
+            data = data[os.write(fd, data[:65536]):]
+        except BlockingIOError:
+            pass  # the pipe filled between select and write: wait again
 
 
-def _receive(fd: int, timeout: float = REPLY_TIMEOUT_S) -> bytes:
+def _receive(fd: int) -> bytes:
     import select
     import time
 
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + REPLY_TIMEOUT_S
 
     def exactly(n: int) -> bytes:
         chunks, got = [], 0

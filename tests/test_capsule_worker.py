@@ -257,3 +257,12 @@ def test_precompact_and_rewind_processes_leave_pydantic_to_the_worker(tmp_path):
         assert newest.reason == "rewind" and newest.generation == cp.generation + 1
         assert checkpoints.verify(newest) is None
     assert not (home / "logs" / "capsule-worker.log").exists()
+
+
+def test_a_worker_that_reads_nothing_times_out_on_a_large_request(engine, monkeypatch):
+    """A request larger than the pipe holds, to a worker that never reads: the send gives up
+    at the deadline instead of blocking the boundary."""
+    monkeypatch.setattr(capsule_worker, "REPLY_TIMEOUT_S", 0.5)
+    worker = _fake_worker("import time; time.sleep(30)")
+    assert worker.build({"text": "x" * (4 << 20)}, exact_first=False) is None
+    assert "TimeoutError" in worker.problem and "request" in worker.problem
