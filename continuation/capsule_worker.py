@@ -67,6 +67,8 @@ def take_early(home) -> CapsuleWorker | None:
 
 
 def should_use() -> bool:
+    """A worker pays off here: POSIX, two CPUs or more for this process, pydantic not imported
+    yet (else the stack is, or is being, loaded in process), not switched off."""
     if os.environ.get("CONTINUATION_CAPSULE_WORKER", "").strip() == "0":
         return False
     if os.name != "posix" or "pydantic" in sys.modules:
@@ -98,6 +100,8 @@ class CapsuleWorker:
         """A started worker whatever :func:`should_use` says (None when it cannot start)."""
         import subprocess
 
+        if not sys.executable:  # an embedded interpreter: nothing to start
+            return None
         # the package folder this process imported (a source tree, a venv): the worker imports
         # the same code, and ``-P`` keeps a project's own ``continuation/`` folder out
         root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
