@@ -27,9 +27,9 @@ INLINE_LIMITS = {"claude": 9_500, "codex": 9_500}
 
 
 class _PendingSnapshot:
-    """A snapshot taken in a thread: git does the work in its own processes, so the
-    boundary's thread gathers the capsule's source meanwhile (issue 15). The worker touches no store
-    connection of this thread (``workspace_link.snapshot_workspace``)."""
+    """A snapshot taken in a thread: git does the work in its own processes, so the boundary's
+    thread gathers the capsule's source meanwhile (issue 15). The snapshot's thread touches no
+    store connection of the boundary's (``workspace_link.snapshot_workspace``)."""
 
     def __init__(self, root: str | None, thread_key: str, home, generation: int, tree_after_restore=None):
         self._box: list = []
@@ -135,13 +135,13 @@ def commit_checkpoint(thread: Thread, *, reason: str, transcript_path: str | Non
                     checkpoints.warm_up(thread)
             workspace = pending.result() if pending is not None else None
             claimed = (workspace or {}).get("generation")
-            if isinstance(claimed, int) and claimed > generation:  # the ref of `generation` was taken
+            if isinstance(claimed, int) and claimed > generation:  # its ref was taken
                 generation = claimed
             built = None
             if worker is not None:
-                built = worker.build(checkpoints.with_workspace(thread, source, generation=generation,
-                                                                workspace=workspace),
-                                     exact_first=exact)
+                complete = checkpoints.with_workspace(thread, source, generation=generation,
+                                                      workspace=workspace)
+                built = worker.build(complete, exact_first=exact)
             try:
                 return checkpoints.commit(thread, reason=reason, workspace=workspace,
                                           transcript=transcript, notices=notices,

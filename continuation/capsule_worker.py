@@ -60,10 +60,15 @@ def take_early(home) -> CapsuleWorker | None:
     """The worker :func:`start_early` started for this state home, once."""
     global _early
     worker, _early = _early, None
-    if worker is not None and worker.home != os.fspath(home):
+    if worker is not None and worker.home != _same_home(home):
         worker.close()
         return None
     return worker
+
+
+def _same_home(home) -> str:
+    """A state home as compared here (a hook names it by string, an engine by path)."""
+    return os.path.normpath(os.path.abspath(os.fspath(home)))
 
 
 def should_use() -> bool:
@@ -85,7 +90,7 @@ class CapsuleWorker:
 
     def __init__(self, proc, home=None):
         self._proc = proc
-        self.home = os.fspath(home) if home is not None else None
+        self.home = _same_home(home) if home is not None else None
         self._prepared = False
         self.problem: str | None = None
 

@@ -154,7 +154,7 @@ def test_an_early_worker_goes_to_the_boundary_of_its_state_home(engine, tmp_path
     """A compaction hook starts its worker before it knows the thread (``start_early``); the
     boundary takes it for its own state home only."""
     monkeypatch.setattr(capsule_worker, "should_use", lambda: True)
-    capsule_worker.start_early(engine.home)
+    capsule_worker.start_early(str(engine.home) + "/")  # a hook names its home by string
     early = capsule_worker._early
     assert early is not None and capsule_worker.take_early(engine.home) is early
     assert capsule_worker.take_early(engine.home) is None  # once
@@ -266,3 +266,24 @@ def test_a_worker_that_reads_nothing_times_out_on_a_large_request(engine, monkey
     worker = _fake_worker("import time; time.sleep(30)")
     assert worker.build({"text": "x" * (4 << 20)}, exact_first=False) is None
     assert "TimeoutError" in worker.problem and "request" in worker.problem
+
+
+def test_a_rewind_that_fails_before_its_checkpoint_ends_its_worker(engine, monkeypatch):
+    """A rewind whose files restore fails never reaches its checkpoint: the worker it started
+    for that checkpoint is ended all the same (a long-lived process leaks none)."""
+    from continuation.rewind import operation
+
+    t = _thread(engine, "s", 3, 5)
+    boundary.commit_checkpoint(t, reason="manual", snapshot=False)
+    worker = CapsuleWorker.spawn(engine.home, exact=False)
+    plan = operation.plan_rewind(engine, checkpoints.newest_checkpoint(t).checkpoint_id,
+                                 "conversation")
+    plan.builder = worker
+
+    def fails(*a, **k):
+        raise operation.RewindError("the restore failed")
+
+    monkeypatch.setattr(operation, "_summary", fails)
+    with pytest.raises(operation.RewindError):
+        operation.apply_rewind(engine, plan)
+    assert worker._proc.wait(timeout=10) == 0  # its stdin closed: it ended

@@ -305,15 +305,19 @@ def apply_rewind(engine: Engine, plan: RewindPlan) -> RewindResult:
     thread = Thread(engine, plan.thread_key)
     if plan.builder is None:
         cps.prefetch_tokenizer(thread)  # its load overlaps the restore's git work
-    files = tree_after = None
-    if plan.files is not None:
-        files, tree_after = restore_files_with_tree(engine, plan.files)
-    summary = _summary()
-    etype = ev.ROLLED_BACK if plan.conversation else WORKSPACE_RESTORED
-    anchor = thread.record(etype, _anchor_data(plan, files), source=SOURCE)
-    notices = summary.notices_of(thread.store, thread.key)
-    cp = commit_checkpoint(thread, reason="rewind", notices=notices, tree_after_restore=tree_after,
-                           worker=plan.builder)
+    try:
+        files = tree_after = None
+        if plan.files is not None:
+            files, tree_after = restore_files_with_tree(engine, plan.files)
+        summary = _summary()
+        etype = ev.ROLLED_BACK if plan.conversation else WORKSPACE_RESTORED
+        anchor = thread.record(etype, _anchor_data(plan, files), source=SOURCE)
+        notices = summary.notices_of(thread.store, thread.key)
+        cp = commit_checkpoint(thread, reason="rewind", notices=notices,
+                               tree_after_restore=tree_after, worker=plan.builder)
+    finally:
+        if plan.builder is not None:  # ended by the checkpoint, or here when it was not reached
+            plan.builder.close()
     thread.record(ev.BOUNDARY, {"kind": "rewind", "mode": plan.mode, "trigger": "manual",
                                 "checkpoint_id": cp.checkpoint_id, "generation": cp.generation,
                                 "rewound_to": plan.checkpoint.checkpoint_id,
@@ -347,7 +351,7 @@ def restore_files_with_tree(engine: Engine, files_plan) -> tuple[dict, object]:
 
 def rewind(engine: Engine, selector: str, mode: str, *, reason: str = "") -> RewindResult:
     """Plan and apply in one call (the API for harnesses; the CLI previews first)."""
-    return apply_rewind(engine, plan_rewind(engine, selector, mode, reason=reason))
+    return apply_rewind(engine, plan_rewind(engine, selector, mode, reason=reason, applying=True))
 
 
 @dataclass
