@@ -7,7 +7,7 @@ work off its path (one interpreter lock). So a boundary starts this worker first
 and warms the capsule stack on another core while the boundary's process gathers the source as
 plain data (``capsule_source.gather_plain``, no pydantic) and snapshots the workspace; then the
 worker validates that source and builds with the very function a build in process uses
-(``checkpoints.build_from_source``), and sends back the encoded capsule and its rendering. The
+(``capsule.fitted.build_fitted``), and sends back the encoded capsule and its rendering. The
 boundary's process commits them (the store, the generation claim and every fault point stay
 there): the worker writes nothing but its ranks cache.
 
@@ -263,10 +263,8 @@ def main(argv: list[str]) -> int:
 
 
 def _warm_models() -> None:
-    from capsule import budget, render  # noqa: F401 - imported ahead of the request
+    from capsule import fitted, render  # noqa: F401 - imported ahead of the request
     from capsule.model import build_schemas
-
-    from . import checkpoints  # noqa: F401
 
     build_schemas()
 
@@ -284,15 +282,14 @@ def _build(home: str, request: dict) -> dict:
     from pathlib import Path
 
     from capsule.budget import Budget
+    from capsule.fitted import build_fitted
     from capsule.model import SCHEMA_VERSION, encode_capsule
     from capsule.render import render_capsule
     from capsule.source import CapsuleSource
     from capsule.tokens import set_ranks_cache
 
-    from .checkpoints import build_from_source
-
     source = CapsuleSource.model_validate(request["source"])
     set_ranks_cache(Path(home) / "cache")
-    capsule = build_from_source(source, Budget(), exact_first=bool(request["exact_first"]))
+    capsule = build_fitted(source, Budget(), exact_first=bool(request["exact_first"]))
     return {"data": encode_capsule(capsule), "rendered": render_capsule(capsule),
             "version": SCHEMA_VERSION}

@@ -199,6 +199,7 @@ def build(thread: Thread, *, generation: int, reason: str, workspace: dict | Non
     thread whose newest capsule needed an exact count goes straight to it (a thread only
     grows)."""
     from capsule.budget import Budget
+    from capsule.fitted import build_fitted
     from capsule.tokens import set_ranks_cache
 
     if source is None:
@@ -209,32 +210,7 @@ def build(thread: Thread, *, generation: int, reason: str, workspace: dict | Non
 
         source = CapsuleSource.model_validate(source)
     set_ranks_cache(thread.engine.home / "cache")
-    return build_from_source(source, budget or Budget(),
-                             exact_first=newest_counted_exactly(thread))
-
-
-def build_from_source(source, budget, *, exact_first: bool):
-    """The capsule of a validated ``source`` (what :func:`build` and the capsule worker both
-    call): bound-counted first unless ``exact_first`` or its texts are too large for the bound
-    to fit, then exactly counted (:func:`build`)."""
-    from capsule.budget import build_capsule
-
-    if not exact_first and _text_bytes(source) <= budget.max_tokens:
-        from capsule.tokens import ByteBoundCounter
-
-        capsule = build_capsule(source, budget, counter=ByteBoundCounter())
-        if _uncut_and_within(capsule, source):
-            return capsule
-    return build_capsule(source, budget)
-
-
-def _uncut_and_within(capsule, source) -> bool:
-    """No cut but the "(not gathered)" ones of unread history (``source.not_gathered``: the
-    same whatever the counter), and the bound under the limit."""
-    unread = {n.field for n in source.not_gathered}
-    if any(c.field not in unread for c in capsule.cuts):
-        return False
-    return capsule.budget.tokens <= capsule.budget.max_tokens
+    return build_fitted(source, budget or Budget(), exact_first=newest_counted_exactly(thread))
 
 
 def warm_up(thread: Thread) -> None:
@@ -282,14 +258,6 @@ def prefetch_tokenizer(thread: Thread) -> bool:
     set_ranks_cache(thread.engine.home / "cache")
     preload_in_background()
     return True
-
-
-def _text_bytes(source) -> int:
-    """UTF-8 bytes of the texts a capsule without cuts renders whole (inputs, facts, claims):
-    a lower bound of its byte-bound token count."""
-    parts = [*(i.text for i in source.inputs), *(f.text for f in source.facts),
-             *(c.text for c in source.claims)]
-    return sum(len(t.encode("utf-8", "surrogatepass")) for t in parts if t)
 
 
 def commit(thread: Thread, *, reason: str, workspace: dict | None = None,

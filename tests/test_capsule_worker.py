@@ -16,6 +16,7 @@ from types import SimpleNamespace
 import pytest
 
 from capsule.budget import Budget
+from capsule.fitted import build_fitted
 from capsule.model import SCHEMA_VERSION, decode_capsule, encode_capsule
 from capsule.notice import Notice, notice_data
 from capsule.render import render_capsule
@@ -47,8 +48,7 @@ def _thread(engine, session: str, turns: int, words: int, workspace_root: str | 
 
 
 def _in_process(thread, plain: dict, exact_first: bool) -> tuple[bytes, str, int]:
-    capsule = checkpoints.build_from_source(CapsuleSource.model_validate(plain), Budget(),
-                                            exact_first=exact_first)
+    capsule = build_fitted(CapsuleSource.model_validate(plain), Budget(), exact_first=exact_first)
     return encode_capsule(capsule), render_capsule(capsule), SCHEMA_VERSION
 
 
