@@ -18,8 +18,8 @@ worker (it cannot start, dies, sends nothing within :data:`REPLY_TIMEOUT_S` or s
 malformed, reports an error), the boundary builds the capsule in process: the same capsule,
 only later. The reason is kept in :attr:`CapsuleWorker.problem`.
 
-A compaction hook starts its worker first thing (:func:`start_early`, before it even parses
-its payload: ~15 ms sooner than its boundary would), and the boundary takes it over
+A compaction hook starts its worker first thing (:func:`start_early`, as soon as its payload
+is parsed: ~15 ms sooner than its boundary would), and the boundary takes it over
 (:func:`take_early`).
 
 Protocol: frames of an 8-byte big-endian length and a pickle, over the worker's stdin and
@@ -46,8 +46,8 @@ _early: CapsuleWorker | None = None
 
 
 def start_early(home) -> None:
-    """Start this process's boundary worker now (a compaction hook, before it parses its
-    payload); :func:`take_early` hands it to the boundary. Never raises: a hook must go on."""
+    """Start this process's boundary worker now (a compaction hook, as soon as it has parsed
+    its payload); :func:`take_early` hands it to the boundary. Never raises: a hook must go on."""
     global _early
     try:
         if _early is None:

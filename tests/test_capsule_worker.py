@@ -287,3 +287,20 @@ def test_a_rewind_that_fails_before_its_checkpoint_ends_its_worker(engine, monke
     with pytest.raises(operation.RewindError):
         operation.apply_rewind(engine, plan)
     assert worker._proc.wait(timeout=10) == 0  # its stdin closed: it ended
+
+
+def test_only_a_compaction_payload_starts_a_worker(monkeypatch, home):
+    """The hook starts a worker for PreCompact / PreCompress, named by the payload's event;
+    never for the hot path, even when a tool's input holds the word as a JSON value."""
+    from continuation import hooks
+
+    started = []
+    monkeypatch.setattr(hooks, "_start_capsule_worker", lambda: started.append(1))
+    base = {"session_id": "s", "cwd": "/nonexistent"}
+    hooks.run("claude", json.dumps({**base, "hook_event_name": "PreToolUse", "tool_name": "mcp",
+                                    "tool_use_id": "c1",
+                                    "tool_input": {"event": "PreCompact"}}).encode())
+    assert started == []
+    hooks.run("claude", json.dumps({**base, "hook_event_name": "PreCompact",
+                                    "trigger": "auto"}).encode())
+    assert started == [1]

@@ -103,6 +103,8 @@ def run(runtime: str, raw: bytes, *, ending: bool = False) -> tuple[str, int]:
     payload = None
     try:
         payload = parse_payload(raw)
+        if payload.get("hook_event_name") in COMPACTIONS:
+            _start_capsule_worker()
         if runtime == "gemini":  # its own event names and ids (see .gemini)
             from .gemini import handle as handle_gemini
 
@@ -152,9 +154,14 @@ def boundary_deadline(raw: bytes) -> float | None:
         return min(found)
 
 
+#: the events whose hook commits a checkpoint first thing (Claude Code / Codex, Gemini CLI)
+COMPACTIONS = ("PreCompact", "PreCompress")
+
+
 def _start_capsule_worker() -> None:
-    """A compaction's capsule worker, started before the payload is even parsed: it imports
-    the capsule stack on another core meanwhile (``continuation.capsule_worker``)."""
+    """A compaction's capsule worker, started as soon as the payload names the event: it
+    imports the capsule stack on another core while this process opens the store, finds the
+    thread and gathers (``continuation.capsule_worker``)."""
     try:
         from ..capsule_worker import start_early
         from ..paths import state_home_str
@@ -202,8 +209,6 @@ def main(argv: list[str]) -> int:
     if deadline is None:
         out, code = run(runtime, raw, ending=True)
     else:
-        if b'"PreCompact"' in raw or b'"PreCompress"' in raw:  # a byte search, as above
-            _start_capsule_worker()
         out, code, _late = run_with_deadline(runtime, raw, deadline)
     sys.stdout.write(out + "\n")
     sys.stdout.flush()
