@@ -149,7 +149,6 @@ class SourceNotice(_Source):
     pointer: str = ""
 
 
-
 class SourceNotGathered(_Source):
     """Items the gathering did not read (older than its bounds: the newest finished calls,
     facts and claims only), counted so that the capsule records them as a cut. Their texts were

@@ -166,11 +166,10 @@ def _log_worker_problem(thread: Thread, problem: str) -> None:
     try:
         import time
 
-        from .paths import open_private
+        from .paths import append_private
 
-        fd = open_private(os.path.join(os.fspath(thread.engine.home), "logs", "capsule-worker.log"))
-        with open(fd, "a", encoding="utf-8") as fh:
-            fh.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} thread={thread.key} {problem}\n")
+        append_private(os.path.join(os.fspath(thread.engine.home), "logs", "capsule-worker.log"),
+                       f"{time.strftime('%Y-%m-%dT%H:%M:%S')} thread={thread.key} {problem}\n")
     except Exception:  # noqa: BLE001 - a note must not fail the boundary
         pass
 

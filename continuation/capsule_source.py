@@ -149,17 +149,17 @@ def gather_plain(thread: Thread, *, generation: int, reason: str, upto_seq: int 
 
     src_inputs = [
         dict(id=r.input_id, text=r.text, state=r.state, turn_id=r.turn_id,
-                    admitted_seq=r.admitted_seq, queued=r.state == "queued",
-                    attachments=[str(a.get("ref", a)) if isinstance(a, dict) else str(a)
-                                 for a in r.attachments],
-                    pointer=pointer(key, r.admitted_seq))
+             admitted_seq=r.admitted_seq, queued=r.state == "queued",
+             attachments=[str(a.get("ref", a)) if isinstance(a, dict) else str(a)
+                          for a in r.attachments],
+             pointer=pointer(key, r.admitted_seq))
         for r in inputs
     ]
     src_calls = [
         dict(call_id=c.call_id, tool=c.tool or "?", args=c.args or {},
-                       status=_tool_status(c), started_at=_when(c.started_at), turn_id=c.turn_id,
-                       exit_code=(c.outcome or {}).get("exit_code"),
-                       pointer=pointer(key, c.started_seq))
+             status=_tool_status(c), started_at=_when(c.started_at), turn_id=c.turn_id,
+             exit_code=(c.outcome or {}).get("exit_code"),
+             pointer=pointer(key, c.started_seq))
         for c in calls
     ]
     # the record each tool_finished fact is about (a reused runtime id names one per turn)
@@ -167,17 +167,17 @@ def gather_plain(thread: Thread, *, generation: int, reason: str, upto_seq: int 
              for e in [*facts_src, *cursor_src]
              if e["type"] in ("tool_finished", "reconciled") and e["data"].get("call_id")}
     facts = [dict(seq=e["seq"], kind=e["type"], text=_fact_text(e, known.get(e["seq"])),
-                        pointer=pointer(key, e["seq"]))
+                  pointer=pointer(key, e["seq"]))
              for e in facts_src]
     checks = _claim_checks(view, claims_src)
     delivered = store.events_of_types(key, ["context_delivered"], upto=upto_seq, newest=1)
     supersedes = delivered[-1]["data"].get("generation") if delivered else None
     claims = [dict(turn_id=c["turn_id"], text=c["text"], seq=c["seq"],
-                          pointer=pointer(key, c["seq"]), checks=note)
+                   pointer=pointer(key, c["seq"]), checks=note)
               for c, note in zip(claims_src, checks)]
     attachments = [dict(ref=str(a.get("ref", a)) if isinstance(a, dict) else str(a),
-                                    kind=a.get("kind") if isinstance(a, dict) else None,
-                                    input_id=r.input_id, pointer=pointer(key, r.admitted_seq))
+                        kind=a.get("kind") if isinstance(a, dict) else None,
+                        input_id=r.input_id, pointer=pointer(key, r.admitted_seq))
                    for r in inputs if r.state not in ("rolled_back",) for a in r.attachments]
     settings = meta.get("settings", {})
     plan = meta.get("plan_updated")
@@ -193,19 +193,19 @@ def gather_plain(thread: Thread, *, generation: int, reason: str, upto_seq: int 
         cursor=_cursor(key, cursor_src, known),
         workspace=source_workspace(row, workspace),
         permissions=dict(permission_mode=settings.get("permission_mode"),
-                                      sandbox=settings.get("sandbox"),
-                                      approval=settings.get("approval")),
+                         sandbox=settings.get("sandbox"),
+                         approval=settings.get("approval")),
         model_settings=dict(model=settings.get("model"),
-                                           provider=settings.get("provider")),
+                            provider=settings.get("provider")),
         attachments=attachments,
         plan=_plan(key, plan) if plan else None,
         background=[dict(description=f"{b.get('tool')} {b.get('args')}",
-                                         handle=b["handle"], handle_kind="shell", seq=b.get("seq"),
-                                         pointer=pointer(key, b.get("seq")))
+                         handle=b["handle"], handle_kind="shell", seq=b.get("seq"),
+                         pointer=pointer(key, b.get("seq")))
                     for b in _background(background_src)],
         pointers=dict(event_seq_first=1 if last_seq else None,
-                                event_seq_last=last_seq or None,
-                                **_transcript_pointer(store, key, transcript, upto_seq)),
+                      event_seq_last=last_seq or None,
+                      **_transcript_pointer(store, key, transcript, upto_seq)),
         notices=[*notices, *rewind_notices],
         supersedes_generation=supersedes if isinstance(supersedes, int) else None,
         not_gathered=not_gathered,
@@ -411,7 +411,7 @@ def _cursor(key: str, last: list[dict], calls: dict) -> dict:
         step = f"turn {d.get('turn_id')} {e['type'].split('_')[1]}"
         outcome = e["type"]
     return dict(last_completed_step=step, last_runtime_outcome=outcome,
-                        pointer=pointer(key, e["seq"]))
+                pointer=pointer(key, e["seq"]))
 
 
 def _plan(key: str, plan: dict) -> dict:
@@ -421,7 +421,7 @@ def _plan(key: str, plan: dict) -> dict:
             text = item.get("content") or item.get("step") or item.get("text") or ""
             items.append(dict(text=str(text), status=str(item.get("status") or "pending")))
     return dict(tool=plan.get("tool"), seq=plan.get("seq"), items=items,
-                      pointer=pointer(key, plan.get("seq")))
+                pointer=pointer(key, plan.get("seq")))
 
 
 def _background(events: list[dict]) -> list[dict]:

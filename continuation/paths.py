@@ -50,6 +50,12 @@ def ensure_private_dir(path):
     return path
 
 
+def append_private(path, text: str) -> None:
+    """Append ``text`` to a private log file (:func:`open_private`)."""
+    with open(open_private(path), "a", encoding="utf-8") as fh:
+        fh.write(text)
+
+
 def open_private(path, flags: int = os.O_WRONLY | os.O_APPEND | os.O_CREAT):
     """``os.open`` a file we may create: 0600 whatever the umask (an existing file keeps its
     mode). Its folder is created private first."""

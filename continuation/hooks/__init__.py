@@ -56,14 +56,11 @@ def _log_error(runtime: str, raw: bytes, exc: BaseException) -> None:
     try:
         import traceback
 
-        from ..paths import open_private, state_home_str
+        from ..paths import append_private, state_home_str
 
-        fd = open_private(os.path.join(state_home_str(), "logs", "hooks.log"))
-        with open(fd, "a", encoding="utf-8") as fh:
-            fh.write(
-                f"{time.strftime('%Y-%m-%dT%H:%M:%S')} runtime={runtime} error={exc!r}\n"
-                f"{payload_digest(raw)}\n{traceback.format_exc()}\n"
-            )
+        append_private(os.path.join(state_home_str(), "logs", "hooks.log"),
+                       f"{time.strftime('%Y-%m-%dT%H:%M:%S')} runtime={runtime} error={exc!r}\n"
+                       f"{payload_digest(raw)}\n{traceback.format_exc()}\n")
     except Exception:
         pass  # logging must never turn a fail-open hook into a failing one
 

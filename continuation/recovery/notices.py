@@ -1,8 +1,9 @@
 """What the next context is told: the reconciliation prompt and the recovery notice.
 
 The reconciliation prompt is a capsule notice (:class:`capsule.notice.Notice`) of high
-priority (it is kept with the actionable inputs under any budget): one block per call naming the call, its
-arguments, when it started, what was verified and the question to settle before retrying.
+priority (it is kept with the actionable inputs under any budget): one block per call naming
+the call, its arguments, when it started, what was verified and the question to settle before
+retrying.
 The recovery notice is a short plain text for a SessionStart in the same workspace: which
 threads were interrupted and the commands to look at them. Neither repeats user text: the
 inputs themselves travel in the capsule of their own thread.
@@ -48,8 +49,8 @@ def reconciliation_notice(thread, items: list[ReconcileItem] | None = None):
     if not items:
         return None
     return Notice(title=RECONCILE_TITLE, lines=reconciliation_lines(items),
-                        priority=RECONCILE_PRIORITY,
-                        pointer=f"event:{thread.key}:{min(i.started_seq for i in items)}")
+                  priority=RECONCILE_PRIORITY,
+                  pointer=f"event:{thread.key}:{min(i.started_seq for i in items)}")
 
 
 DECISION_PRIORITY = 85
@@ -83,7 +84,7 @@ def decision_notice(thread):
                          "Continue it from after them and do only what remains of it; if they "
                          "were its last step, nothing remains: say so.")
     return Notice(title=DECISION_TITLE, lines=lines, priority=DECISION_PRIORITY,
-                        pointer=f"event:{thread.key}:{min(c.finished_seq or c.started_seq for c in decided)}")
+                  pointer=f"event:{thread.key}:{min(c.finished_seq or c.started_seq for c in decided)}")
 
 
 def _when(ts: float | None) -> str:

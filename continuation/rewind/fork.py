@@ -100,4 +100,4 @@ def fork_notice(parent_key: str, cp: cps.Checkpoint, at: int, files: dict | None
                      "files may hold changes the parent made after the checkpoint; check them "
                      "before relying on them.")
     return Notice(title=TITLE_FORK, lines=lines, priority=80,
-                        pointer=f"event:{parent_key}:{at}")
+                  pointer=f"event:{parent_key}:{at}")

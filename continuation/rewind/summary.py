@@ -174,7 +174,7 @@ def files_notice(anchor: dict, thread_key: str) -> Notice:
                  "change: re-read a file before editing it.")
         lines = [first, _reason_line(d), *_files_lines(d)[1:]]
         return Notice(title=TITLE_FILES, lines=lines, priority=PRIORITY_CORE,
-                            pointer=f"event:{thread_key}:{anchor['seq']}")
+                      pointer=f"event:{thread_key}:{anchor['seq']}")
     lines = [
         f"The user restored the workspace files to checkpoint {d.get('checkpoint_id')} "
         f"(event {d.get('to_seq')}). The conversation was NOT rewound: edits made after that "
@@ -184,7 +184,7 @@ def files_notice(anchor: dict, thread_key: str) -> Notice:
         *_files_lines(d)[1:],
     ]
     return Notice(title=TITLE_FILES, lines=lines, priority=PRIORITY_CORE,
-                        pointer=f"event:{thread_key}:{anchor['seq']}")
+                  pointer=f"event:{thread_key}:{anchor['seq']}")
 
 
 def _reason_line(d: dict) -> str:
@@ -291,10 +291,10 @@ def conversation_notices(events: list[dict], anchor: dict, thread_key: str) -> l
     if not tried:
         tried = ["Nothing but bookkeeping happened after the checkpoint."]
     notices.append(Notice(title=TITLE_TRIED, lines=tried, priority=PRIORITY_TRIED,
-                                pointer=pointer))
+                          pointer=pointer))
     if claims:
         lines = [f"claim from the discarded branch (what the assistant said; not a fact, and "
                  f"undone): {_clip(c)}" for c in claims]
         notices.append(Notice(title=TITLE_CLAIMS, lines=_bounded(lines, hint),
-                                    priority=PRIORITY_CLAIMS, pointer=pointer))
+                              priority=PRIORITY_CLAIMS, pointer=pointer))
     return notices
