@@ -52,14 +52,30 @@ def _in_process(thread, plain: dict, exact_first: bool) -> tuple[bytes, str, int
     return encode_capsule(capsule), render_capsule(capsule), SCHEMA_VERSION
 
 
+ON_LINUX = sys.platform.startswith("linux")
+STARTS = ["spawn", pytest.param("fork", marks=pytest.mark.skipif(
+    not ON_LINUX, reason="a worker is forked on Linux only"))]
+
+
+def _started(how: str, home, exact: bool) -> CapsuleWorker:
+    if how == "fork":
+        worker = CapsuleWorker.fork(home)
+        worker.prepare(exact)
+        assert isinstance(worker._proc, capsule_worker._ForkedProcess)
+        return worker
+    return CapsuleWorker.spawn(home, exact=exact)
+
+
+@pytest.mark.parametrize("how", STARTS)
 @pytest.mark.parametrize("turns,words", [(3, 8), (60, 40)], ids=["small", "near-budget"])
 @pytest.mark.parametrize("exact_first", [False, True])
-def test_the_worker_builds_the_bytes_a_build_in_process_does(engine, turns, words, exact_first):
+def test_the_worker_builds_the_bytes_a_build_in_process_does(engine, turns, words, exact_first,
+                                                             how):
     t = _thread(engine, f"s{turns}", turns, words)
     notices = [Notice("Rewound", ["line one", "line two"], priority=60, pointer="event:x:1")]
     plain = checkpoints.gather_plain_source(t, generation=3, reason="auto", notices=notices)
     plain = checkpoints.with_workspace(t, plain, generation=4, workspace=None)
-    worker = CapsuleWorker.spawn(engine.home, exact=exact_first)
+    worker = _started(how, engine.home, exact_first)
     try:
         built = worker.build(plain, exact_first=exact_first)
     finally:
@@ -73,16 +89,42 @@ def test_the_worker_builds_the_bytes_a_build_in_process_does(engine, turns, word
         assert capsule.cuts and capsule.budget.tokens <= capsule.budget.max_tokens
 
 
-def test_one_worker_answers_a_second_request(engine):
+@pytest.mark.parametrize("how", STARTS)
+def test_one_worker_answers_a_second_request(engine, how):
     """A boundary that lost a generation race asks the same worker again."""
     t = _thread(engine, "s", 4, 10)
-    worker = CapsuleWorker.spawn(engine.home, exact=False)
+    worker = _started(how, engine.home, False)
     try:
         for generation in (1, 2):
             plain = checkpoints.gather_plain_source(t, generation=generation, reason="auto")
             assert worker.build(plain, exact_first=False) == _in_process(t, plain, False)
     finally:
         worker.close()
+    assert worker._proc.wait(timeout=10) == 0  # its request pipe closed: it ended
+
+
+@pytest.mark.skipif(not ON_LINUX, reason="a worker is forked on Linux only")
+def test_a_forked_worker_holds_none_of_its_parents_descriptors(engine, tmp_path):
+    """The hook's runtime waits for EOF on the hook's stdout and stderr, the store and the
+    workspace lock are files this process holds: the forked worker keeps none of them, only
+    its own two pipes and /dev/null."""
+    held = open(tmp_path / "held", "w")  # noqa: SIM115 - a descriptor of the parent's
+    pipe_r, pipe_w = os.pipe()
+    worker = CapsuleWorker.fork(engine.home)
+    try:
+        t = _thread(engine, "s", 3, 5)
+        plain = checkpoints.gather_plain_source(t, generation=1, reason="auto")
+        assert worker.build(plain, exact_first=False) is not None  # it is up and serving
+        pid = worker._proc.pid
+        links = {int(fd): os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")}
+        ours = {name: os.readlink(f"/proc/self/fd/{f.fileno()}")
+                for name, f in (("requests", worker._proc.stdin), ("replies", worker._proc.stdout))}
+        assert links == {0: ours["requests"], 1: ours["replies"], 2: os.devnull}, links
+    finally:
+        worker.close()
+        held.close()
+        os.close(pipe_r)
+        os.close(pipe_w)
 
 
 def test_gather_is_the_validated_plain_gather(engine):
@@ -199,6 +241,47 @@ def test_when_the_worker_is_used():
     assert capsule_worker.should_use() is False  # this process holds pydantic: build in place
 
 
+def _can_fork(env: dict, *, threads: int = 0) -> bool:
+    code = ("import threading, time\n"
+            f"for _ in range({threads}): threading.Thread(target=time.sleep, args=(5,),"
+            " daemon=True).start()\n"
+            "from continuation.capsule_worker import can_fork; print(can_fork())")
+    r = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True,
+                       env={**env, "PYTHONPATH": ROOT}, check=True)
+    return r.stdout.strip() == "True"
+
+
+def test_when_the_worker_is_forked():
+    """Forked on Linux from a process of one thread, unless switched to spawning; spawned
+    elsewhere, and from a process with another thread running (its locks)."""
+    env = {k: v for k, v in os.environ.items() if k != "CONTINUATION_CAPSULE_WORKER"}
+    assert _can_fork(env) is ON_LINUX
+    assert _can_fork(env, threads=1) is False
+    assert _can_fork({**env, "CONTINUATION_CAPSULE_WORKER": "spawn"}) is False
+
+
+def test_a_compaction_hook_starts_its_worker_before_its_deadline_thread(monkeypatch):
+    """A boundary hook runs in a thread under its deadline; the worker is started before that
+    thread, while the process has one thread and may fork it."""
+    import io
+    import threading
+
+    from continuation import hooks
+
+    calls = []
+    monkeypatch.setattr(hooks, "_start_capsule_worker",
+                        lambda: calls.append(threading.current_thread() is threading.main_thread()))
+    monkeypatch.setattr(hooks, "run", lambda runtime, raw, ending=False: ("{}", 0))
+    monkeypatch.setattr(hooks, "end_process", lambda code: None)
+    for event, expected in (("PreCompact", [True]), ("SessionStart", []), ("Stop", [])):
+        calls.clear()
+        payload = json.dumps({"session_id": "s", "hook_event_name": event}).encode()
+        monkeypatch.setattr(sys, "stdin", SimpleNamespace(buffer=io.BytesIO(payload)))
+        monkeypatch.setattr(sys, "stdout", io.StringIO())
+        assert hooks.main(["--runtime", "claude"]) == 0
+        assert calls == expected, event
+
+
 def _git(cwd, *args):
     subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True,
                    env={**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e",
@@ -211,9 +294,11 @@ def _imported(stderr: bytes) -> set[str]:
 
 
 @pytest.mark.skipif(os.name != "posix" or _cpus() < 2, reason="the worker needs POSIX and 2 CPUs")
-def test_precompact_and_rewind_processes_leave_pydantic_to_the_worker(tmp_path):
+@pytest.mark.parametrize("start", ["", "spawn"], ids=["default", "spawn"])
+def test_precompact_and_rewind_processes_leave_pydantic_to_the_worker(tmp_path, start):
     """The PreCompact hook, and ``rewind --files --yes``, run as installed: their own process
-    imports no pydantic (the worker builds), and what they commit is a whole checkpoint."""
+    imports no pydantic (the worker builds; forked on Linux, else or when so switched
+    spawned), and what they commit is a whole checkpoint."""
     from continuation.install import default_command
 
     home, repo = tmp_path / "state", tmp_path / "repo"
@@ -226,7 +311,7 @@ def test_precompact_and_rewind_processes_leave_pydantic_to_the_worker(tmp_path):
         _thread(e, "s", 30, 30, workspace_root=str(repo))
     env = {k: v for k, v in os.environ.items()
            if k not in ("CONTINUATION_STORE", "CONTINUATION_CAPSULE_WORKER")}
-    env.update(CONTINUATION_HOME=str(home), PYTHONPATH=ROOT)
+    env.update(CONTINUATION_HOME=str(home), PYTHONPATH=ROOT, CONTINUATION_CAPSULE_WORKER=start)
     python = [*default_command()[:2], "-X", "importtime"]
     payload = {"session_id": "s", "hook_event_name": "PreCompact", "trigger": "auto",
                "cwd": str(repo), "transcript_path": ""}

@@ -101,7 +101,7 @@ def run(runtime: str, raw: bytes, *, ending: bool = False) -> tuple[str, int]:
     try:
         payload = parse_payload(raw)
         if payload.get("hook_event_name") in COMPACTIONS:
-            _start_capsule_worker()
+            _start_capsule_worker()  # unless main() did
         if runtime == "gemini":  # its own event names and ids (see .gemini)
             from .gemini import handle as handle_gemini
 
@@ -168,6 +168,17 @@ def _start_capsule_worker() -> None:
         pass
 
 
+def _start_worker_of(raw: bytes) -> None:
+    """:func:`_start_capsule_worker` when ``raw`` is a compaction's payload (a payload
+    :func:`run` cannot parse is its to report)."""
+    try:
+        payload = parse_payload(raw)
+    except HookInputError:
+        return
+    if payload.get("hook_event_name") in COMPACTIONS:
+        _start_capsule_worker()
+
+
 def run_with_deadline(runtime: str, raw: bytes, seconds: float) -> tuple[str, int, bool]:
     """:func:`run` in a worker thread; past ``seconds`` the answer is what we have: nothing
     more than a note for the user. Returns (stdout text, exit code, timed out). The caller
@@ -206,6 +217,8 @@ def main(argv: list[str]) -> int:
     if deadline is None:
         out, code = run(runtime, raw, ending=True)
     else:
+        # before the deadline's thread starts: a single-threaded process may fork its worker
+        _start_worker_of(raw)
         out, code, _late = run_with_deadline(runtime, raw, deadline)
     sys.stdout.write(out + "\n")
     sys.stdout.flush()

@@ -201,7 +201,7 @@ def _start_builder(thread: Thread):
 
     if not capsule_worker.should_use():
         return None
-    return capsule_worker.CapsuleWorker.spawn(thread.engine.home,
+    return capsule_worker.CapsuleWorker.start(thread.engine.home,
                                               exact=cps.newest_counted_exactly(thread))
 
 
