@@ -411,7 +411,7 @@ def _warm_tokenizer(home: str) -> None:
     from capsule.tokens import get_token_counter, set_ranks_cache
 
     set_ranks_cache(Path(home) / "cache")
-    get_token_counter()
+    get_token_counter().warm()
 
 
 def _build(home: str, request: dict) -> dict:

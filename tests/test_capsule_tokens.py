@@ -306,3 +306,20 @@ def test_short_texts_are_counted_once_and_remembered_counts_stay_exact(make, mon
     counter.count(short)
     assert calls.count(short) == 2
     assert len(counter._remembered) <= 3
+
+
+def test_warming_a_vocabulary_counter_loads_its_reference_merge():
+    """``warm`` (the capsule worker calls it while it waits for its request) imports the
+    module the first piece outside the vocabulary merges with, so a build does not pay it."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = str(Path(tokens.__file__).resolve().parents[1])
+    code = ("import sys\nfrom capsule import tokens\n"
+            "counter = tokens.VocabularyCounter(tokens._offline_vocabulary())\n"
+            "before = 'tiktoken._educational' in sys.modules\ncounter.warm()\n"
+            "print(before, 'tiktoken._educational' in sys.modules)")
+    out = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True,
+                         check=True, env={"PATH": "", "PYTHONPATH": root}).stdout.split()
+    assert out == ["False", "True"]

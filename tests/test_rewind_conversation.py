@@ -3,6 +3,8 @@ temporary git repository, then rewound with the API and the command line."""
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 
 import pytest
 from test_rewind_support import HookSession, cli, cli_json, store_fingerprint
@@ -12,6 +14,8 @@ from continuation import checkpoints as cps
 from continuation.engine import Engine
 from continuation.rewind.operation import plan_rewind, rewind
 from continuation.rewind.summary import TITLE_CLAIMS, TITLE_CORE, TITLE_TRIED
+
+ROOT = str(Path(cps.__file__).resolve().parents[1])
 
 
 @pytest.fixture
@@ -388,7 +392,7 @@ def test_a_rewind_warms_the_capsule_stack_in_a_thread_and_the_summary_waits_for_
 
     order = []
 
-    def slow_warm_up():
+    def slow_warm_up(models):
         order.append(threading.current_thread().name)
         _time.sleep(0.2)
         order.append("warmed")
@@ -400,3 +404,26 @@ def test_a_rewind_warms_the_capsule_stack_in_a_thread_and_the_summary_waits_for_
     order.append("summary used")
     assert order == ["continuation-warm-up", "warmed", "summary used"]
     assert callable(summary.notices_of)
+
+
+@pytest.mark.parametrize("models", [False, True], ids=["a-worker-builds", "built-in-process"])
+def test_the_warm_up_imports_what_the_rewinds_checkpoint_gathers_with(models):
+    """The warm-up thread imports the modules the checkpoint's source is gathered with (and
+    the capsule models only when no capsule worker builds it): they load while git scans,
+    not after the restore (issue 15)."""
+    import subprocess
+    import sys
+
+    watched = ("continuation.capsule_source", "capsule.claim_check",
+               "continuation.recovery.notices", "continuation.boundary", "pydantic")
+    code = ("import sys\nfrom continuation.rewind import operation\n"
+            f"before = [m for m in {watched!r} if m in sys.modules]\n"
+            f"operation._warm_up({models})\n"
+            f"print(before, [m for m in {watched!r} if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True,
+                         check=True, env={**os.environ, "PYTHONPATH": ROOT}).stdout.strip()
+    before, after = out.split("] [")
+    assert "capsule_source" not in before and "pydantic" not in before  # the test is real
+    assert all(m in after for m in watched[:4])
+    assert ("pydantic" in after) is models
+

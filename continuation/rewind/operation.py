@@ -183,7 +183,8 @@ def plan_rewind(engine: Engine, selector: str, mode: str, *, reason: str = "",
     if mode != "conversation":
         if applying:
             plan.builder = _start_builder(thread)
-        plan.files = plan_files(engine, thread, cp, warm_up=applying and plan.builder is None)
+        plan.files = plan_files(engine, thread, cp, warm_up=applying,
+                                models=plan.builder is None)
     # the summary exactly as it will be rebuilt after the anchor fact is appended
     summary = _summary()
     anchor = {"seq": plan.last_seq + 1,
@@ -208,30 +209,38 @@ def _start_builder(thread: Thread):
 _warming = None
 
 
-def warm_up_in_background() -> None:
-    """Import the capsule stack (pydantic, the capsule models, the recovery summary) and build
-    the models' schemas in a daemon thread, once per process, where no capsule worker builds
-    the rewind's checkpoint (``continuation.capsule_worker``): started when a rewind's main
-    thread has imported what its files plan needs and next waits on git scanning the work tree
-    (the restore preview, then the safety snapshot), so ~70 ms of imports overlap that wait
-    instead of preceding it (issue 15). :func:`_summary` waits for it before the main thread
-    uses any of those modules itself (two threads never import them, nor build a model's
-    schema, at once); a caller that uses them otherwise (a fork) does not start it."""
+def warm_up_in_background(*, models: bool = True) -> None:
+    """Import what the rewind's checkpoint will need in a daemon thread, once per process: the
+    recovery summary and the modules its capsule's source is gathered with (claim checks,
+    reconciliation notices), and, with ``models`` (no capsule worker builds the checkpoint,
+    ``continuation.capsule_worker``), pydantic and the capsule models with their schemas.
+    Started when a rewind's main thread has imported what its files plan needs and next waits
+    on git scanning the work tree (the restore preview, then the safety snapshot), so those
+    imports (~70 ms with the models, ~12 ms without) overlap that wait instead of following
+    the restore (issue 15). :func:`_summary` waits for it before the main thread uses any of
+    those modules itself (two threads never import them, nor build a model's schema, at once);
+    a caller that uses them otherwise (a fork) does not start it."""
     import threading
 
     global _warming
     if _warming is None:
-        _warming = threading.Thread(target=_warm_up, daemon=True, name="continuation-warm-up")
+        _warming = threading.Thread(target=_warm_up, args=(models,), daemon=True,
+                                    name="continuation-warm-up")
         _warming.start()
 
 
-def _warm_up() -> None:
+def _warm_up(models: bool) -> None:
     try:
-        from capsule.model import build_schemas
+        from capsule import claim_check  # noqa: F401 - imported for the main thread
 
-        from . import summary  # noqa: F401 - imported for the main thread
+        from .. import boundary, capsule_source  # noqa: F401
+        from ..recovery import notices  # noqa: F401
+        from . import summary  # noqa: F401
 
-        build_schemas()
+        if models:
+            from capsule.model import build_schemas
+
+            build_schemas()
     except Exception:  # noqa: BLE001 - the main thread's own import reports it
         pass
 
@@ -246,14 +255,16 @@ def _summary():
     return summary
 
 
-def plan_files(engine: Engine, thread: Thread, cp: cps.Checkpoint, *, warm_up: bool = False):
+def plan_files(engine: Engine, thread: Thread, cp: cps.Checkpoint, *, warm_up: bool = False,
+               models: bool = True):
     """The files restore plan. ``warm_up``: the caller reaches the capsule stack only through
-    :func:`_summary` (a rewind), so it may load in a thread while git scans the work tree."""
+    :func:`_summary` (a rewind), so it may load in a thread while git scans the work tree
+    (``models``: the capsule models too, see :func:`warm_up_in_background`)."""
     from ..workspace import WorkspaceError, plan_restore
     from ..workspace_link import session_created_paths
 
     if warm_up:
-        warm_up_in_background()
+        warm_up_in_background(models=models)
     ref = workspace_ref(cp)
     try:
         return plan_restore(ref, state_home=engine.home,
