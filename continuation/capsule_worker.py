@@ -135,6 +135,15 @@ def _close_inherited() -> None:
                 pass
 
 
+#: forked workers closed before they had exited: a long-lived process (the Python API) reaps
+#: them at its next fork rather than keeping one zombie per boundary
+_unreaped: list[_ForkedProcess] = []
+
+
+def _reap_forked() -> None:
+    _unreaped[:] = [proc for proc in _unreaped if proc.poll() is None]
+
+
 class _ForkedProcess:
     """A forked worker as :class:`subprocess.Popen` would show it, for what the boundary's end
     uses: ``stdin``, ``stdout``, ``poll``, ``kill``, ``wait``."""
@@ -202,6 +211,7 @@ class CapsuleWorker:
         would have run its first line. Call only where :func:`can_fork` says so."""
         import gc
 
+        _reap_forked()
         requests_r, requests_w = os.pipe()
         replies_r, replies_w = os.pipe()
         try:
@@ -293,14 +303,15 @@ class CapsuleWorker:
 
     def close(self) -> None:
         """End the worker: its stdin closes and it exits on its own. Not waited for (the kernel
-        takes ~7 ms to free its memory): ``subprocess`` reaps it later, or init does once this
-        process has ended."""
+        takes ~7 ms to free its memory): ``subprocess`` reaps a spawned one later, the next
+        fork a forked one (:func:`_reap_forked`), or init does once this process has ended."""
         try:
             self._proc.stdin.close()
             self._proc.stdout.close()
         except OSError:
             pass
-        self._proc.poll()
+        if self._proc.poll() is None and isinstance(self._proc, _ForkedProcess):
+            _unreaped.append(self._proc)
 
     def _stop(self) -> None:
         try:

@@ -389,3 +389,29 @@ def test_only_a_compaction_payload_starts_a_worker(monkeypatch, home):
     hooks.run("claude", json.dumps({**base, "hook_event_name": "PreCompact",
                                     "trigger": "auto"}).encode())
     assert started == [1]
+
+
+@pytest.mark.skipif(not ON_LINUX, reason="a worker is forked on Linux only")
+def test_a_long_lived_process_keeps_no_zombie_per_forked_worker(engine):
+    """A closed worker exits on its own, unwaited; the next fork reaps it, so a process that
+    checkpoints again and again holds at most the workers still running."""
+    import time
+
+    def exited(pid: int) -> bool:  # a zombie: ended, not yet reaped
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] == "Z"
+
+    pids = []
+    for _ in range(3):
+        worker = CapsuleWorker.fork(engine.home)
+        pids.append(worker._proc.pid)
+        worker.close()
+        deadline = time.monotonic() + 20
+        while not exited(pids[-1]) and time.monotonic() < deadline:
+            time.sleep(0.01)  # it reads EOF and exits
+        assert exited(pids[-1])
+    capsule_worker._reap_forked()
+    for pid in pids:  # reaped: no longer this process's child
+        with pytest.raises(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)
+    assert capsule_worker._unreaped == []
