@@ -427,3 +427,32 @@ def test_the_warm_up_imports_what_the_rewinds_checkpoint_gathers_with(models):
     assert all(m in after for m in watched[:4])
     assert ("pydantic" in after) is models
 
+
+
+def test_a_rewinds_warm_up_starts_when_the_plan_scans_the_work_tree(monkeypatch):
+    """The warm-up thread starts from the plan's ``while_scanning`` (git's scan of the work
+    tree), not before the plan's own work; a plan without warm-up starts none."""
+    from types import SimpleNamespace
+
+    import continuation.workspace as workspace
+    import continuation.workspace_link as workspace_link
+    from continuation.rewind import operation
+
+    calls = []
+
+    def plan_restore(ref, *, state_home, session_created, while_scanning=None):
+        calls.append("plan")
+        if while_scanning is not None:
+            while_scanning()
+        return "the plan"
+
+    monkeypatch.setattr(operation, "warm_up_in_background", lambda models: calls.append(models))
+    monkeypatch.setattr(workspace, "plan_restore", plan_restore)
+    monkeypatch.setattr(operation, "workspace_ref", lambda cp: "ref")
+    monkeypatch.setattr(workspace_link, "session_created_paths", lambda thread, after_seq: [])
+    engine, cp = SimpleNamespace(home="home"), SimpleNamespace(seq=1)
+    assert operation.plan_files(engine, None, cp, warm_up=True, models=False) == "the plan"
+    assert calls == ["plan", False]
+    calls.clear()
+    operation.plan_files(engine, None, cp)
+    assert calls == ["plan"]

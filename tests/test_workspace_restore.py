@@ -32,6 +32,25 @@ def repo(git_home, tmp_path):
     return root
 
 
+def test_the_plan_calls_while_scanning_as_the_work_tree_scan_starts(repo, git_home, monkeypatch):
+    """A rewind starts its warm-up thread from ``while_scanning``: after the plan's own work
+    before git's scan of the work tree, right before that scan, once."""
+    from continuation.workspace import compare, restore
+
+    ref = take_snapshot(repo, "t1-abc", 1, state_home=git_home)
+    write(repo, {"src/app.py": "print('v2')\n"})
+    order = []
+    scan = compare.status_against_snapshot
+
+    def status(*args, **kwargs):
+        order.append("scan")
+        return scan(*args, **kwargs)
+
+    monkeypatch.setattr(restore, "status_against_snapshot", status)
+    plan = plan_restore(ref, state_home=git_home, while_scanning=lambda: order.append("called"))
+    assert order == ["called", "scan"] and plan.modified == ["src/app.py"]
+
+
 def test_dry_run_changes_nothing(repo, git_home):
     ref = take_snapshot(repo, "t1-abc", 1, state_home=git_home)
     write(repo, {"src/app.py": "print('v2')\n", "agent.py": "x\n"})

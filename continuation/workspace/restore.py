@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from . import index_cache
@@ -48,15 +48,20 @@ def plan_restore(
     session_created: Iterable[str | Path] = (),
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
     keep_committed: bool = True,
+    while_scanning: Callable[[], None] | None = None,
 ) -> RestorePlan:
     """What restoring ``ref`` would change; changes nothing (this is ``--dry-run``).
 
     ``keep_committed``: never delete a path in HEAD's tree (off only for undoing a restore,
-    whose re-created files are exactly what the undo removes)."""
+    whose re-created files are exactly what the undo removes). ``while_scanning``: called just
+    before git scans the work tree (the plan's longest wait), e.g. to start work in a thread
+    that would otherwise contend with this one's own Python work until then."""
     ws = resolve_workspace(ref.root, state_home)
     target = open_snapshot_target(ws, ref)
     with workspace_lock(ws.layout, lock_timeout):
         tree = snapshot_tree(target, ref)
+        if while_scanning is not None:
+            while_scanning()
         status = status_against_snapshot(target, ref, tree)
         plan = RestorePlan(checkpoint=ref)
         rules = SkipRules(ref, ws)
