@@ -498,3 +498,34 @@ print("git" in sys.modules)
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "False"
+
+
+def test_the_scan_lists_what_differs_in_the_work_tree_from_the_index(tmp_path, git_home):
+    """The snapshot's one scan (``git status`` on the seeded private index): tracked files the
+    work tree changed or deleted, untracked files, nested repositories as folders; not a file
+    only touched (same bytes), not a change staged and left alone, not an ignored file."""
+    import shutil
+    import time
+
+    from continuation.workspace.policy import ExcludeMatcher
+    from continuation.workspace.treebuild import build_tree
+    from continuation.workspace.workspace_target import content_target, resolve_workspace
+
+    repo = make_repo(tmp_path / "repo", {"touched.txt": "same\n", "staged.txt": "v1\n",
+                                         "edited.txt": "v1\n", "gone.txt": "x\n",
+                                         ".gitignore": "*.log\n"})
+    write(repo, {"staged.txt": "v2\n"})
+    git(repo, "add", "staged.txt")
+    time.sleep(0.05)
+    write(repo, {"touched.txt": "same\n", "edited.txt": "v2\n", "new.txt": "n\n",
+                 "debug.log": "ignored\n"})
+    (repo / "gone.txt").unlink()
+    make_repo(repo / "nested", {"inner.txt": "i\n"})
+    target = content_target(resolve_workspace(repo, git_home), create=True)
+    index = tmp_path / "private.index"
+    shutil.copy2(repo / ".git" / "index", index)
+    built = build_tree(target, index, ExcludeMatcher([]), 1 << 20)
+    assert built.tracked == {"edited.txt": "M", "gone.txt": "D"}
+    assert built.untracked == ["new.txt"] and built.nested_repos == ["nested"]
+    tree = {line.split("\t")[1] for line in git(repo, "ls-tree", "-r", built.tree).splitlines()}
+    assert tree == {".gitignore", "edited.txt", "new.txt", "staged.txt", "touched.txt"}
