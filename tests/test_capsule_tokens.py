@@ -139,19 +139,20 @@ def test_parsed_ranks_cache_gives_the_same_ranks_and_survives_damage(tmp_path, m
                       for i in range(40) for j in range(50))
     sha = hashlib.sha256(data).hexdigest()
     monkeypatch.setattr(tokens, "_ranks_cache_dir", None)
-    plain = tokens._cached_ranks(data, sha)
+    plain, parsed = tokens._cached_ranks(data, sha), tokens._parse_ranks(data)
     tokens.set_ranks_cache(tmp_path / "cache")
     try:
         first = tokens._cached_ranks(data, sha)
         [cached] = (tmp_path / "cache").iterdir()
         monkeypatch.setattr(tokens, "_parse_ranks", lambda d: pytest.fail("parsed again"))
-        assert tokens._cached_ranks(data, sha) == first == plain
+        again = tokens._cached_ranks(data, sha)
+        assert again.as_dict() == first.as_dict() == plain.as_dict() == parsed
         raw = bytearray(cached.read_bytes())
         raw[-3] ^= 0xFF
         cached.write_bytes(bytes(raw))
         monkeypatch.undo()
         tokens.set_ranks_cache(tmp_path / "cache")
-        assert tokens._cached_ranks(data, sha) == plain
+        assert tokens._cached_ranks(data, sha).as_dict() == plain.as_dict()
         assert cached.read_bytes() != bytes(raw)  # rewritten whole
     finally:
         tokens.set_ranks_cache(None)
@@ -323,3 +324,37 @@ def test_warming_a_vocabulary_counter_loads_its_reference_merge():
     out = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True,
                          check=True, env={"PATH": "", "PYTHONPATH": root}).stdout.split()
     assert out == ["False", "True"]
+
+
+def test_sorted_ranks_answer_as_the_dict_does():
+    """The vocabulary is searched in sorted tokens (loaded without hashing 100,000 keys): every
+    token gives its rank, anything else none, and the dict comes back whole."""
+    ranks = tokens._offline_vocabulary().ranks
+    plain = ranks.as_dict()
+    assert len(ranks) == len(plain) > 100_000
+    for token, rank in list(plain.items())[::997]:
+        assert ranks.get(token) == ranks[token] == rank and token in ranks
+    for missing in (b"", b"\xff\xfe\xfd\xfc", b"zzzzzzzzzzzzzzzzzzzzzzzzzzzz", b"\x00" * 9):
+        assert missing not in plain
+        assert ranks.get(missing) is None and missing not in ranks
+        with pytest.raises(KeyError):
+            ranks[missing]
+    again = tokens.SortedRanks.loads(ranks.dumps())
+    assert again.as_dict() == plain
+    with pytest.raises(ValueError):
+        tokens.SortedRanks((b"a", b"b"), [1])
+
+
+def test_an_earlier_ranks_cache_file_is_removed_when_the_sorted_one_is_written(tmp_path):
+    data = b"\n".join(base64.b64encode(bytes([i])) + b" " + str(i).encode() for i in range(256))
+    sha = hashlib.sha256(data).hexdigest()
+    old = tmp_path / f"bpe-ranks-{sha[:32]}.marshal"
+    old.parent.mkdir(parents=True, exist_ok=True)
+    old.write_bytes(b"a dict of an earlier version")
+    tokens.set_ranks_cache(tmp_path)
+    try:
+        assert tokens._cached_ranks(data, sha).as_dict() == tokens._parse_ranks(data)
+    finally:
+        tokens.set_ranks_cache(None)
+    assert not old.exists() and (tmp_path / f"bpe-sorted-{sha[:32]}.marshal").is_file()
+
