@@ -281,16 +281,42 @@ REMEMBERED_TEXT_CHARS = 2048
 REMEMBERED_TEXTS = 2048
 
 
+def line_chunks(text: str) -> list[str]:
+    """``text`` cut after each newline that a visible ASCII character follows: cuts no piece of
+    cl100k's pattern spans (:data:`LINE_CHUNKS_PATTERNS`), so the pieces, and the tokens, of
+    ``text`` are those of its chunks, one after the other."""
+    import re
+
+    return re.split(r"(?<=\n)(?=[!-~])", text)
+
+
+#: the patterns whose pieces never span a newline followed by a visible ASCII character: in
+#: cl100k's, a piece holding a newline is whitespace (``\s++$``, ``\s*[\r\n]``,
+#: ``\s+(?!\S)``, ``\s``) or punctuation then newlines (`` ?[^\s\p{L}\p{N}]++[\r\n]*+``),
+#: both ending before such a character, and where the text after them starts decides nothing
+#: else (``\s++$`` there, ``\s*[\r\n]`` here: the same whitespace). Not o200k's: its
+#: punctuation piece takes a ``/`` after the newlines.
+LINE_CHUNKS_PATTERNS = frozenset({OFFLINE_PAT_STR})
+
+
 class _RememberingCounter:
-    """``count`` remembers the counts of short texts (a subclass counts in ``_count``);
-    ``count_bounded`` caps what one count reads."""
+    """``count`` remembers the counts of short texts (a subclass counts in ``_count``); a long
+    text is counted as its line chunks (:func:`line_chunks`) where the pattern allows, so the
+    lines a capsule's renderings share are counted once; ``count_bounded`` caps what one count
+    reads."""
+
+    #: the subclass's split pattern allows :func:`line_chunks`
+    chunks_lines = False
 
     def __init__(self) -> None:
         self._remembered: dict[str, int] = {}
 
     def count(self, text: str) -> int:
         if len(text) > REMEMBERED_TEXT_CHARS:
-            return self._count(text)
+            if not self.chunks_lines:
+                return self._count(text)
+            return sum(self._count(chunk) if len(chunk) > REMEMBERED_TEXT_CHARS
+                       else self.count(chunk) for chunk in line_chunks(text))
         tokens = self._remembered.get(text)
         if tokens is None:
             tokens = self._count(text)
@@ -326,6 +352,7 @@ class TokenCounter(_RememberingCounter):
         super().__init__()
         self._encoding = encoding
         self.name: str = encoding.name
+        self.chunks_lines = getattr(encoding, "_pat_str", None) in LINE_CHUNKS_PATTERNS
 
     def _count(self, text: str) -> int:
         return len(self._encoding.encode(text, disallowed_special=()))
@@ -390,6 +417,7 @@ class VocabularyCounter(_RememberingCounter):
         self._vocabulary = vocabulary
         self._ranks = vocabulary.ranks
         self._pattern = regex.compile(vocabulary.pat_str)
+        self.chunks_lines = vocabulary.pat_str in LINE_CHUNKS_PATTERNS
         self._pieces: dict[bytes, int] = {}  # a piece's tokens: 1 in the vocabulary, else merged
         self._merged_bytes = 0  # what the reference merge took (see REFERENCE_MERGE_BUDGET_BYTES)
         self._encoding: tiktoken.Encoding | None = None  # noqa: F821 (only for long pieces)

@@ -358,3 +358,45 @@ def test_an_earlier_ranks_cache_file_is_removed_when_the_sorted_one_is_written(t
         tokens.set_ranks_cache(None)
     assert not old.exists() and (tmp_path / f"bpe-sorted-{sha[:32]}.marshal").is_file()
 
+
+
+_LINE = st.lists(st.sampled_from(
+    ["word", " word", "Word", "  ", " ", "\t", "\r", "'s", "'LL", "x.", ".", "..", "!?", "/", "//",
+     "-", "- item", "# Title", "12", "12345", " 7", "(a)", "{\"k\": 1}", "é", "日本", " émoji 🎉",
+     "\u00a0", "\u2028", "\x1c", "\u3000", "<|endoftext|>", "path/to/file.py", "`code`"]),
+    max_size=12).map("".join)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(_LINE, min_size=1, max_size=60), st.integers(min_value=1, max_value=40))
+def test_a_long_text_counted_as_its_line_chunks_is_counted_as_tiktoken_counts_it(lines, times):
+    """Past ``REMEMBERED_TEXT_CHARS`` a text is counted as its line chunks (cut after a newline
+    that a visible ASCII character follows): the count is tiktoken's count of the whole text,
+    for blank lines, trailing and leading whitespace, punctuation before newlines, ``\\r``,
+    Unicode separators and special-token text alike."""
+    text = "\n".join(lines * times) + "\n" * (times % 3)
+    text = (text * (tokens.REMEMBERED_TEXT_CHARS // max(1, len(text)) + 2))[:20_000]
+    encoding = tokens.token_counter_for(OFFLINE_NAME)._encoding
+    whole = len(encoding.encode(text, disallowed_special=()))
+    assert "".join(tokens.line_chunks(text)) == text
+    assert tokens.TokenCounter(encoding).count(text) == whole
+    assert tokens.VocabularyCounter(tokens._offline_vocabulary()).count(text) == whole
+
+
+def test_only_patterns_known_to_allow_it_are_counted_in_line_chunks():
+    """cl100k's pattern (tiktoken's cl100k_base and the offline copy) allows line chunks;
+    o200k's does not (its punctuation piece takes a "/" after newlines): counted whole."""
+    import inspect
+
+    assert tokens.OFFLINE_PAT_STR in inspect.getsource(openai_public.cl100k_base)
+    assert tokens.VocabularyCounter(tokens._offline_vocabulary()).chunks_lines
+    o200k = tokens.Vocabulary(tokens.O200K_NAME, tokens.O200K_PAT_STR,
+                              tokens._offline_vocabulary().ranks, tokens.O200K_SPECIAL)
+    assert not tokens.VocabularyCounter(o200k).chunks_lines
+    text = "x.\n/y" * 2000  # o200k: ".\n/" is one piece; a cut after "\n" would make it two
+    counter = tokens.VocabularyCounter(o200k)
+    calls = []
+    real = counter._count
+    counter._count = lambda t: calls.append(t) or real(t)
+    counter.count(text)
+    assert calls == [text]  # whole, not in chunks
