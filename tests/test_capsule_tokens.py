@@ -400,3 +400,30 @@ def test_only_patterns_known_to_allow_it_are_counted_in_line_chunks():
     counter._count = lambda t: calls.append(t) or real(t)
     counter.count(text)
     assert calls == [text]  # whole, not in chunks
+
+
+def test_cached_ranks_spare_reading_and_hashing_the_bpe_file_again(tmp_path, monkeypatch):
+    """The ranks cache is written only from a file verified against its sha256, and named by
+    it: with the cache there, the bundled file (1.6 MB) is neither read nor hashed again; a
+    damaged cache means reading and verifying the file as the first time."""
+    from pathlib import Path
+
+    tokens.set_ranks_cache(tmp_path)
+    try:
+        first = tokens._offline_vocabulary().ranks
+        real_read = Path.read_bytes
+        reads = []
+
+        def read_bytes(self):
+            reads.append(self.name)
+            return real_read(self)
+
+        monkeypatch.setattr(Path, "read_bytes", read_bytes)
+        again = tokens._offline_vocabulary().ranks
+        assert again.as_dict() == first.as_dict() and "cl100k_base.tiktoken" not in reads
+        [cache] = tmp_path.glob("bpe-sorted-*.marshal")
+        cache.write_bytes(b"0" * 64 + b"torn")
+        assert tokens._offline_vocabulary().ranks.as_dict() == first.as_dict()
+        assert "cl100k_base.tiktoken" in reads
+    finally:
+        tokens.set_ranks_cache(None)
