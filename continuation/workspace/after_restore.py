@@ -1,7 +1,7 @@
 """The tree a restore leaves, derived from its safety snapshot instead of a second scan.
 
 A rewind commits a checkpoint right after restoring the files, and that checkpoint's snapshot
-used to scan the whole work tree again (a ``git ls-files`` over every file) to learn what the
+used to scan the whole work tree again (a ``git status`` over every file) to learn what the
 restore itself had just written. The restore knows it exactly: the safety snapshot's tree (the
 work tree a moment before) with the written paths set to the checkpoint's entries and the
 deleted paths removed. ``derive_tree_after`` applies those changes to the safety snapshot's
