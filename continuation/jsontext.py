@@ -58,6 +58,8 @@ def loads(text):
         value, end = _scan(text, start)
     except (StopIteration, ValueError):  # not JSON (a BOM too): json raises its own error
         return _stdlib().loads(text)
+    except SystemError:  # CPython 3.11's scanner on a text torn after a comma ('{"a": 1, ')
+        return _stdlib().loads(text)  # ends without an error set; json reports it properly
     if end != len(text) and text[end:].strip(_WHITESPACE):
         return _stdlib().loads(text)  # "Extra data"
     return value

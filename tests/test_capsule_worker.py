@@ -415,3 +415,22 @@ def test_a_long_lived_process_keeps_no_zombie_per_forked_worker(engine):
         with pytest.raises(ChildProcessError):
             os.waitpid(pid, os.WNOHANG)
     assert capsule_worker._unreaped == []
+
+
+@pytest.mark.parametrize("raw", [
+    b'{"hook_event_name": "PreCompact", "x": ' + b"[" * 200_000 + b"]" * 200_000 + b"}",
+    b'{"hook_event_name": "PreCompact", ',
+    b"\xff\xfe PreCompact",
+], ids=["too-deep", "torn", "binary"])
+def test_a_compaction_payload_that_cannot_be_parsed_fails_open(raw, home):
+    """The worker's early start parses the payload before the hook's own fail-open handling:
+    whatever it meets there (malformed, torn, nested past the decoder's limit), the hook
+    answers "continue" with exit 0 and logs the error, as for any payload."""
+    from continuation.install import default_command
+
+    r = subprocess.run([*default_command(), "hook", "--runtime", "claude"], input=raw,
+                       capture_output=True, timeout=120,
+                       env={**os.environ, "CONTINUATION_HOME": str(home), "PYTHONPATH": ROOT})
+    assert r.returncode == 0 and json.loads(r.stdout) == {}, r.stderr[-800:]
+    assert b"Traceback" not in r.stderr
+    assert (home / "logs" / "hooks.log").is_file()

@@ -111,3 +111,21 @@ def test_without_the_accelerator_json_does_the_work(monkeypatch):
         assert jsontext.dumps(value, **options) == json.dumps(value, **options)
     monkeypatch.setattr(jsontext, "_json", None)
     assert jsontext.dumps(value, ensure_ascii=False) == json.dumps(value, ensure_ascii=False)
+
+
+@pytest.mark.parametrize("text", ['{"a": 1, ', '[1, ', '{"a": [1, {"b": 2}, '])
+def test_a_torn_text_gets_jsons_error_before_json_is_imported(text):
+    """In a process that has not imported ``json`` (a hook), CPython 3.11's scanner ends on a
+    text torn after a comma without setting an error (a SystemError): the text goes to json,
+    which names the fault, as for any malformed text."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = str(Path(jsontext.__file__).resolve().parents[1])
+    code = ("import sys\nfrom continuation import jsontext\n"
+            f"try:\n    jsontext.loads({text!r})\nexcept ValueError as exc:\n"
+            "    print(type(exc).__name__, exc)\n")
+    out = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True,
+                         env={"PYTHONPATH": root}, check=True).stdout.strip()
+    assert out == f"JSONDecodeError {outcome(json.loads, text)[2]}", out
