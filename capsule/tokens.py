@@ -137,18 +137,28 @@ class SortedRanks:
         return dict(zip(self._tokens, self._ranks))
 
     def dumps(self) -> bytes:
+        """The tokens and the ranks as 4-byte little-endian integers (a state home may be read
+        by another machine)."""
         import marshal
+        import struct
 
-        return marshal.dumps((self._tokens, bytes(memoryview(self._ranks).cast("B"))))
+        ranks = struct.pack(f"<{len(self._ranks)}I", *self._ranks)
+        return marshal.dumps((self._tokens, ranks))
 
     @classmethod
     def loads(cls, blob: bytes) -> SortedRanks:
         import marshal
+        import sys
+        from array import array
 
         tokens, ranks = marshal.loads(blob)
         if not (isinstance(tokens, tuple) and tokens and isinstance(ranks, bytes)):
             raise ValueError("not sorted ranks")
-        return cls(tokens, memoryview(ranks).cast("I"))
+        if sys.byteorder == "little" and array("I").itemsize == 4:
+            return cls(tokens, memoryview(ranks).cast("I"))  # as stored: no copy
+        import struct
+
+        return cls(tokens, struct.unpack(f"<{len(ranks) // 4}I", ranks))
 
 
 class Vocabulary:

@@ -427,3 +427,18 @@ def test_cached_ranks_spare_reading_and_hashing_the_bpe_file_again(tmp_path, mon
         assert "cl100k_base.tiktoken" in reads
     finally:
         tokens.set_ranks_cache(None)
+
+
+def test_sorted_ranks_are_stored_little_endian_and_read_on_any_byte_order(monkeypatch):
+    """The cache may be read on another machine: ranks are 4-byte little-endian integers, read
+    as they are where that is the native order and unpacked where it is not."""
+    import marshal
+    import struct
+    import sys
+
+    ranks = tokens.SortedRanks.of({b"a": 1, b"b": 70_000, b"zz": 3})
+    _, raw = marshal.loads(ranks.dumps())
+    assert raw == struct.pack("<3I", 1, 70_000, 3)
+    monkeypatch.setattr(sys, "byteorder", "big")
+    again = tokens.SortedRanks.loads(ranks.dumps())
+    assert again.as_dict() == {b"a": 1, b"b": 70_000, b"zz": 3} and again[b"b"] == 70_000
