@@ -322,3 +322,33 @@ def test_a_version_3_store_gets_its_row_sizes_and_the_boundary_sums_read_only_th
                   ("k", "ok", "error", "reconciled", "c9")))]
     assert all("COVERING INDEX" in plan for plan in plans), plans
     s.close()
+
+
+def test_migration_5_reads_the_calls_of_given_turns_through_a_turn_index(tmp_path, monkeypatch):
+    """A boundary with an open input reads its turn's calls (and a claim's turn's): through
+    an index on the call's turn since schema 5, built for the calls already stored, not by
+    reading every finished call of the thread; the same calls either way."""
+    from continuation.store import schema
+    from continuation.store.view import SqlStateView
+
+    path = tmp_path / "s.sqlite3"
+    monkeypatch.setattr("continuation.store.sqlite.SCHEMA_VERSION", 4)
+    old = SqliteStore(path)
+    rows = [("k", f"c{i}", "ok" if i % 3 else "error", i,
+             f'{{"call_id":"c{i}","turn_id":"t{i % 7}","status":"ok","started_seq":{i}}}')
+            for i in range(1, 200)]
+    old.conn.executemany("INSERT INTO tool_calls (thread_key, call_id, status, started_seq, data)"
+                         " VALUES (?, ?, ?, ?, ?)", rows)
+    old.close()
+    monkeypatch.setattr("continuation.store.sqlite.SCHEMA_VERSION", schema.SCHEMA_VERSION)
+    s = SqliteStore(path)
+    assert s.schema_version == schema.SCHEMA_VERSION >= 5
+    found = [c.call_id for c in SqlStateView(s.conn, "k").calls_of_turns(["t3", "t5"], ["ok"])]
+    expected = [f"c{i}" for i in range(1, 200) if i % 7 in (3, 5) and i % 3]
+    assert found == expected
+    plan = " ".join(r[-1] for r in s.conn.execute(
+        "EXPLAIN QUERY PLAN SELECT data FROM tool_calls INDEXED BY tool_calls_by_turn WHERE"
+        " thread_key=? AND json_extract(data, '$.turn_id') IN (?, ?) AND status IN (?)",
+        ("k", "t3", "t5", "ok")))
+    assert "USING INDEX tool_calls_by_turn" in plan, plan
+    s.close()

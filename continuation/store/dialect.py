@@ -61,6 +61,10 @@ def to_postgres(sql: str) -> str:
 def schema_to_postgres(ddl: str) -> list[str]:
     """The SQLite schema migration ``ddl`` as PostgreSQL statements."""
     ddl = re.sub(r"\)\s*WITHOUT ROWID", ")", ddl)
+    # an index on a JSON value: the expression the queries' translation spells (parenthesized,
+    # as an index column that is an expression must be)
+    ddl = _JSON.sub(lambda m: f"({m.group(1)}::jsonb #>> '{{{m.group(2).replace('.', ',')}}}')",
+                    ddl)
     ddl = re.sub(r"length\(CAST\((\w+) AS BLOB\)\)", r"octet_length(\1)", ddl,
                  flags=re.IGNORECASE)
     ddl = re.sub(r"\bREAL\b", "DOUBLE PRECISION", ddl)

@@ -132,6 +132,13 @@ MIGRATIONS: list[str] = [
     DROP INDEX tool_calls_by_status;
     CREATE INDEX tool_calls_by_status ON tool_calls (thread_key, status, started_seq, data_bytes);
     """,
+    # 5: the calls of given turns (the work ledger of the open inputs' turns, the calls a
+    # claim's turn recorded) read through an index on the call's turn: a boundary of a thread
+    # with an open input read every finished call of the thread to find its turn's (~20 ms at
+    # 20,000 calls, growing with the thread)
+    """
+    CREATE INDEX tool_calls_by_turn ON tool_calls (thread_key, json_extract(data, '$.turn_id'));
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

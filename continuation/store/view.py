@@ -161,11 +161,12 @@ class SqlStateView:
         turn_ids, statuses = [t for t in turn_ids if t is not None], list(statuses)
         if not turn_ids:
             return []
+        # through the turn index (schema 5): the status index would read every finished call
         rows = self.conn.execute(
-            f"SELECT data FROM tool_calls WHERE thread_key=? AND status IN"
-            f" ({','.join('?' * len(statuses))}) AND json_extract(data, '$.turn_id') IN"
-            f" ({','.join('?' * len(turn_ids))}) ORDER BY started_seq",
-            (self.key, *statuses, *turn_ids)).fetchall()
+            f"SELECT data FROM tool_calls INDEXED BY tool_calls_by_turn WHERE thread_key=? AND"
+            f" json_extract(data, '$.turn_id') IN ({','.join('?' * len(turn_ids))}) AND status IN"
+            f" ({','.join('?' * len(statuses))}) ORDER BY started_seq",
+            (self.key, *turn_ids, *statuses)).fetchall()
         return [ToolCallRecord.from_row(jsontext.loads(r[0])) for r in rows]
 
     def reset(self):
