@@ -193,16 +193,12 @@ class CapsuleWorker:
         self.problem: str | None = None
 
     @classmethod
-    def start(cls, home, *, exact: bool | None = None) -> CapsuleWorker | None:
-        """A started worker, prepared when ``exact`` is given, or None when :func:`should_use`
+    def start(cls, home) -> CapsuleWorker | None:
+        """A started worker (its caller calls :meth:`prepare`), or None when :func:`should_use`
         says no or it cannot be started: forked where :func:`can_fork` says so, else spawned."""
         if not should_use():
             return None
-        worker = cls.fork(home) if can_fork() else None
-        worker = worker or cls.spawn(home)
-        if worker is not None and exact is not None:
-            worker.prepare(exact)
-        return worker
+        return (cls.fork(home) if can_fork() else None) or cls.spawn(home)
 
     @classmethod
     def fork(cls, home) -> CapsuleWorker | None:

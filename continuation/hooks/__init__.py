@@ -100,8 +100,7 @@ def run(runtime: str, raw: bytes, *, ending: bool = False) -> tuple[str, int]:
     payload = None
     try:
         payload = parse_payload(raw)
-        if payload.get("hook_event_name") in COMPACTIONS:
-            _start_capsule_worker()  # unless main() did
+        _start_worker_for_payload(payload)  # unless main() did
         if runtime == "gemini":  # its own event names and ids (see .gemini)
             from .gemini import handle as handle_gemini
 
@@ -155,6 +154,12 @@ def boundary_deadline(raw: bytes) -> float | None:
 COMPACTIONS = ("PreCompact", "PreCompress")
 
 
+def _start_worker_for_payload(payload: dict) -> None:
+    """:func:`_start_capsule_worker` when ``payload`` is a compaction's."""
+    if payload.get("hook_event_name") in COMPACTIONS:
+        _start_capsule_worker()
+
+
 def _start_capsule_worker() -> None:
     """A compaction's capsule worker, started as soon as the payload names the event: it
     imports the capsule stack on another core while this process opens the store, finds the
@@ -168,15 +173,14 @@ def _start_capsule_worker() -> None:
         pass
 
 
-def _start_worker_of(raw: bytes) -> None:
+def _start_worker_for_raw(raw: bytes) -> None:
     """:func:`_start_capsule_worker` when ``raw`` is a compaction's payload. Never raises: a
     payload :func:`run` cannot parse (malformed, too deeply nested) is its to report."""
     try:
         payload = parse_payload(raw)
     except Exception:  # noqa: BLE001 - fail open, in run()
         return
-    if payload.get("hook_event_name") in COMPACTIONS:
-        _start_capsule_worker()
+    _start_worker_for_payload(payload)
 
 
 def run_with_deadline(runtime: str, raw: bytes, seconds: float) -> tuple[str, int, bool]:
@@ -218,7 +222,7 @@ def main(argv: list[str]) -> int:
         out, code = run(runtime, raw, ending=True)
     else:
         # before the deadline's thread starts: a single-threaded process may fork its worker
-        _start_worker_of(raw)
+        _start_worker_for_raw(raw)
         out, code, _late = run_with_deadline(runtime, raw, deadline)
     sys.stdout.write(out + "\n")
     sys.stdout.flush()

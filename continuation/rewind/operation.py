@@ -200,10 +200,10 @@ def _start_builder(thread: Thread):
     ``capsule_worker.should_use`` says no."""
     from .. import capsule_worker
 
-    if not capsule_worker.should_use():
-        return None
-    return capsule_worker.CapsuleWorker.start(thread.engine.home,
-                                              exact=cps.newest_counted_exactly(thread))
+    worker = capsule_worker.CapsuleWorker.start(thread.engine.home)
+    if worker is not None:
+        worker.prepare(cps.newest_counted_exactly(thread))
+    return worker
 
 
 _warming = None
@@ -247,7 +247,7 @@ def _warm_up(models: bool) -> None:
 
 def _summary():
     """:mod:`.summary`, once the warm-up thread, if one was started, is done (it imports the
-    summary with the capsule models)."""
+    summary, and the capsule models where no worker builds the checkpoint)."""
     if _warming is not None:
         _warming.join()
     from . import summary

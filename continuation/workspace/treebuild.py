@@ -85,11 +85,6 @@ def _mtime(path: Path) -> float:
         return 0.0
 
 
-#: the snapshot's scan: what differs from the index in the work tree, and what is untracked
-SCAN_ARGS = ["status", "--porcelain=v2", "-z", "--untracked-files=all", "--no-renames",
-             "--ignore-submodules=dirty"]
-
-
 def read_status(target: GitTarget, index: Path) -> Status:
     return parse_status(target.run(STATUS_ARGS, index=index)[1])
 
@@ -102,16 +97,16 @@ def build_tree(
 ) -> BuiltTree:
     """Bring ``index`` (already seeded) in line with the work tree and write its tree.
 
-    One ``git status`` pass (:data:`SCAN_ARGS`) lists tracked changes against the index (the
-    work-tree column: judged by stat data, only stat-dirty entries of equal size re-hashed)
-    and untracked, not-ignored files (nested repositories show as ``dir/``); only the paths it
-    names are hashed by update-index. ``status`` rather than ``ls-files -m -d -o``, which
+    One ``git status`` pass (``porcelain.STATUS_ARGS``, as a restore compares) lists tracked
+    changes against the index (the work-tree column: judged by stat data, only stat-dirty
+    entries of equal size re-hashed) and untracked, not-ignored files (nested repositories
+    show as ``dir/``); only the paths it names are hashed by update-index. ``status`` rather than ``ls-files -m -d -o``, which
     tells the same: status checks the entries' stat data on several threads (git's preloaded
     index), ls-files one by one (20,000 files: 24 against 36 ms). One process rather than
     several: on a loaded machine each process costs a scheduling delay.
     """
     _stage("seeded")
-    calls = {"scan": lambda: target.run(SCAN_ARGS, index=index)[1]}
+    calls = {"scan": lambda: target.run(STATUS_ARGS, index=index)[1]}
     head = read_head(target.git_dir, target.common_dir or target.git_dir) if target.kind == "git" else None
     if target.kind == "git" and head is None:  # not the plain files backend: ask git
         calls["head"] = lambda: target.run(["rev-parse", "-q", "--verify", "HEAD^{commit}"], index=index, check=False)[1]
