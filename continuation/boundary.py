@@ -26,10 +26,18 @@ from .engine import Thread
 INLINE_LIMITS = {"claude": 9_500, "codex": 9_500}
 
 
+#: longest a boundary waits for its snapshot's scan to start before gathering anyway
+SCAN_START_WAIT_S = 2.0
+
+
 class _PendingSnapshot:
     """A snapshot taken in a thread: git does the work in its own processes, so the boundary's
     thread gathers the capsule's source meanwhile (issue 15). The snapshot's thread touches no
-    store connection of the boundary's (``workspace_link.snapshot_workspace``)."""
+    store connection of the boundary's (``workspace_link.snapshot_workspace``).
+
+    :meth:`wait_for_scan` lets the snapshot's thread reach git's scan of the work tree alone
+    (``treebuild.scan_starting``): its imports and lock are Python, which one interpreter runs
+    one thread at a time; the gathering then runs while git scans."""
 
     def __init__(self, root: str | None, thread_key: str, home, generation: int, tree_after_restore=None):
         self._box: list = []
@@ -39,6 +47,7 @@ class _PendingSnapshot:
             return
         import threading
 
+        self._scanning = threading.Event()
         self._worker = threading.Thread(target=self._take,
                                         args=(root, thread_key, home, generation, tree_after_restore),
                                         daemon=True, name="continuation-snapshot")
@@ -46,13 +55,23 @@ class _PendingSnapshot:
 
     def _take(self, root, thread_key, home, generation, tree_after_restore) -> None:
         try:
+            from .workspace.treebuild import scan_starting
             from .workspace_link import snapshot_workspace
 
+            scan_starting.set(self._scanning.set)
             self._box.append(snapshot_workspace(root, thread_key, home, generation,
                                                 tree_after_restore=tree_after_restore))
         except BaseException as exc:  # noqa: BLE001 - the capsule matters more than the snapshot
             # (and a worker's exception would end as a traceback on stderr, never the answer)
             self._box.append({"root": root, "error": f"snapshot failed: {exc}"})
+        finally:
+            self._scanning.set()
+
+    def wait_for_scan(self, timeout: float = SCAN_START_WAIT_S) -> None:
+        """Until git's scan starts, the snapshot ends (no scan: skipped, failed) or ``timeout``
+        passes (a lock held by another snapshot: the boundary waits for this one anyway)."""
+        if self._worker is not None:
+            self._scanning.wait(timeout)
 
     def result(self) -> dict | None:
         if self._worker is not None:
@@ -109,9 +128,7 @@ def commit_checkpoint(thread: Thread, *, reason: str, transcript_path: str | Non
     worker = worker or capsule_worker.take_early(thread.engine.home)
     if worker is None:
         worker = capsule_worker.CapsuleWorker.start(thread.engine.home)
-    exact = worker is not None and checkpoints.newest_counted_exactly(thread)
-    if worker is not None:
-        worker.prepare(exact)
+    exact: bool | None = None  # whether the build counts exactly: asked once, below
     try:
         transcript = transcript_pointer(transcript_path)
         floor = 0
@@ -121,6 +138,13 @@ def commit_checkpoint(thread: Thread, *, reason: str, transcript_path: str | Non
             # no worker, builds the schemas and tokenizer the capsule will need): the boundary
             # costs the longer of the two, not their sum
             pending = _start_snapshot(thread, generation, tree_after_restore) if snapshot else None
+            if pending is not None and tree_after_restore is None:  # (a restore's tree: no scan)
+                pending.wait_for_scan()
+            if worker is not None and exact is None:
+                # asked while git scans: the worker reads the answer after its models, and
+                # reading the newest capsule (and the tokenizer's names) is ~5-8 ms of Python
+                exact = checkpoints.newest_counted_exactly(thread)
+                worker.prepare(exact)
             if notices is None:
                 notices = (*given, *_reconciliation_notices(thread))
             seq = int(thread.row["last_seq"])  # read before gathering: the capsule covers it
@@ -141,7 +165,7 @@ def commit_checkpoint(thread: Thread, *, reason: str, transcript_path: str | Non
             if worker is not None:
                 complete = checkpoints.with_workspace(thread, source, generation=generation,
                                                       workspace=workspace)
-                built = worker.build(complete, exact_first=exact)
+                built = worker.build(complete, exact_first=bool(exact))
             try:
                 return checkpoints.commit(thread, reason=reason, workspace=workspace,
                                           transcript=transcript, notices=notices,

@@ -434,3 +434,50 @@ def test_a_compaction_payload_that_cannot_be_parsed_fails_open(raw, home):
     assert r.returncode == 0 and json.loads(r.stdout) == {}, r.stderr[-800:]
     assert b"Traceback" not in r.stderr
     assert (home / "logs" / "hooks.log").is_file()
+
+
+
+_PLUGIN_PROBE = r"""
+import os, pickle, sys
+from continuation import capsule_worker
+
+def audit(event, args):
+    if event == "import" and args[0] == "importlib.metadata":
+        os.write(2, b"imported importlib.metadata\n")
+
+sys.addaudithook(audit)
+mode, home, replies = sys.argv[1:4]
+if mode == "in-process":  # what a process of the user's does when it builds a capsule
+    capsule_worker._warm_models()
+    raise SystemExit(0)
+source = {"thread": {"runtime": "codex", "session_id": "s", "thread_id": "s"}, "generation": 1,
+          "created_at": "2026-12-01T00:00:00Z"}
+frames = [pickle.dumps({"exact": False}), pickle.dumps({"source": source, "exact_first": False})]
+requests, writer = os.pipe()
+os.write(writer, b"".join(len(f).to_bytes(capsule_worker._LENGTH, "big") + f for f in frames))
+os.close(writer)
+capsule_worker.serve(home, requests, os.open(replies, os.O_WRONLY | os.O_CREAT, 0o600))
+"""
+
+
+def test_the_worker_runs_pydantic_without_looking_for_plugins(tmp_path):
+    """Issue 15: pydantic looks for plugins through every installed distribution's entry
+    points (``importlib.metadata``, ~12 ms) at its first schema; a worker serving a build never
+    imports it (its pydantic gets no plugins), while a process of the user's keeps pydantic's
+    own lookup."""
+    def probe(mode: str) -> tuple[str, Path]:
+        replies = tmp_path / f"{mode}.replies"
+        r = subprocess.run([sys.executable, "-c", _PLUGIN_PROBE, mode, str(tmp_path / "home"),
+                            str(replies)], capture_output=True, timeout=120,
+                           env={**os.environ, "PYTHONPATH": ROOT})
+        assert r.returncode == 0, r.stderr.decode()[-2000:]
+        return r.stderr.decode(), replies
+
+    if "imported importlib.metadata" not in probe("in-process")[0]:
+        pytest.skip("this pydantic does not look for plugins through importlib.metadata")
+    stderr, replies = probe("worker")
+    assert "imported importlib.metadata" not in stderr
+    data = replies.read_bytes()
+    reply = pickle.loads(data[capsule_worker._LENGTH:])
+    assert len(data) == capsule_worker._LENGTH + int.from_bytes(data[:capsule_worker._LENGTH], "big")
+    assert "error" not in reply and decode_capsule(reply["data"]).generation == 1

@@ -446,6 +446,47 @@ def test_claims_after_a_rewind_are_the_newest_on_the_branch_and_the_older_are_co
     assert older.items == 6 and older.original_bytes == sum(len(f"kept claim {n}") for n in range(6))
 
 
+def test_a_boundary_gathers_once_its_snapshots_scan_is_running(engine, tmp_path, monkeypatch):
+    """Issue 15: the snapshot's thread reaches git's scan (its imports, lock and seed are
+    Python, run one thread at a time) before the boundary's thread starts gathering, which then
+    runs while git scans. A slow seed here makes the other order show."""
+    import time
+
+    from continuation.workspace import treebuild
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@e"]
+    subprocess.run([*git, "init", "-q"], cwd=repo, check=True)
+    (repo / "a.txt").write_text("one\n")
+    subprocess.run([*git, "add", "-A"], cwd=repo, check=True)
+    subprocess.run([*git, "commit", "-qm", "c"], cwd=repo, check=True)
+    (repo / "a.txt").write_text("two\n")
+    order: list[str] = []
+    seed = treebuild.seed_index
+
+    def slow_seed(*args):
+        time.sleep(0.3)
+        return seed(*args)
+
+    def gathering(real):
+        def gather(*args, **kwargs):
+            order.append("gather")
+            return real(*args, **kwargs)
+        return gather
+
+    monkeypatch.setattr(treebuild, "seed_index", slow_seed)
+    monkeypatch.setattr(treebuild, "_stage_hook", order.append)
+    monkeypatch.setattr(checkpoints, "gather_source", gathering(checkpoints.gather_source))
+    monkeypatch.setattr(checkpoints, "gather_plain_source", gathering(checkpoints.gather_plain_source))
+    t = engine.thread("claude", "scan-first", workspace_root=str(repo))
+    t.admit("edit a.txt", turn_id="p1")
+    cp = boundary.commit_checkpoint(t, reason="auto")
+    assert cp.workspace and cp.workspace.get("snapshot_commit")
+    assert "seeded" in order and "gather" in order
+    assert order.index("seeded") < order.index("gather"), order
+
+
 def test_a_boundary_loads_the_tokenizer_while_git_works_only_when_it_will_count(home):
     """Issue 15: a thread whose newest capsule was counted exactly (it needed cuts) loads the
     tokenizer while the boundary's snapshot runs, and the build uses that one load; a thread

@@ -15,6 +15,8 @@ from __future__ import annotations
 import os
 import shutil
 import stat
+from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,6 +30,12 @@ from .porcelain import STATUS_ARGS, Status, parse_status
 
 # Test seam: called with a stage name between steps (tests kill a snapshot there).
 _stage_hook = None
+
+#: Called (no arguments) in the thread whose scan of the work tree is about to start. A boundary
+#: gathers its capsule's input only then: its snapshot thread's imports and lock (~30 ms of
+#: Python) would otherwise share the interpreter with the gathering, and git's scan, the
+#: snapshot's longest step, start that much later. A context variable: per thread.
+scan_starting: ContextVar[Callable[[], None] | None] = ContextVar("scan_starting", default=None)
 
 
 def _stage(name: str) -> None:
@@ -106,6 +114,9 @@ def build_tree(
     several: on a loaded machine each process costs a scheduling delay.
     """
     _stage("seeded")
+    starting = scan_starting.get()
+    if starting is not None:
+        starting()
     calls = {"scan": lambda: target.run(STATUS_ARGS, index=index)[1]}
     head = read_head(target.git_dir, target.common_dir or target.git_dir) if target.kind == "git" else None
     if target.kind == "git" and head is None:  # not the plain files backend: ask git
