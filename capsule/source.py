@@ -31,6 +31,7 @@ ToolStatus = Literal["in_flight", "ok", "error", "unknown"]
 
 
 class _Source(BaseModel):
+    # defaults of empty lists and dicts as in ``capsule.model._Part``
     model_config = ConfigDict(extra="ignore", defer_build=True)
 
 
@@ -47,14 +48,14 @@ class SourceInput(_Source):
     turn_id: str | None = None
     admitted_seq: int | None = None
     queued: bool = False  # received while a turn was running
-    attachments: list[str] = Field(default_factory=list)  # attachment refs (see SourceAttachment)
+    attachments: list[str] = []  # attachment refs (see SourceAttachment)
     pointer: str
 
 
 class SourceToolCall(_Source):
     call_id: str
     tool: str
-    args: dict[str, Any] = Field(default_factory=dict)
+    args: dict[str, Any] = {}
     status: ToolStatus
     started_at: datetime | None = None
     turn_id: str | None = None
@@ -78,7 +79,7 @@ class SourceClaim(_Source):
     text: str
     seq: int | None = None
     pointer: str
-    checks: list[str] = Field(default_factory=list)  # capsule.claim_check notes on what it says it did
+    checks: list[str] = []  # capsule.claim_check notes on what it says it did
 
 
 class SourceCursor(_Source):
@@ -91,13 +92,13 @@ class SourcePermissions(_Source):
     permission_mode: str | None = None
     sandbox: str | None = None
     approval: str | None = None
-    extra: dict[str, Any] = Field(default_factory=dict)
+    extra: dict[str, Any] = {}
 
 
 class SourceModelSettings(_Source):
     model: str | None = None
     provider: str | None = None
-    extra: dict[str, Any] = Field(default_factory=dict)
+    extra: dict[str, Any] = {}
 
 
 class SourceAttachment(_Source):
@@ -118,7 +119,7 @@ class SourcePlan(_Source):
 
     tool: str | None = None  # "update_plan" | "TodoWrite"
     seq: int | None = None
-    items: list[SourcePlanItem] = Field(default_factory=list)
+    items: list[SourcePlanItem] = []
     pointer: str = ""
 
 
@@ -144,7 +145,7 @@ class SourceNotice(_Source):
     actionable inputs."""
 
     title: str
-    lines: list[str] = Field(default_factory=list)
+    lines: list[str] = []
     priority: int = 0
     pointer: str = ""
 
@@ -170,25 +171,25 @@ class CapsuleSource(_Source):
     generation: int
     reason: str = "manual"  # manual | auto | compact | resume | crash | rewind | ...
     created_at: datetime
-    inputs: list[SourceInput] = Field(default_factory=list)  # in admission order
-    tool_calls: list[SourceToolCall] = Field(default_factory=list)  # in start order
-    facts: list[SourceFact] = Field(default_factory=list)
-    claims: list[SourceClaim] = Field(default_factory=list)
+    inputs: list[SourceInput] = []  # in admission order
+    tool_calls: list[SourceToolCall] = []  # in start order
+    facts: list[SourceFact] = []
+    claims: list[SourceClaim] = []
     cursor: SourceCursor = Field(default_factory=SourceCursor)
     workspace: dict[str, Any] | None = None  # owned by the workspace package; unknown keys kept
     workspace_pointer: str = "workspace"  # where the full workspace record can be read back
     settings_pointer: str = "settings"  # same for permissions and model settings
     permissions: SourcePermissions = Field(default_factory=SourcePermissions)
     model_settings: SourceModelSettings = Field(default_factory=SourceModelSettings)
-    attachments: list[SourceAttachment] = Field(default_factory=list)
+    attachments: list[SourceAttachment] = []
     plan: SourcePlan | None = None
-    background: list[SourceBackgroundWork] = Field(default_factory=list)
+    background: list[SourceBackgroundWork] = []
     pointers: SourcePointers = Field(default_factory=SourcePointers)
-    notices: list[SourceNotice] = Field(default_factory=list)
+    notices: list[SourceNotice] = []
     # the generation of the checkpoint block delivered last before this one (Claude Code keeps
     # earlier blocks in its history): the new block says it supersedes it
     supersedes_generation: int | None = None
-    not_gathered: list[SourceNotGathered] = Field(default_factory=list)
+    not_gathered: list[SourceNotGathered] = []
     # every input of the thread by state, when ``inputs`` holds only some of them (the gatherer
     # reads the open ones and only the newest historical ones); None: ``inputs`` is all of them
     input_counts: dict[str, int] | None = None

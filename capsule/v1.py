@@ -36,11 +36,11 @@ class InputV1(_V1):
 class ToolCallV1(_V1):
     call_id: str
     tool: str
-    args: dict[str, Any] = Field(default_factory=dict)
+    args: dict[str, Any] = {}
 
 
 class SourceV1(_V1):
-    event_seq: list[int] = Field(default_factory=list)  # [first, last]
+    event_seq: list[int] = []  # [first, last]
     transcript_path: str | None = None
     transcript_offset: int | None = None
     transcript_sha256: str | None = None
@@ -71,16 +71,16 @@ class CapsuleV1(_V1):
     objective_input_id: str | None = None
     cursor: str | None = None
     next_action: str | None = None
-    inputs: list[InputV1] = Field(default_factory=list)
-    unknown_tool_calls: list[ToolCallV1] = Field(default_factory=list)
-    facts: list[str] = Field(default_factory=list)
-    claims: list[str] = Field(default_factory=list)
+    inputs: list[InputV1] = []
+    unknown_tool_calls: list[ToolCallV1] = []
+    facts: list[str] = []
+    claims: list[str] = []
     workspace: dict[str, Any] | None = None
-    settings: dict[str, Any] = Field(default_factory=dict)
-    queued: list[str] = Field(default_factory=list)
-    attachments: list[str] = Field(default_factory=list)
+    settings: dict[str, Any] = {}
+    queued: list[str] = []
+    attachments: list[str] = []
     source: SourceV1 = Field(default_factory=SourceV1)
-    cuts: list[CutV1] = Field(default_factory=list)
+    cuts: list[CutV1] = []
     budget: BudgetV1 = Field(default_factory=BudgetV1)
 
 
