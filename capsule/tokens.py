@@ -340,6 +340,8 @@ class _RememberingCounter:
 
     def __init__(self) -> None:
         self._remembered: dict[str, int] = {}
+        self._known: dict[bytes, int] = {}  # counts an earlier process made (capsule.known_counts)
+        self._recorded: dict[bytes, int] | None = None  # this process's, once recall() was called
 
     def count(self, text: str) -> int:
         if len(text) > REMEMBERED_TEXT_CHARS:
@@ -349,11 +351,35 @@ class _RememberingCounter:
                        else self.count(chunk) for chunk in line_chunks(text))
         tokens = self._remembered.get(text)
         if tokens is None:
-            tokens = self._count(text)
+            if self._recorded is None:
+                tokens = self._count(text)
+            else:
+                key = self._digest(text)
+                tokens = self._known.get(key)
+                if tokens is None:
+                    tokens = self._count(text)
+                self._recorded[key] = tokens
             if len(self._remembered) >= REMEMBERED_TEXTS:
                 self._remembered.clear()
             self._remembered[text] = tokens
         return tokens
+
+    def recall(self, known: dict[bytes, int]) -> None:
+        """Take ``known`` (text digest -> tokens, ``capsule.known_counts``) as counted, and record
+        what this counter counts or recalls (:meth:`recorded`), with what it remembers already."""
+        from .known_counts import digest
+
+        self._digest = digest
+        self._known = known
+        if self._recorded is None:  # what it counted before: recorded too
+            self._recorded = {digest(text): tokens for text, tokens in self._remembered.items()}
+
+    def recorded(self) -> dict[bytes, int]:
+        """Digest -> tokens of the texts counted or recalled since :meth:`recall`."""
+        return dict(self._recorded or {})
+
+    def known(self) -> dict[bytes, int]:
+        return self._known
 
     def _count(self, text: str) -> int:
         raise NotImplementedError
@@ -530,6 +556,11 @@ def is_bound(encoding: str | None) -> bool:
     """A budget's ``encoding`` names a bound (byte or vocabulary), not an exact count."""
     return bool(encoding) and (encoding == BYTE_BOUND_NAME
                                or encoding.endswith(VOCABULARY_BOUND_SUFFIX))
+
+
+def loaded_token_counter() -> TokenCounter | VocabularyCounter | None:
+    """The process-wide counter if it was loaded, else None (nothing is loaded)."""
+    return _default
 
 
 def get_token_counter() -> TokenCounter | VocabularyCounter:

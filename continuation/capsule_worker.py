@@ -415,6 +415,10 @@ def serve(home: str, requests_fd: int, replies_fd: int) -> int:
         data = memoryview(len(out).to_bytes(_LENGTH, "big") + out)
         while data:
             data = data[os.write(replies_fd, data):]
+        try:
+            _keep_counts(home)  # after the reply: the boundary does not wait for it
+        except Exception:  # noqa: BLE001 - a cache: the next boundary counts afresh
+            pass
 
 
 def _without_pydantic_plugins() -> None:
@@ -443,12 +447,31 @@ def _warm_models() -> None:
 
 
 def _warm_tokenizer(home: str) -> None:
+    """Load the tokenizer, and the counts of the texts the previous boundary counted (most
+    recur in this one: ``capsule.known_counts``)."""
     from pathlib import Path
 
+    from capsule import known_counts
     from capsule.tokens import get_token_counter, set_ranks_cache
 
     set_ranks_cache(Path(home) / "cache")
-    get_token_counter().warm()
+    counter = get_token_counter()
+    counter.warm()
+    counter.recall(known_counts.load(Path(home) / "cache", counter.name))
+
+
+def _keep_counts(home: str) -> None:
+    """Write the counts this worker's builds made or recalled for the next boundary's worker
+    (those of a counter told to recall: one loaded while waiting)."""
+    from pathlib import Path
+
+    from capsule import known_counts
+    from capsule.tokens import loaded_token_counter
+
+    counter = loaded_token_counter()
+    recorded = counter.recorded() if counter is not None else {}
+    if recorded and any(counter.known().get(key) != tokens for key, tokens in recorded.items()):
+        known_counts.save(Path(home) / "cache", counter.name, recorded, counter.known())
 
 
 def _build(home: str, request: dict) -> dict:

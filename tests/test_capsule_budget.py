@@ -321,3 +321,17 @@ def test_clipped_item_records_its_own_cut():
     cut = next(c for c in capsule.cuts if c.field == f"assistant_claims[{ptr(77)}].text")
     assert (cut.original_bytes, cut.kept_bytes) == (len(long_claim), len(claim.text.encode()))
     assert cut.kept_tokens == COUNTER.count(claim.text) and cut.sha256 == sha(long_claim)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(blacklist_categories=())))
+def test_a_json_literal_is_what_json_dumps_writes_for_any_text(text):
+    """``textclip.json_literal`` and ``render_literal`` call json's string encoder directly
+    (issue 15); the literal is still ``json.dumps(text, ensure_ascii=False)``, lone surrogates,
+    controls and line separators included."""
+    import json
+
+    from capsule.textclip import json_literal, render_literal
+
+    assert json_literal(text) == json.dumps(text, ensure_ascii=False)
+    assert json.loads(render_literal(text)) == text and "\n" not in render_literal(text)

@@ -442,3 +442,68 @@ def test_sorted_ranks_are_stored_little_endian_and_read_on_any_byte_order(monkey
     monkeypatch.setattr(sys, "byteorder", "big")
     again = tokens.SortedRanks.loads(ranks.dumps())
     assert again.as_dict() == {b"a": 1, b"b": 70_000, b"zz": 3} and again[b"b"] == 70_000
+
+
+# --- counts kept from an earlier boundary (capsule.known_counts) -------------------------------
+
+def test_kept_counts_read_back_and_anything_else_is_ignored(tmp_path):
+    from capsule import known_counts
+
+    newest = {known_counts.digest("one"): 1, known_counts.digest("two words"): 2}
+    earlier = {known_counts.digest("old"): 7, known_counts.digest("one"): 99}
+    known_counts.save(tmp_path, "cl100k_base", newest, earlier)
+    path = known_counts.counts_path(tmp_path, "cl100k_base")
+    assert known_counts.load(tmp_path, "cl100k_base") == {**earlier, **newest}  # newest wins
+    assert known_counts.load(tmp_path, "o200k_base") == {}  # another encoding's: none written
+    raw = path.read_bytes()
+    assert (path.stat().st_mode & 0o777) == 0o600
+    damaged = raw[:-3] + bytes([raw[-3] ^ 1]) + raw[-2:]
+    import marshal
+
+    def written(data) -> bytes:
+        blob = marshal.dumps(data)
+        return known_counts._checksum(blob) + blob
+
+    key = known_counts.digest("x")
+    for bad in (raw[: len(raw) // 2], damaged, b"", b"\x00" * 40, "é".encode() * 9,
+                written({"version": 2, "encoding": "cl100k_base", "counts": {key: 1}}),
+                written({"version": 1, "encoding": "o200k_base", "counts": {key: 1}}),
+                written({"version": 1, "encoding": "cl100k_base", "counts": {key: "1"}}),
+                written({"version": 1, "encoding": "cl100k_base", "counts": {key: -1}}),
+                written({"version": 1, "encoding": "cl100k_base", "counts": {b"short": 1}}),
+                written([1, 2, 3])):
+        path.write_bytes(bad)
+        assert known_counts.load(tmp_path, "cl100k_base") == {}, bad[:60]
+    path.write_bytes(written({"version": 1, "encoding": "cl100k_base", "counts": {key: 3}}))
+    assert known_counts.load(tmp_path, "cl100k_base") == {key: 3}
+
+
+def test_kept_counts_are_bounded_newest_first(tmp_path, monkeypatch):
+    from capsule import known_counts
+
+    monkeypatch.setattr(known_counts, "KEPT", 3)
+    newest = {known_counts.digest(t): 1 for t in ("a", "b")}
+    earlier = {known_counts.digest(t): 2 for t in ("c", "d", "e")}
+    known_counts.save(tmp_path, "enc", newest, earlier)
+    kept = known_counts.load(tmp_path, "enc")
+    assert len(kept) == 3 and newest.items() <= kept.items()
+
+
+def test_a_counter_told_to_recall_uses_and_records_known_counts():
+    from capsule import known_counts
+
+    counter = tokens.token_counter_for(tokens.OFFLINE_NAME)
+    fresh = type(counter)(counter._encoding)  # its own memory: the shared one stays untouched
+    text = "a text counted by an earlier boundary"
+    exact = fresh.count(text)
+    assert fresh.recorded() == {}  # nothing recorded before recall()
+    fresh = type(counter)(counter._encoding)
+    fresh.recall({known_counts.digest(text): exact + 100})
+    assert fresh.count(text) == exact + 100  # the known count, not a count
+    other = "a text nobody counted before"
+    assert fresh.count(other) == counter.count(other)
+    assert fresh.recorded() == {known_counts.digest(text): exact + 100,
+                                known_counts.digest(other): counter.count(other)}
+    long = "word " * 1000  # longer than REMEMBERED_TEXT_CHARS: counted, never kept
+    assert fresh.count(long) == counter.count(long)
+    assert known_counts.digest(long) not in fresh.recorded()

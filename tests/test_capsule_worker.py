@@ -481,3 +481,46 @@ def test_the_worker_runs_pydantic_without_looking_for_plugins(tmp_path):
     reply = pickle.loads(data[capsule_worker._LENGTH:])
     assert len(data) == capsule_worker._LENGTH + int.from_bytes(data[:capsule_worker._LENGTH], "big")
     assert "error" not in reply and decode_capsule(reply["data"]).generation == 1
+
+
+@pytest.mark.parametrize("how", STARTS)
+def test_a_worker_counts_with_the_counts_its_predecessor_kept(engine, how, monkeypatch):
+    """Issue 15: a worker that counted exactly keeps its texts' counts in the state home's
+    cache after replying; the next boundary's worker takes them instead of counting again (shown
+    here by counts made one token larger in the file: that worker's capsule carries them)."""
+    import marshal
+    import time
+
+    from capsule import known_counts, tokens
+    from capsule.tokens import get_token_counter
+
+    t = _thread(engine, "kept", 60, 40)
+    plain = checkpoints.with_workspace(
+        t, checkpoints.gather_plain_source(t, generation=1, reason="auto"), generation=1,
+        workspace=None)
+    expected = _in_process(t, plain, True)
+    name = get_token_counter().name
+    path = known_counts.counts_path(engine.home / "cache", name)
+    assert not path.exists()
+
+    def built_by_a_worker() -> tuple[bytes, str, int]:
+        monkeypatch.setattr(tokens, "_default", None)  # as a hook's process: nothing counted (a fork inherits it)
+        worker = _started(how, engine.home, True)
+        try:
+            built = worker.build(plain, exact_first=True)
+        finally:
+            worker.close()
+        assert worker.problem is None and built is not None
+        return built
+
+    assert built_by_a_worker() == expected
+    deadline = time.monotonic() + 30  # written after the reply
+    while not path.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    kept = known_counts.load(engine.home / "cache", name)
+    assert len(kept) > 100
+    assert built_by_a_worker() == expected  # the same capsule from counts it did not make
+    larger = {key: tokens + 1 for key, tokens in kept.items()}
+    blob = marshal.dumps({"version": known_counts.VERSION, "encoding": name, "counts": larger})
+    path.write_bytes(known_counts._checksum(blob) + blob)
+    assert built_by_a_worker()[0] != expected[0]  # the file's counts, not its own
