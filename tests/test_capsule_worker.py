@@ -66,6 +66,17 @@ def _started(how: str, home, exact: bool) -> CapsuleWorker:
     return CapsuleWorker.spawn(home, exact=exact)
 
 
+def _built_by_a_worker(how: str, home, plain: dict, exact: bool) -> tuple[bytes, str, int]:
+    """One build by a worker started ``how``, which must succeed."""
+    worker = _started(how, home, exact)
+    try:
+        built = worker.build(plain, exact_first=exact)
+    finally:
+        worker.close()
+    assert worker.problem is None and built is not None
+    return built
+
+
 @pytest.mark.parametrize("how", STARTS)
 @pytest.mark.parametrize("turns,words", [(3, 8), (60, 40)], ids=["small", "near-budget"])
 @pytest.mark.parametrize("exact_first", [False, True])
@@ -75,12 +86,7 @@ def test_the_worker_builds_the_bytes_a_build_in_process_does(engine, turns, word
     notices = [Notice("Rewound", ["line one", "line two"], priority=60, pointer="event:x:1")]
     plain = checkpoints.gather_plain_source(t, generation=3, reason="auto", notices=notices)
     plain = checkpoints.with_workspace(t, plain, generation=4, workspace=None)
-    worker = _started(how, engine.home, exact_first)
-    try:
-        built = worker.build(plain, exact_first=exact_first)
-    finally:
-        worker.close()
-    assert worker.problem is None and built is not None
+    built = _built_by_a_worker(how, engine.home, plain, exact_first)
     assert built == _in_process(t, plain, exact_first)
     capsule = decode_capsule(built[0])
     assert capsule.generation == 4 and capsule.budget.bytes <= capsule.budget.max_bytes
@@ -504,14 +510,9 @@ def test_a_worker_counts_with_the_counts_its_predecessor_kept(engine, how, monke
     assert not path.exists()
 
     def built_by_a_worker() -> tuple[bytes, str, int]:
-        monkeypatch.setattr(tokens, "_default", None)  # as a hook's process: nothing counted (a fork inherits it)
-        worker = _started(how, engine.home, True)
-        try:
-            built = worker.build(plain, exact_first=True)
-        finally:
-            worker.close()
-        assert worker.problem is None and built is not None
-        return built
+        # as a hook's process: nothing counted yet (a forked worker inherits what was)
+        monkeypatch.setattr(tokens, "_default", None)
+        return _built_by_a_worker(how, engine.home, plain, True)
 
     assert built_by_a_worker() == expected
     deadline = time.monotonic() + 30  # written after the reply
