@@ -17,7 +17,7 @@ from .lock import DEFAULT_LOCK_TIMEOUT, workspace_lock
 from .model import DIRTY_SAMPLE, Submodule, WorkspaceRef
 from .owner import OWNER_TRAILER, abandoned, current_owner, owner_of_commit
 from .policy import WorkspacePolicy
-from .treebuild import BuiltTree, _parse_raw_diff, _stage, build_tree, parallel, seed_index, tree_dirty_summary
+from .treebuild import BuiltTree, _parse_raw_diff, _stage, build_tree, seed_index, tree_dirty_summary
 from .workspace_target import (
     Workspace,
     effective_matcher,
@@ -149,24 +149,33 @@ def snapshot_built(
             ref.detached = built.branch is None
             ref.unborn = built.head is None
             ref.in_progress = in_progress_operation(target.git_dir)
-        owner = current_owner() if claim else None
-        commit = _commit(target, ref, built.head, layout.home_id, owner)
-        _stage("commit-tree")
-        _clear_stale_ref_lock(target, ref_name)
-        if target.kind == "git":  # against HEAD (the commit's parent), or empty when unborn
-            base, diff_args = "HEAD", ["diff-tree", "-r", "-z", "--no-renames", "--no-commit-id", "--root", commit]
+        diff_args: list[str] | None
+        if target.kind == "git" and built.head:  # against HEAD, the commit's parent
+            base, diff_args = "HEAD", ["diff-tree", "-r", "-z", "--no-renames", built.head, built.tree]
+        elif target.kind == "git":  # unborn: against nothing, once there is a commit (below)
+            base, diff_args = "HEAD", None
         elif isinstance(previous_tree, str):
             base, diff_args = "previous-snapshot", ["diff-tree", "-r", "-z", "--no-renames", previous_tree, built.tree]
         else:
             base, diff_args = "none", []
-        # the diff reads the commit's tree and parent only, which a renamed claim keeps
-        (code, _, err), diff_raw = parallel(
-            lambda: target.run(["update-ref", "--no-deref", ref_name, commit, *_create_only(commit, claim)],
-                               check=not claim),
-            lambda: target.run(diff_args, check=False)[1] if diff_args else b"",
-        )
-        if code != 0:  # in this thread: ``reclaim`` may read the caller's SQLite connection
-            commit = _claim_taken(target, ref, commit, built.head, layout.home_id, owner, reclaim, err)
+        from concurrent.futures import ThreadPoolExecutor  # here: after git's scan has started
+
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            # the diff reads two trees, not the commit: it runs while the commit and its ref
+            # are made (a renamed claim keeps the tree and parent)
+            diff = pool.submit(target.run, diff_args, check=False) if diff_args else None
+            owner = current_owner() if claim else None
+            commit = _commit(target, ref, built.head, layout.home_id, owner)
+            _stage("commit-tree")
+            if diff_args is None:
+                diff = pool.submit(target.run, ["diff-tree", "-r", "-z", "--no-renames", "--no-commit-id",
+                                                "--root", commit], check=False)
+            _clear_stale_ref_lock(target, ref_name)
+            code, _, err = target.run(["update-ref", "--no-deref", ref_name, commit, *_create_only(commit, claim)],
+                                      check=not claim)
+            if code != 0:  # in this thread: ``reclaim`` may read the caller's SQLite connection
+                commit = _claim_taken(target, ref, commit, built.head, layout.home_id, owner, reclaim, err)
+            diff_raw = diff.result()[1] if diff is not None else b""
         ref_name = ref.snapshot_ref
         _stage("update-ref")
         if keep_index is not None and scratch.is_file():
