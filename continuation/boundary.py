@@ -56,9 +56,12 @@ class _PendingSnapshot:
     def _take(self, root, thread_key, home, generation, tree_after_restore) -> None:
         try:
             from .workspace.treebuild import scan_starting
-            from .workspace_link import snapshot_workspace
+            from .workspace_link import policy, snapshot_workspace
 
-            scan_starting.set(self._scanning.set)
+            if policy().mode == "snapshot":
+                scan_starting.set(self._scanning.set)
+            else:  # a manifest or nothing: no git scan to start first
+                self._scanning.set()
             self._box.append(snapshot_workspace(root, thread_key, home, generation,
                                                 tree_after_restore=tree_after_restore))
         except BaseException as exc:  # noqa: BLE001 - the capsule matters more than the snapshot

@@ -446,6 +446,18 @@ def test_claims_after_a_rewind_are_the_newest_on_the_branch_and_the_older_are_co
     assert older.items == 6 and older.original_bytes == sum(len(f"kept claim {n}") for n in range(6))
 
 
+def _record_gathers(monkeypatch, order: list[str]) -> None:
+    """Append "gather" to ``order`` when a boundary starts gathering its capsule's input."""
+    def gathering(real):
+        def gather(*args, **kwargs):
+            order.append("gather")
+            return real(*args, **kwargs)
+        return gather
+
+    for name in ("gather_source", "gather_plain_source"):
+        monkeypatch.setattr(checkpoints, name, gathering(getattr(checkpoints, name)))
+
+
 def test_a_boundary_gathers_once_its_snapshots_scan_is_running(engine, tmp_path, monkeypatch):
     """Issue 15: the snapshot's thread reaches git's scan (its imports, lock and seed are
     Python, run one thread at a time) before the boundary's thread starts gathering, which then
@@ -469,22 +481,45 @@ def test_a_boundary_gathers_once_its_snapshots_scan_is_running(engine, tmp_path,
         time.sleep(0.3)
         return seed(*args)
 
-    def gathering(real):
-        def gather(*args, **kwargs):
-            order.append("gather")
-            return real(*args, **kwargs)
-        return gather
-
     monkeypatch.setattr(treebuild, "seed_index", slow_seed)
     monkeypatch.setattr(treebuild, "_stage_hook", order.append)
-    monkeypatch.setattr(checkpoints, "gather_source", gathering(checkpoints.gather_source))
-    monkeypatch.setattr(checkpoints, "gather_plain_source", gathering(checkpoints.gather_plain_source))
+    _record_gathers(monkeypatch, order)
     t = engine.thread("claude", "scan-first", workspace_root=str(repo))
     t.admit("edit a.txt", turn_id="p1")
     cp = boundary.commit_checkpoint(t, reason="auto")
     assert cp.workspace and cp.workspace.get("snapshot_commit")
     assert "seeded" in order and "gather" in order
     assert order.index("seeded") < order.index("gather"), order
+
+
+def test_a_boundary_under_the_metadata_policy_gathers_without_waiting(engine, tmp_path,
+                                                                      monkeypatch):
+    """No git scan to let start first (a manifest of the files): the boundary gathers while
+    the manifest is written, as before the scan-first order."""
+    import time
+
+    from continuation.workspace import manifest
+
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "a.txt").write_text("one\n")
+    monkeypatch.setenv("CONTINUATION_WORKSPACE_POLICY", "metadata")
+    order: list[str] = []
+    real = manifest.metadata_checkpoint
+
+    def slow_manifest(*args, **kwargs):
+        time.sleep(0.3)
+        ref = real(*args, **kwargs)
+        order.append("manifest")
+        return ref
+
+    monkeypatch.setattr(manifest, "metadata_checkpoint", slow_manifest)
+    _record_gathers(monkeypatch, order)
+    t = engine.thread("claude", "manifest", workspace_root=str(folder))
+    t.admit("note it", turn_id="p1")
+    cp = boundary.commit_checkpoint(t, reason="auto")
+    assert cp.workspace and cp.workspace.get("kind") == "metadata", cp.workspace
+    assert order == ["gather", "manifest"], order
 
 
 def test_a_boundary_loads_the_tokenizer_while_git_works_only_when_it_will_count(home):
