@@ -300,6 +300,21 @@ def _anchor_data(plan: RewindPlan, files: dict | None) -> dict:
     return data
 
 
+def _with_branch_digest(thread: Thread, data: dict) -> None:
+    """Store in the rollback's ``data`` the digest of the branch it discards
+    (``rewind.summary``): every checkpoint after it then reads the events after the rollback,
+    not the whole branch again. Left out when it does not fit or cannot be built: the notices
+    then read the branch, as they always could."""
+    pending = {"seq": int(thread.row["last_seq"]) + 1, "type": ev.ROLLED_BACK, "data": data,
+               "source": SOURCE}
+    try:
+        digest = _summary().digest_for_rollback(thread.store, thread.key, pending)
+    except Exception:  # noqa: BLE001 - an optimisation: the rollback is recorded either way
+        digest = None
+    if digest is not None:
+        data["summary"] = digest
+
+
 @dataclass
 class RewindResult:
     plan: "RewindPlan | UndoPlan"
@@ -324,7 +339,10 @@ def apply_rewind(engine: Engine, plan: RewindPlan) -> RewindResult:
             files, tree_after = restore_files_with_tree(engine, plan.files)
         summary = _summary()
         etype = ev.ROLLED_BACK if plan.conversation else WORKSPACE_RESTORED
-        anchor = thread.record(etype, _anchor_data(plan, files), source=SOURCE)
+        data = _anchor_data(plan, files)
+        if plan.conversation:
+            _with_branch_digest(thread, data)
+        anchor = thread.record(etype, data, source=SOURCE)
         notices = summary.notices_of(thread.store, thread.key)
         cp = commit_checkpoint(thread, reason="rewind", notices=notices,
                                tree_after_restore=tree_after, worker=plan.builder)
