@@ -352,3 +352,44 @@ def test_migration_5_reads_the_calls_of_given_turns_through_a_turn_index(tmp_pat
         ("k", "t3", "t5", "ok")))
     assert "USING INDEX tool_calls_by_turn" in plan, plan
     s.close()
+
+
+def test_the_newest_finished_calls_are_read_by_status_past_a_rewound_branch(home):
+    """A boundary reads the newest finished calls; after a rewind far back the newest calls
+    are the branch's, all ``rolled_back``: read through the status index, not by walking every
+    newer call. The same calls as sorting all of them."""
+    from continuation import boundary
+    from continuation.capsule_source import FINISHED
+    from continuation.engine import Engine
+    from continuation.rewind.operation import rewind
+    from continuation.store.view import SqlStateView
+
+    def turns(first: int, last: int):
+        for i in range(first, last):
+            yield from [("input_admitted", {"input_id": f"in{i}", "turn_id": f"t{i}", "text": f"r{i}"}),
+                        ("tool_started", {"call_id": f"c{i}", "tool": "Bash", "turn_id": f"t{i}",
+                                          "args": {"command": f"run {i}"}}),
+                        ("tool_finished", {"call_id": f"c{i}", "turn_id": f"t{i}",
+                                           "status": "error" if i % 7 == 0 else "ok"}),
+                        ("turn_completed", {"turn_id": f"t{i}"})]
+
+    with Engine(home) as e:
+        t = e.thread("claude", "far")
+        e.store.append_many(t.key, list(turns(0, 40)), source="test")
+        cp = boundary.commit_checkpoint(t, reason="manual", snapshot=False)
+        e.store.append_many(t.key, list(turns(40, 300)), source="test")
+        rewind(e, cp.checkpoint_id, "conversation")
+        view = SqlStateView(e.store.conn, t.key)
+        every = [c for c in view.all_calls() if c.status in FINISHED]
+        assert len(every) == 40 and len(view.all_calls()) == 300  # the rest rolled back
+        for limit in (1, 5, 39, 40, 100):
+            assert ([c.call_id for c in view.newest_calls(limit, FINISHED)]
+                    == [c.call_id for c in every][-limit:])
+        assert view.newest_calls(5, ()) == []
+        traced: list[str] = []
+        e.store.conn.set_trace_callback(traced.append)
+        view.newest_calls(5, FINISHED)
+        e.store.conn.set_trace_callback(None)
+        sql = traced[-1]  # as run, its values in place
+        plan = " ".join(r[-1] for r in e.store.conn.execute("EXPLAIN QUERY PLAN " + sql))
+        assert plan.count("USING INDEX tool_calls_by_status") == len(FINISHED), plan

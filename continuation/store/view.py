@@ -140,12 +140,21 @@ class SqlStateView:
         return [ToolCallRecord.from_row(jsontext.loads(r[0])) for r in rows]
 
     def newest_calls(self, limit: int, statuses):
-        """The ``limit`` most recently started calls in ``statuses``, oldest first."""
+        """The ``limit`` most recently started calls in ``statuses``, oldest first.
+
+        The newest ``limit`` of each status through the status index, then the newest of
+        those: walking the start index back read every newer call in another status first,
+        and a rewind far back leaves its whole branch's calls ``rolled_back`` at the newest
+        end (10,000 of them: ~5 ms at every boundary after it)."""
         statuses = list(statuses)
+        if not statuses:
+            return []
+        each = ("SELECT data, started_seq FROM (SELECT data, started_seq FROM tool_calls"
+                " WHERE thread_key=? AND status=? ORDER BY started_seq DESC LIMIT ?) AS s{}")
         rows = self.conn.execute(
-            f"SELECT data FROM tool_calls WHERE thread_key=? AND status IN"
-            f" ({','.join('?' * len(statuses))}) ORDER BY started_seq DESC LIMIT ?",
-            (self.key, *statuses, limit)).fetchall()
+            " UNION ALL ".join(each.format(n) for n in range(len(statuses)))
+            + " ORDER BY started_seq DESC LIMIT ?",
+            (*(arg for status in statuses for arg in (self.key, status, limit)), limit)).fetchall()
         return [ToolCallRecord.from_row(jsontext.loads(r[0])) for r in reversed(rows)]
 
     def calls_in_statuses(self, statuses):
