@@ -14,7 +14,7 @@ round interleaves the operations with their baselines so both see the same load:
   python + sqlite3;
 - PreCompact at 100,000 vs 1,000 events;
 - the capsule build (in this process) after a conversation rewind vs before it, at 100,000
-  events.
+  events: to a checkpoint 1,000 events back, then to one half the thread back.
 
 Prints one line per measure with both medians, the ratio and the spread of the runs.
 Usage: python scripts/bench_boundaries.py [--files 20000] [--events 100000] [--runs 5]
@@ -61,16 +61,19 @@ def build_repo(repo: Path, files: int, size: int, rng: random.Random) -> list[Pa
     return paths
 
 
-def populate(home: Path, session: str, events: int, workspace: Path, checkpoint_before: int = 0):
+def populate(home: Path, session: str, events: int, workspace: Path, checkpoint_before: int = 0,
+             far_checkpoint_before: int = 0):
     """A Claude Code thread of ``events`` events (input, tool start/finish, claim, turn end per
-    turn); with ``checkpoint_before``, a checkpoint (no snapshot) that many events before the end."""
+    turn); with ``checkpoint_before``, a checkpoint (no snapshot) that many events before the end,
+    and with ``far_checkpoint_before`` an earlier one."""
     from continuation import boundary
     from continuation.engine import Engine
 
     with Engine(home) as engine:
         thread = engine.thread("claude", session, workspace_root=str(workspace))
         turn, batch = 0, []
-        mark = events - checkpoint_before if checkpoint_before else None
+        marks = sorted(events - before for before in (checkpoint_before, far_checkpoint_before)
+                       if before)
 
         def flush():
             if batch:
@@ -89,10 +92,10 @@ def populate(home: Path, session: str, events: int, workspace: Path, checkpoint_
             turn += 1
             if len(batch) >= 5000:
                 flush()
-            if mark and thread.row["last_seq"] + len(batch) >= mark:
+            if marks and thread.row["last_seq"] + len(batch) >= marks[0]:
                 flush()
                 boundary.commit_checkpoint(thread, reason="manual", snapshot=False)
-                mark = None
+                marks.pop(0)
         flush()
         thread.admit("finish the migration and report", turn_id="tlast", source="bench")
         return thread.key
@@ -187,7 +190,8 @@ def run(args, base: Path) -> int:
     env = {**inst.env, "HOME": str(gitenv_home), "CONTINUATION_HOME": str(home)}
     os.environ["CONTINUATION_HOME"] = str(home)
     small_key = populate(home, SMALL, args.small_events, repo)
-    big_key = populate(home, BIG, args.events, repo, checkpoint_before=1_000)
+    big_key = populate(home, BIG, args.events, repo, checkpoint_before=1_000,
+                       far_checkpoint_before=args.events // 2)
     total_mb = sum(p.stat().st_size for p in paths) / 1e6
     dirty = _dirty_kb()
     os.sync()  # see _dirty_kb
@@ -279,11 +283,15 @@ def run(args, base: Path) -> int:
     import sqlite3
 
     conn = sqlite3.connect(home / "store.sqlite3")
-    (early,) = conn.execute("SELECT checkpoint_id FROM checkpoints WHERE thread_key=? AND reason='manual'"
-                            " ORDER BY generation LIMIT 1", (big_key,)).fetchone()
+    far, near = (cp for (cp,) in conn.execute(
+        "SELECT checkpoint_id FROM checkpoints WHERE thread_key=? AND reason='manual'"
+        " ORDER BY generation", (big_key,)))
     conn.close()
-    timed([*cmd, "rewind", early, "--conversation", "--yes"], env)
+    timed([*cmd, "rewind", near, "--conversation", "--yes"], env)
     rewound = builds(args.runs)
+    # then half the thread back: every boundary until a turn completes summarises that branch
+    timed([*cmd, "rewind", far, "--conversation", "--yes"], env)
+    rewound_far = builds(args.runs)
 
     rows = [
         row("PreCompact hook (capsule + snapshot), incremental", s["pc_small"],
@@ -300,6 +308,8 @@ def run(args, base: Path) -> int:
         row(f"PreCompact at {args.events} vs {args.small_events} events", s["pc_big"],
             f"PreCompact at {args.small_events}", s["pc_small"], "<= 1.2x"),
         row(f"capsule build after a rewind, {args.events} events", rewound,
+            "the build without rewind", plain, "<= 1.1x"),
+        row(f"capsule build after a rewind {args.events // 2} events back", rewound_far,
             "the build without rewind", plain, "<= 1.1x"),
     ]
     if args.json:
