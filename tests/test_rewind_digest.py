@@ -184,3 +184,38 @@ def test_a_digest_that_does_not_fit_is_not_used(damage):
     assert summary.stored_digest(damaged) is None
     assert summary.stored_digest({**anchor, "type": "workspace_restored"}) is None
     assert summary.stored_digest({"seq": 10, "type": "rolled_back", "data": {"to_seq": 3}}) is None
+
+
+def test_a_rewind_reads_its_branch_once_unless_the_log_moved_since_its_plan(home, monkeypatch):
+    """The plan's digest (its preview's notices) is the one stored when nothing was appended
+    between the plan and the apply; else the branch is read again and the stored digest covers
+    the new events."""
+    from continuation.rewind.operation import apply_rewind, plan_rewind
+
+    computed: list[int] = []
+    real = summary.digest_for_rollback
+
+    def counting(store, key, pending):
+        computed.append(int(pending["seq"]))
+        return real(store, key, pending)
+
+    monkeypatch.setattr(summary, "digest_for_rollback", counting)
+    with Engine(home) as e:
+        t = e.thread("claude", "once")
+        cp0 = boundary.commit_checkpoint(t, reason="manual", snapshot=False)
+        _append(e, t, _turn(1, outcome="open") + _turn(2, outcome="error"))
+        plan = plan_rewind(e, cp0.checkpoint_id, "conversation")
+        apply_rewind(e, plan)
+        assert len(computed) == 1
+        anchor = e.store.events_of_types(t.key, ("rolled_back",), newest=1)[0]
+        assert summary.stored_digest(anchor) == plan.digest and plan.digest["inputs_count"] == 2
+
+        cp1 = boundary.commit_checkpoint(t, reason="manual", snapshot=False)
+        _append(e, t, _turn(3, outcome="ok"))
+        plan = plan_rewind(e, cp1.checkpoint_id, "conversation")
+        _append(e, t, _turn(4, outcome="open"))  # the session went on before the apply
+        apply_rewind(e, plan)
+        assert len(computed) == 3
+        anchor = e.store.events_of_types(t.key, ("rolled_back",), newest=1)[0]
+        digest = summary.stored_digest(anchor)
+        assert digest is not None and digest["inputs_count"] == 2  # turns 3 and 4

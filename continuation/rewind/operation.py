@@ -119,6 +119,9 @@ class RewindPlan:
     files: object | None = None  # workspace.RestorePlan
     # a capsule worker started for the apply (continuation.capsule_worker); not part of the plan
     builder: object | None = field(default=None, repr=False, compare=False)
+    # the discarded branch's digest (rewind.summary), stored with the rollback when the log has
+    # not moved since the plan; not part of the plan
+    digest: dict | None = field(default=None, repr=False, compare=False)
 
     @property
     def conversation(self) -> bool:
@@ -190,7 +193,10 @@ def plan_rewind(engine: Engine, selector: str, mode: str, *, reason: str = "",
     anchor = {"seq": plan.last_seq + 1,
               "type": ev.ROLLED_BACK if plan.conversation else WORKSPACE_RESTORED,
               "data": _anchor_data(plan, _files_preview(plan.files)), "source": SOURCE}
-    plan.notices = summary.notices_of(thread.store, thread.key, pending_anchor=anchor)
+    if plan.conversation:
+        plan.digest = _branch_digest(thread, anchor)
+    plan.notices = summary.notices_of(thread.store, thread.key, pending_anchor=anchor,
+                                      digest=plan.digest)
     return plan
 
 
@@ -300,17 +306,26 @@ def _anchor_data(plan: RewindPlan, files: dict | None) -> dict:
     return data
 
 
-def _with_branch_digest(thread: Thread, data: dict) -> None:
+def _branch_digest(thread: Thread, pending: dict) -> dict | None:
+    """The digest of the branch the rollback ``pending`` (about to be appended) discards, or
+    None when it does not fit or cannot be built: the notices then read the branch, as they
+    always could."""
+    try:
+        return _summary().digest_for_rollback(thread.store, thread.key, pending)
+    except Exception:  # noqa: BLE001 - an optimisation: the rollback is recorded either way
+        return None
+
+
+def _with_branch_digest(thread: Thread, data: dict, planned: dict | None) -> None:
     """Store in the rollback's ``data`` the digest of the branch it discards
     (``rewind.summary``): every checkpoint after it then reads the events after the rollback,
-    not the whole branch again. Left out when it does not fit or cannot be built: the notices
-    then read the branch, as they always could."""
-    pending = {"seq": int(thread.row["last_seq"]) + 1, "type": ev.ROLLED_BACK, "data": data,
-               "source": SOURCE}
-    try:
-        digest = _summary().digest_for_rollback(thread.store, thread.key, pending)
-    except Exception:  # noqa: BLE001 - an optimisation: the rollback is recorded either way
-        digest = None
+    not the whole branch again. The plan's digest when nothing was appended since the plan
+    (the branch would be read twice), else a new one."""
+    last = int(thread.row["last_seq"])
+    digest = planned if planned is not None and planned.get("upto") == last else None
+    if digest is None:
+        digest = _branch_digest(thread, {"seq": last + 1, "type": ev.ROLLED_BACK, "data": data,
+                                         "source": SOURCE})
     if digest is not None:
         data["summary"] = digest
 
@@ -341,7 +356,7 @@ def apply_rewind(engine: Engine, plan: RewindPlan) -> RewindResult:
         etype = ev.ROLLED_BACK if plan.conversation else WORKSPACE_RESTORED
         data = _anchor_data(plan, files)
         if plan.conversation:
-            _with_branch_digest(thread, data)
+            _with_branch_digest(thread, data, plan.digest)
         anchor = thread.record(etype, data, source=SOURCE)
         notices = summary.notices_of(thread.store, thread.key)
         cp = commit_checkpoint(thread, reason="rewind", notices=notices,

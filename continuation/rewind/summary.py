@@ -119,12 +119,15 @@ def recovery_notices(events: list[dict], *, thread_key: str,
 
 
 def notices_of(store, thread_key: str, *, upto: int | None = None,
-               pending_anchor: dict | None = None) -> list[Notice]:
+               pending_anchor: dict | None = None, digest: dict | None = None) -> list[Notice]:
     """:func:`recovery_notices` from the part of the log they depend on, whatever its length:
     the newest anchor (through the type index; ``pending_anchor``: one about to be appended,
     for a preview), the events after it, and for a conversation rewind the events after the
     rewound-to position (extended down to the target of any rollback inside them, so the
-    discarded branch is computed as over the whole log)."""
+    discarded branch is computed as over the whole log). ``digest``: the pending rollback's
+    (:func:`digest_for_rollback`), computed already."""
+    if pending_anchor is not None and digest is not None:
+        return recovery_notices([pending_anchor], thread_key=thread_key, digest=digest)
     anchor = pending_anchor
     if anchor is None:
         found = store.events_of_types(thread_key, ANCHOR_TYPES, upto=upto, newest=1)
