@@ -393,3 +393,51 @@ def test_the_newest_finished_calls_are_read_by_status_past_a_rewound_branch(home
         sql = traced[-1]  # as run, its values in place
         plan = " ".join(r[-1] for r in e.store.conn.execute("EXPLAIN QUERY PLAN " + sql))
         assert plan.count("USING INDEX tool_calls_by_status") == len(FINISHED), plan
+
+
+def _plans_on_tool_calls(conn, statements: list[str]) -> list[str]:
+    """The query plans of the traced statements that read tool_calls."""
+    plans = []
+    for sql in statements:
+        if "tool_calls" in sql and sql.lstrip().upper().startswith("SELECT"):
+            plans.append(" ".join(r[-1] for r in conn.execute("EXPLAIN QUERY PLAN " + sql)))
+    return plans
+
+
+def test_a_turns_calls_are_read_through_the_turn_index_by_codex_and_gemini_hooks(home):
+    """Codex's Stop and PreCompact (calls finished without an exit code) and Gemini's
+    BeforeTool / AfterTool (every tool call: its call number, its pairing) read one turn's
+    calls: through the turn index, not every call of the thread (~80 ms at 20,000 calls)."""
+    from continuation.engine import Engine
+    from continuation.hooks import gemini, handlers
+
+    def turns(n: int):
+        for i in range(n):
+            yield from [("input_admitted", {"input_id": f"in{i}", "turn_id": f"t{i}", "text": f"r{i}"}),
+                        ("tool_started", {"call_id": f"c{i}", "tool": "Bash", "turn_id": f"t{i}",
+                                          "args": {"command": f"run {i}"}}),
+                        ("tool_finished", {"call_id": f"c{i}", "turn_id": f"t{i}", "status": "ok"}),
+                        ("turn_completed", {"turn_id": f"t{i}"})]
+
+    with Engine(home) as e:
+        codex = e.thread("codex", "long")
+        running = [("input_admitted", {"input_id": "open", "turn_id": "now", "text": "go"}),
+                   ("tool_started", {"call_id": "n1", "tool": "Bash", "turn_id": "now",
+                                     "args": {"command": "ls"}}),
+                   ("tool_finished", {"call_id": "n1", "turn_id": "now", "status": "ok"})]
+        e.store.append_many(codex.key, [*turns(200), *running], source="test")
+        traced: list[str] = []
+        e.store.conn.set_trace_callback(traced.append)
+        ctx = handlers.HookContext("codex", {"session_id": "long", "transcript_path": ""}, e,
+                                   thread=codex)
+        handlers._settle_from_transcript(ctx, ["now"])
+        gem = e.thread("gemini", "long")
+        prompt = ("input_admitted", {"input_id": "p", "turn_id": "prompt-201", "text": "go"})
+        e.store.append_many(gem.key, [*turns(200), prompt], source="test")
+        before = {"hook_event_name": "BeforeTool", "tool_name": "run_shell_command",
+                  "tool_input": {"command": "ls"}}
+        assert gemini.translate(before, e.store.conn, gem.key)["call_id"] == "prompt-201:call-1"
+        e.store.conn.set_trace_callback(None)
+        plans = _plans_on_tool_calls(e.store.conn, traced)
+        assert len([p for p in plans if "tool_calls_by_turn" in p]) == 2, plans
+        assert not [p for p in plans if "SCAN tool_calls" in p or "PRIMARY KEY (thread_key=?)" in p], plans

@@ -63,9 +63,12 @@ def _next_turn(conn, key: str) -> str:
 
 
 def _calls_of_turn(conn, key: str, turn: str) -> list[tuple[str, str, dict]]:
+    # through the turn index (schema 5): BeforeTool and AfterTool read every call of the
+    # thread without it (~80 ms at 20,000 calls, on each tool call)
     rows = conn.execute(
-        "SELECT call_id, status, data FROM tool_calls WHERE thread_key=?"
-        " AND json_extract(data, '$.turn_id')=? ORDER BY started_seq", (key, turn)).fetchall()
+        "SELECT call_id, status, data FROM tool_calls INDEXED BY tool_calls_by_turn WHERE"
+        " thread_key=? AND json_extract(data, '$.turn_id')=? ORDER BY started_seq",
+        (key, turn)).fetchall()
     return [(r[0], r[1], json.loads(r[2])) for r in rows]
 
 

@@ -156,9 +156,10 @@ def _settle_from_transcript(ctx: HookContext, turns) -> None:
                            (ctx.thread.key, turn)).fetchone()
         open_calls += (jsontext.loads(row[0]).get("open_calls") or []) if row else []
         if ctx.runtime == "codex":
+            # through the turn index (schema 5): else every call of the thread is read
             no_code += [r[0] for r in conn.execute(
-                "SELECT call_id FROM tool_calls WHERE thread_key=? AND status='ok'"
-                " AND json_extract(data, '$.turn_id')=?"
+                "SELECT call_id FROM tool_calls INDEXED BY tool_calls_by_turn WHERE thread_key=?"
+                " AND status='ok' AND json_extract(data, '$.turn_id')=?"
                 " AND json_extract(data, '$.outcome.exit_code') IS NULL",
                 (ctx.thread.key, turn)).fetchall()]
     if not open_calls and not no_code:
