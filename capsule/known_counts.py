@@ -8,17 +8,18 @@ counted after it has replied.
 
 Keys are 16-byte BLAKE2b digests of a text's UTF-8 (lone surrogates passed through), one file
 per encoding; only texts the counter remembers are kept (up to ``REMEMBERED_TEXT_CHARS``). The
-file is ``marshal`` data after its own digest, in the private cache folder (trusted as the
-ranks cache beside it is); a missing, torn, damaged, foreign or future-version file is ignored
-and its texts counted afresh.
+file is ``marshal`` data in a ``checked_file`` in the private cache folder (trusted as the ranks
+cache beside it is); a missing, torn, damaged, foreign or future-version file is ignored and its
+texts counted afresh.
 """
 
 from __future__ import annotations
 
 import hashlib
 import marshal
-import os
 from pathlib import Path
+
+from . import checked_file
 
 VERSION = 1
 #: counts kept in a file: the newest build's texts, then earlier ones up to this many (~0.5 MB)
@@ -30,22 +31,16 @@ def digest(text: str) -> bytes:
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=DIGEST_BYTES).digest()
 
 
-def _checksum(blob: bytes) -> bytes:
-    return hashlib.blake2b(blob, digest_size=DIGEST_BYTES).digest()
-
-
 def counts_path(folder, encoding: str) -> Path:
     return Path(folder) / f"token-counts-{encoding}.marshal"
 
 
 def load(folder, encoding: str) -> dict[bytes, int]:
     """The counts kept for ``encoding``, or none when the file is missing or not ours."""
+    blob = checked_file.read(counts_path(folder, encoding))
     try:
-        raw = counts_path(folder, encoding).read_bytes()
-        if _checksum(raw[DIGEST_BYTES:]) != raw[:DIGEST_BYTES]:
-            return {}
-        data = marshal.loads(raw[DIGEST_BYTES:])
-    except (OSError, ValueError, EOFError, TypeError):
+        data = marshal.loads(blob) if blob is not None else None
+    except (ValueError, EOFError, TypeError):
         return {}
     if not (isinstance(data, dict) and data.get("version") == VERSION
             and data.get("encoding") == encoding and isinstance(data.get("counts"), dict)):
@@ -58,24 +53,11 @@ def load(folder, encoding: str) -> dict[bytes, int]:
 
 
 def save(folder, encoding: str, newest: dict[bytes, int], earlier: dict[bytes, int]) -> None:
-    """Keep ``newest`` (this build's counts), then ``earlier`` ones up to :data:`KEPT`. A cache:
-    written whole to a temporary file and renamed; a failure leaves the old file or none."""
+    """Keep ``newest`` (this build's counts), then ``earlier`` ones up to :data:`KEPT`."""
     counts = dict(list(newest.items())[:KEPT])
     for key, tokens in earlier.items():
         if len(counts) >= KEPT:
             break
         counts.setdefault(key, tokens)
-    path = counts_path(folder, encoding)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        blob = marshal.dumps({"version": VERSION, "encoding": encoding, "counts": counts})
-        with os.fdopen(descriptor, "wb") as out:
-            out.write(_checksum(blob) + blob)
-        os.replace(temporary, path)
-    except OSError:
-        try:
-            temporary.unlink()
-        except OSError:
-            pass
+    checked_file.write(counts_path(folder, encoding),
+                       marshal.dumps({"version": VERSION, "encoding": encoding, "counts": counts}))

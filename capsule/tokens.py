@@ -256,16 +256,15 @@ def _ranks_path(source_sha256: str) -> Path | None:
 def _ranks_from_cache(source_sha256: str) -> SortedRanks | None:
     """The cached ranks of the BPE file whose sha256 is ``source_sha256`` (written only from a
     file verified against it, so the file need not be read again), or None."""
+    from . import checked_file
+
     path = _ranks_path(source_sha256)
-    if path is None:
-        return None
-    try:
-        raw = path.read_bytes()
-        digest, blob = raw[:64], raw[64:]
-        if hashlib.sha256(blob).hexdigest().encode() == digest:
+    blob = checked_file.read(path) if path is not None else None
+    if blob is not None:
+        try:
             return SortedRanks.loads(blob)
-    except (OSError, ValueError, EOFError, TypeError):
-        pass
+        except (ValueError, EOFError, TypeError):
+            pass
     return None
 
 
@@ -275,19 +274,13 @@ def _cached_ranks(data: bytes, source_sha256: str) -> SortedRanks:
     cached = _ranks_from_cache(source_sha256)
     if cached is not None:
         return cached
+    from . import checked_file
+
     folder, path = _ranks_cache_dir, _ranks_path(source_sha256)
     ranks = SortedRanks.of(_parse_ranks(data))
-    if path is not None:
-        try:
-            blob = ranks.dumps()
-            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-            tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-            tmp.write_bytes(hashlib.sha256(blob).hexdigest().encode() + blob)
-            os.replace(tmp, path)  # a cache: a torn file fails its hash and is rebuilt
-            # the dict of earlier versions, same source: no reader left
-            (folder / f"bpe-ranks-{source_sha256[:32]}.marshal").unlink(missing_ok=True)
-        except OSError:
-            pass
+    if path is not None and checked_file.write(path, ranks.dumps()):
+        # the dict of earlier versions, same source: no reader left
+        (folder / f"bpe-ranks-{source_sha256[:32]}.marshal").unlink(missing_ok=True)
     return ranks
 
 

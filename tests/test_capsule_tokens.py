@@ -460,9 +460,11 @@ def test_kept_counts_read_back_and_anything_else_is_ignored(tmp_path):
     damaged = raw[:-3] + bytes([raw[-3] ^ 1]) + raw[-2:]
     import marshal
 
-    def written(data) -> bytes:
-        blob = marshal.dumps(data)
-        return known_counts._checksum(blob) + blob
+    from capsule import checked_file
+
+    def written(data) -> bytes:  # a file that checks out, holding ``data``
+        checked_file.write(path, marshal.dumps(data))
+        return path.read_bytes()
 
     key = known_counts.digest("x")
     for bad in (raw[: len(raw) // 2], damaged, b"", b"\x00" * 40, "é".encode() * 9,

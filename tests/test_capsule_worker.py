@@ -497,7 +497,7 @@ def test_a_worker_counts_with_the_counts_its_predecessor_kept(engine, how, monke
     import marshal
     import time
 
-    from capsule import known_counts, tokens
+    from capsule import checked_file, known_counts, tokens
     from capsule.tokens import get_token_counter
 
     t = _thread(engine, "kept", 60, 40)
@@ -523,5 +523,5 @@ def test_a_worker_counts_with_the_counts_its_predecessor_kept(engine, how, monke
     assert built_by_a_worker() == expected  # the same capsule from counts it did not make
     larger = {key: tokens + 1 for key, tokens in kept.items()}
     blob = marshal.dumps({"version": known_counts.VERSION, "encoding": name, "counts": larger})
-    path.write_bytes(known_counts._checksum(blob) + blob)
+    checked_file.write(path, blob)
     assert built_by_a_worker()[0] != expected[0]  # the file's counts, not its own

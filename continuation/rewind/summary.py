@@ -85,10 +85,13 @@ def _outcome(finish: dict | None, decision: dict | None) -> tuple[str, bool, boo
     return text, failed, False
 
 
-def _bounded(lines: list[str], more_hint: str) -> list[str]:
-    if len(lines) <= MAX_ITEMS:
-        return lines
-    return lines[:MAX_ITEMS] + [f"  ... and {len(lines) - MAX_ITEMS} more ({more_hint})"]
+def _bounded(lines: list[str], more_hint: str, count: int | None = None) -> list[str]:
+    """The first :data:`MAX_ITEMS` lines, and how many more there are. ``count``: the list's
+    length when only its first lines are at hand (a digest's)."""
+    count = len(lines) if count is None else count
+    if count <= MAX_ITEMS:
+        return lines[:count]
+    return lines[:MAX_ITEMS] + [f"  ... and {count - MAX_ITEMS} more ({more_hint})"]
 
 
 def recovery_notices(events: list[dict], *, thread_key: str,
@@ -282,16 +285,8 @@ def branch_digest(branch) -> dict:
         elif t == "assistant_claim":
             claims.append(data.get("text") or "")
 
+    # [position, line] of the calls with an outcome in the branch; the others are kept whole
     lines, failing, unknown, open_calls = [], [], [], []
-    counts = {"failing": 0, "unknown": 0}
-
-    def keep(kind: str, pos: int, line: str) -> None:
-        kept = {"lines": lines, "failing": failing, "unknown": unknown}[kind]
-        if kind != "lines":
-            counts[kind] += 1
-        if len(kept) < MAX_ITEMS:  # positions only grow: the first ones kept are the first
-            kept.append([pos, line])
-
     for pos, call_id in enumerate(order):
         call, finish = calls[call_id], finishes.get(call_id)
         if finish is None:  # settled later by a late outcome, or not
@@ -299,24 +294,23 @@ def branch_digest(branch) -> dict:
                                "decision": decisions.get(call_id)})
             continue
         text, failed, is_unknown = _outcome(finish, decisions.get(call_id))
-        line = f"  - {_what(call)} -> {text}"
-        keep("lines", pos, line)
+        lines.append([pos, f"  - {_what(call)} -> {text}"])
         if failed or is_unknown:
-            keep("failing" if failed else "unknown", pos, line)
+            (failing if failed else unknown).append(lines[-1])
     pos = len(order)
     for call_id, finish in finishes.items():  # outcomes whose start we never saw
         if call_id not in calls:
             text, failed, _ = _outcome(finish, None)
-            line = f"  - call {call_id} -> {text}"
-            keep("lines", pos, line)
+            lines.append([pos, f"  - call {call_id} -> {text}"])
             if failed:
-                keep("failing", pos, line)
+                failing.append(lines[-1])
             pos += 1
     return {
         "version": DIGEST_VERSION, "to_seq": branch.to_seq,
         "inputs": [_clip(i.get("text")) for i in inputs[:MAX_ITEMS]], "inputs_count": len(inputs),
-        "lines": lines, "lines_count": pos, "failing": failing, "failing_count": counts["failing"],
-        "unknown": unknown, "unknown_count": counts["unknown"], "open": open_calls,
+        "lines": lines[:MAX_ITEMS], "lines_count": pos,
+        "failing": failing[:MAX_ITEMS], "failing_count": len(failing),
+        "unknown": unknown[:MAX_ITEMS], "unknown_count": len(unknown), "open": open_calls,
         "turns": turns[:MAX_ITEMS], "turns_count": len(turns),
         "claims": [_clip(c) for c in claims[:MAX_ITEMS]], "claims_count": len(claims),
     }
@@ -344,13 +338,6 @@ def stored_digest(anchor: dict) -> dict | None:
                for item in digest[name]):
         return None
     return digest
-
-
-def _bounded_count(lines: list[str], count: int, more_hint: str) -> list[str]:
-    """:func:`_bounded` of a list of which only the first lines are at hand."""
-    if count <= MAX_ITEMS:
-        return lines[:count]
-    return lines[:MAX_ITEMS] + [f"  ... and {count - MAX_ITEMS} more ({more_hint})"]
 
 
 def notices_from_digest(digest: dict, anchor: dict, events: list[dict], thread_key: str) -> list[Notice]:
@@ -411,22 +398,22 @@ def notices_from_digest(digest: dict, anchor: dict, events: list[dict], thread_k
                 "are not undone by a rewind.")
     if unknown_count:
         core += ["Tool calls with no recorded outcome (they may or may not have taken effect):",
-                 *_bounded_count(first(unknown), unknown_count, hint)]
+                 *_bounded(first(unknown), hint, unknown_count)]
     if failing_count:
         core += ["Failing checks (tool calls that failed after the checkpoint):",
-                 *_bounded_count(first(failing), failing_count, hint)]
+                 *_bounded(first(failing), hint, failing_count)]
     notices = [Notice(title=TITLE_CORE, lines=core, priority=PRIORITY_CORE, pointer=pointer)]
 
     tried: list[str] = []
     if digest["inputs_count"]:
         tried += ["User inputs after the checkpoint (rolled back):",
-                  *_bounded_count([f"  - {text}" for text in digest["inputs"]],
-                                  digest["inputs_count"], hint)]
+                  *_bounded([f"  - {text}" for text in digest["inputs"]], hint,
+                            digest["inputs_count"])]
     if digest["lines_count"]:
         tried += ["Tool calls after the checkpoint and their runtime outcomes:",
-                  *_bounded_count(first(lines), digest["lines_count"], hint)]
+                  *_bounded(first(lines), hint, digest["lines_count"])]
     if digest["turns_count"]:
-        tried += ["Turns:", *_bounded_count(digest["turns"], digest["turns_count"], hint)]
+        tried += ["Turns:", *_bounded(digest["turns"], hint, digest["turns_count"])]
     if not tried:
         tried = ["Nothing but bookkeeping happened after the checkpoint."]
     notices.append(Notice(title=TITLE_TRIED, lines=tried, priority=PRIORITY_TRIED,
@@ -435,6 +422,6 @@ def notices_from_digest(digest: dict, anchor: dict, events: list[dict], thread_k
         claims = [f"claim from the discarded branch (what the assistant said; not a fact, and "
                   f"undone): {text}" for text in digest["claims"]]
         notices.append(Notice(title=TITLE_CLAIMS,
-                              lines=_bounded_count(claims, digest["claims_count"], hint),
+                              lines=_bounded(claims, hint, digest["claims_count"]),
                               priority=PRIORITY_CLAIMS, pointer=pointer))
     return notices
