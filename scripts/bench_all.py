@@ -3,10 +3,10 @@
 
 Runs the benchmark scripts under ``scripts/`` that exist (a missing one is listed with a note),
 each with its own defaults: the sizes issue 15's targets are stated for (a 20,000-file, 82 MB
-repository, threads of 1,000 and 100,000 events; ~7 minutes on 2 cores). ``--quick`` runs
+repository, threads of 1,000 and 100,000 events; ~3.5 minutes on 2 cores). ``--quick`` runs
 smaller sizes for development (~1 minute): a fixed cost weighs more against a smaller git
-baseline there, so its rows say their target applies at the full sizes. It then
-collects every ratio they print (``1.23x``). Then measures recovery itself: a thread whose
+baseline there, so its rows say their target applies at the full sizes. It collects every
+ratio they print (``1.23x``), then measures recovery itself: a thread whose
 runtime died mid-tool, recovered the way a user's machine does it: ``continuation recover``
 (liveness check, crash fact, drift) and then the runtime's resume hook answering with the
 context; both commands run as processes, median of ``--repeat`` runs, at 1,000 and at 100,000
