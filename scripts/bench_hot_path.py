@@ -9,7 +9,8 @@ continuation hook ...``), with a store already holding 100,000 events, as ratios
   durable store does; target <= 1.1x;
 - a bare ``python -c pass`` (below any CPython hook; printed for reference);
 - the same hook started by pip's ``continuation`` console-script launcher instead, which
-  imports ``re`` (what installs before this one wrote; printed for reference);
+  imports ``re``, and by ``python -P -m continuation``, which imports ``runpy`` (what earlier
+  installs wrote; printed for reference);
 - itself, later in the session: ``--session-calls`` more tool calls (a PreToolUse and a
   PostToolUse each), the median of the last 40 hook runs against the first 40 (a hook process leaves the store open, so whatever it
   leaves behind, such as an ever-growing WAL, shows here; target flat, ~1x).
@@ -115,7 +116,8 @@ def main() -> int:
         floor = [inst.python, str(Path(tmp) / "floor_hook.py"), str(Path(tmp) / "floor.sqlite3")]
         hook = [*inst.hook, "hook", "--runtime", "codex"]
         script_hook = [inst.command, "hook", "--runtime", "codex"]
-        hook_times, bare_times, floor_times, script_times = [], [], [], []
+        module_hook = [inst.python, "-P", "-m", "continuation", "hook", "--runtime", "codex"]
+        hook_times, bare_times, floor_times, script_times, module_times = [], [], [], [], []
         for n in range(args.runs + 3):
             payload = json.dumps({
                 "session_id": "bench-session", "turn_id": "t-live", "cwd": tmp,
@@ -125,11 +127,13 @@ def main() -> int:
             h = time_run(hook, payload, env)
             f = time_run(floor, payload, env)
             s = time_run(script_hook, payload.replace(b'"live-', b'"script-'), env)
+            m = time_run(module_hook, payload.replace(b'"live-', b'"module-'), env)
             if n >= 3:  # warm-up runs fill the page cache
                 bare_times.append(b)
                 hook_times.append(h)
                 floor_times.append(f)
                 script_times.append(s)
+                module_times.append(m)
         session_times = []
         for n in range(args.session_calls):  # each call: its PreToolUse, then its PostToolUse
             for event, extra in (("PreToolUse", {}), ("PostToolUse", {"tool_response": "ok"})):
@@ -145,12 +149,13 @@ def main() -> int:
 
         with Engine(home) as engine:
             recorded = engine.store.thread("bench-session")["last_seq"]
-        assert recorded == args.events + 2 * (args.runs + 3) + 2 * args.session_calls, \
+        assert recorded == args.events + 3 * (args.runs + 3) + 2 * args.session_calls, \
             "a hook run did not record its event"
     bare_ms = statistics.median(bare_times) * 1000
     hook_ms = statistics.median(hook_times) * 1000
     floor_ms = statistics.median(floor_times) * 1000
     script_ms = statistics.median(script_times) * 1000
+    module_ms = statistics.median(module_times) * 1000
     paired = sorted(h / f for h, f in zip(hook_times, floor_times))
     window = max(1, min(40, len(session_times) // 3))  # hook runs (two per call)
     first_ms = statistics.median(session_times[:window]) * 1000
@@ -163,6 +168,8 @@ def main() -> int:
               "hook_command": " ".join([Path(inst.hook[0]).name, *inst.hook[1:]]),
               "script_launcher_hook_ms": round(script_ms, 2),
               "script_launcher_ratio_vs_floor_hook": round(script_ms / floor_ms, 2),
+              "module_launcher_hook_ms": round(module_ms, 2),
+              "module_launcher_ratio_vs_floor_hook": round(module_ms / floor_ms, 2),
               "session_calls": args.session_calls, "first_calls_ms": round(first_ms, 2),
               "late_calls_ms": round(late_ms, 2), "ratio_late_vs_first": round(late_ms / first_ms, 2),
               "wal_kib_after_session": round(wal_kib),
@@ -175,6 +182,7 @@ def main() -> int:
         print(f"hook command as installed (`{' '.join([Path(inst.hook[0]).name, *inst.hook[1:]])} "
               f"hook`) PreToolUse: {hook_ms:.1f} ms (median of {args.runs})")
         print(f"the same through pip's `continuation` script launcher: {script_ms:.1f} ms")
+        print(f"the same through `python -P -m continuation`: {module_ms:.1f} ms")
         print(f"floor hook (parse the payload, commit one row durably with sqlite3): "
               f"{floor_ms:.1f} ms (median of {args.runs})")
         print(f"after {args.session_calls} more tool calls the WAL holds {wal_kib:.0f} KiB (hook "
@@ -189,6 +197,8 @@ def main() -> int:
               f"`python -c pass` | {bare_ms:.0f} | {hook_ms / bare_ms:.2f}x | - | - |")
         print(f"| same hook via pip's `continuation` script (imports re) | {script_ms:.0f} | "
               f"floor hook | {floor_ms:.0f} | {script_ms / floor_ms:.2f}x | - | - |")
+        print(f"| same hook via `python -P -m continuation` (imports runpy) | {module_ms:.0f} | "
+              f"floor hook | {floor_ms:.0f} | {module_ms / floor_ms:.2f}x | - | - |")
         print(f"| hook hot path, last {window} hook runs of {args.session_calls} tool calls | "
               f"{late_ms:.0f} | the first {window} runs of the same session | {first_ms:.0f} | "
               f"{late_ms / first_ms:.2f}x | flat (~1x) | - |")

@@ -285,17 +285,21 @@ def test_interrupted_threads_are_mentioned_not_recorded(home, claude_hooks, caps
         assert [ev["type"] for ev in e.get_thread("codex-gone").events()] == ["input_admitted"]
 
 
-def test_hooks_started_through_the_console_script_get_a_hint(home, user_home, capsys):
-    """Hooks an earlier install wrote with the `continuation` script still work; the doctor
-    says that installing again gives the faster `<python> -P -m continuation` command."""
+@pytest.mark.parametrize("launcher, cost", [(["/opt/bin/continuation"], "imports `re`"),
+                                           (["/usr/bin/python3", "-P", "-m", "continuation"],
+                                            "imports `runpy`")])
+def test_hooks_started_through_a_slower_launcher_get_a_hint(home, user_home, capsys, launcher, cost):
+    """Hooks an earlier install wrote with the `continuation` script or `-m continuation` still
+    work; the doctor says what their launcher costs and that installing again gives the faster
+    `<python> -P <package>/__main__.py` command."""
     from continuation.install import install
 
     install("claude", "user", project_dir=user_home, home=user_home, state_home=home,
-            command=["/opt/bin/continuation"])
+            command=launcher)
     code, report = doctor(capsys)
     assert code == 0, report
     [hint] = [f for f in by_check(report, "hooks") if f["status"] == "info"]
-    assert "/opt/bin/continuation" in hint["message"]
+    assert " ".join(launcher) in hint["message"] and cost in hint["message"]
     assert "continuation install --runtime claude --scope user" in hint["suggestion"]
     install("claude", "user", project_dir=user_home, home=user_home, state_home=home)
     code, report = doctor(capsys)

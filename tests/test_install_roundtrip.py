@@ -376,6 +376,40 @@ def test_python_module_launcher_and_string_command_are_recognised(dirs) -> None:
     ]
 
 
+@pytest.mark.parametrize("launcher", [
+    ["/usr/bin/python3", "-P", "/venv/lib/python3.11/site-packages/continuation/__main__.py"],
+    ["/a b/python3", "-P", "/a b/site-packages/continuation/__main__.py"],  # quoted by shlex
+    '"C:\\Program Files\\Python\\python.exe" -P "C:\\Program Files\\Lib\\site-packages\\continuation\\__main__.py"',
+])
+def test_the_package_main_launcher_is_recognised_and_uninstalled(launcher, dirs) -> None:
+    """`<python> -P <package>/__main__.py` (what `default_command` writes), however its paths
+    are quoted, is ours: installing over it updates it, uninstalling removes it."""
+    path = target_file("claude", "user", dirs)
+    do_install("claude", "user", dirs, command=launcher)
+    assert status("claude", "user", env={}, **dirs)["installed"]
+    assert do_install("claude", "user", dirs, command=["/opt/bin/continuation"]).outcome == "updated"
+    assert status("claude", "user", env={}, **dirs)["commands"] == [
+        "/opt/bin/continuation hook --runtime claude"]
+    do_install("claude", "user", dirs, command=launcher)
+    do_uninstall("claude", "user", dirs)
+    assert not path.exists()
+
+
+def test_the_default_launcher_runs_the_package_main_by_path_or_else_the_module(monkeypatch) -> None:
+    """`default_command`: this interpreter, `-P`, the package's `__main__.py` when it is a file;
+    `-m continuation` where the package is not a folder of files (inside a zip)."""
+    import sys
+
+    import continuation
+    from continuation.install.core import default_command
+
+    command = default_command()
+    assert command[:2] == [sys.executable, "-P"] and Path(command[2]).is_file()
+    assert Path(command[2]) == Path(continuation.__file__).absolute().parent / "__main__.py"
+    monkeypatch.setattr(continuation, "__file__", "/opt/app.zip/continuation/__init__.py")
+    assert default_command() == [sys.executable, "-P", "-m", "continuation"]
+
+
 def test_other_runtime_entries_are_not_ours(dirs) -> None:
     path = target_file("claude", "user", dirs)
     path.parent.mkdir(parents=True)

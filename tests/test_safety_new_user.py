@@ -96,9 +96,12 @@ def test_claude_install_honours_claude_config_dir_and_the_readme_says_so(tmp_pat
 
 @pytest.mark.skipif(os.name == "nt", reason="runs the installed command line through sh")
 def test_the_installed_hook_command_runs_this_interpreter_and_ignores_the_project_folder(tmp_path):
-    """`continuation install` writes `<this python> -P -m continuation hook --runtime X`: the
-    runtime runs it through a shell from the user's project, whose own `continuation/` folder
-    (our repository checked out, a namesake package) must not stand in for the installed one."""
+    """`continuation install` writes `<this python> -P <package>/__main__.py hook --runtime X`:
+    the runtime runs it through a shell from the user's project, whose own `continuation/`
+    folder (our repository checked out, a namesake package) must not stand in for the
+    installed one."""
+    from continuation.install.core import package_main
+
     config, state = tmp_path / "claude-config", tmp_path / "state"
     env = {**os.environ, "CLAUDE_CONFIG_DIR": str(config), "HOME": str(tmp_path / "home"),
            "CONTINUATION_HOME": str(state)}
@@ -108,7 +111,8 @@ def test_the_installed_hook_command_runs_this_interpreter_and_ignores_the_projec
     settings = json.loads((config / "settings.json").read_text())
     commands = {h["command"] for groups in settings["hooks"].values() for g in groups
                 for h in g["hooks"]}
-    assert commands == {f"{shlex.quote(sys.executable)} -P -m continuation hook --runtime claude"}
+    launcher = shlex.join([sys.executable, "-P", str(package_main())])
+    assert commands == {f"{launcher} hook --runtime claude"}
     project = tmp_path / "project"
     (project / "continuation").mkdir(parents=True)
     (project / "continuation" / "__init__.py").write_text("raise SystemExit('decoy imported')\n")

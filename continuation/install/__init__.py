@@ -5,8 +5,9 @@
     status(runtime, scope, *, project_dir, home, state_home, command=None, env=None) -> dict
 
 ``runtime`` is ``"codex"`` or ``"claude"``; ``scope`` is ``"user"`` or
-``"project"``. ``command`` is the launcher (default: this interpreter,
-``[sys.executable, "-P", "-m", "continuation"]``, see ``core.default_command``);
+``"project"``. ``command`` is the launcher (default: this interpreter running the package's
+``__main__.py``, ``[sys.executable, "-P", "<package>/__main__.py"]``, see
+``core.default_command``);
 the installed hook command is ``<command> hook --runtime <runtime>``.
 ``env`` (default ``os.environ``) supplies ``CODEX_HOME`` / ``CLAUDE_CONFIG_DIR``.
 

@@ -37,9 +37,11 @@ def hook_command_line(command: list[str] | str, runtime: str) -> str:
 
 def ours_pattern(runtime: str) -> re.Pattern[str]:
     # Matches "<...>continuation hook --runtime codex" however the launcher
-    # path is quoted ('/a b/continuation', continuation.exe, python -m continuation).
+    # path is quoted ('/a b/continuation', continuation.exe, python -m continuation,
+    # python -P '/a b/continuation/__main__.py').
     return re.compile(
-        r"continuation(?:\.exe)?['\"]?\s+hook\s+--runtime(?:\s+|=)['\"]?" + re.escape(runtime) + r"(?![\w-])"
+        r"continuation(?:\.exe|[/\\]__main__\.py)?['\"]?\s+hook\s+--runtime(?:\s+|=)['\"]?"
+        + re.escape(runtime) + r"(?![\w-])"
     )
 
 

@@ -415,13 +415,14 @@ def check_hooks(home: Path, project_dir: Path, user_home: Path | None = None) ->
                 continue
             out.append(Finding("hooks", OK, f"{where}: installed" + (" and trusted" if trust else ""),
                                data={"runtime": runtime, "scope": scope}))
-            slower = _script_launched(st.get("commands") or [])
+            slower = _slower_launched(st.get("commands") or [])
             if slower:
+                command, why = slower[0]
                 again = " (Codex then asks to trust them again: /hooks)" if runtime == "codex" else ""
-                out.append(Finding("hooks", INFO, f"{where}: started through {slower[0]!r}, a "
-                                   "console-script launcher that imports `re` (~4.5 ms more per "
-                                   "hook)", f"run `continuation install --runtime {runtime} --scope "
-                                   f"{scope}` again for `<python> -P -m continuation`{again}"))
+                out.append(Finding("hooks", INFO, f"{where}: started through {command!r}, {why}",
+                                   f"run `continuation install --runtime {runtime} --scope "
+                                   f"{scope}` again for `<python> -P <package>/__main__.py`"
+                                   f"{again}"))
     if not installed_any:
         out.append(Finding("hooks", PROBLEM, "no continuation hooks are installed for Codex CLI, "
                            "Claude Code or Gemini CLI", "run `continuation install --runtime codex`, "
@@ -429,10 +430,21 @@ def check_hooks(home: Path, project_dir: Path, user_home: Path | None = None) ->
     return out
 
 
-def _script_launched(commands: list[str]) -> list[str]:
-    """Our hook commands that start through a ``continuation`` script (what installs wrote
-    before ``install.core.default_command`` became ``<python> -P -m continuation``)."""
-    return [c for c in commands if " -m continuation hook" not in c]
+def _slower_launched(commands: list[str]) -> list[tuple[str, str]]:
+    """Our hook commands that start through a slower launcher than the one ``continuation
+    install`` writes now (``install.core.default_command``: the package's ``__main__.py`` run
+    by its path), each with what it costs: a ``continuation`` script (earlier installs) or
+    ``-m continuation`` (both written by earlier installs)."""
+    import re
+
+    slower = []
+    for command in commands:
+        if re.search(r"[/\\]__main__\.py['\"]?\s+hook\s", command):
+            continue
+        slower.append((command, "which imports `runpy` (~1.5 ms more per hook)"
+                       if " -m continuation hook" in command else
+                       "a console-script launcher that imports `re` (~4.5 ms more per hook)"))
+    return slower
 
 
 def home_writable(home: Path) -> str | None:

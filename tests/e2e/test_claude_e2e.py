@@ -153,8 +153,9 @@ def drive_session(box: ct.ClaudeSandbox, request_log: Path) -> Session:
     session.steps.append(Step(PROMPTS[-1], before_req, len(_requests(request_log)), before_hooks,
                               len(box.hook_payloads())))
     for pid in session.killed_tool_pids:
-        if pid > 0:
-            assert not Path(f"/proc/{pid}").exists() or "sleep" not in ct.cmdline(pid), "tool process survived"
+        if pid > 0:  # SIGKILL is delivered, not awaited: on a loaded machine it ends a moment later
+            ct.wait_for(lambda: not Path(f"/proc/{pid}").exists() or "sleep" not in ct.cmdline(pid),
+                        timeout=10, what=f"the killed tool process {pid} (sleep 30) to end")
     return session
 
 
