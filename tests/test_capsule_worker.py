@@ -3,6 +3,7 @@ is the capsule a build in process makes; a worker that fails leaves the build to
 process; the boundary's own process then never imports pydantic."""
 from __future__ import annotations
 
+import gc
 import json
 import os
 import pickle
@@ -279,13 +280,16 @@ def test_a_compaction_hook_starts_its_worker_before_its_deadline_thread(monkeypa
                         lambda: calls.append(threading.current_thread() is threading.main_thread()))
     monkeypatch.setattr(hooks, "run", lambda runtime, raw, ending=False: ("{}", 0))
     monkeypatch.setattr(hooks, "end_process", lambda code: None)
-    for event, expected in (("PreCompact", [True]), ("SessionStart", []), ("Stop", [])):
-        calls.clear()
-        payload = json.dumps({"session_id": "s", "hook_event_name": event}).encode()
-        monkeypatch.setattr(sys, "stdin", SimpleNamespace(buffer=io.BytesIO(payload)))
-        monkeypatch.setattr(sys, "stdout", io.StringIO())
-        assert hooks.main(["--runtime", "claude"]) == 0
-        assert calls == expected, event
+    try:
+        for event, expected in (("PreCompact", [True]), ("SessionStart", []), ("Stop", [])):
+            calls.clear()
+            payload = json.dumps({"session_id": "s", "hook_event_name": event}).encode()
+            monkeypatch.setattr(sys, "stdin", SimpleNamespace(buffer=io.BytesIO(payload)))
+            monkeypatch.setattr(sys, "stdout", io.StringIO())
+            assert hooks.main(["--runtime", "claude"]) == 0
+            assert calls == expected, event
+    finally:
+        gc.enable()  # hooks.main turns collection off for its (one-payload) process
 
 
 def _git(cwd, *args):

@@ -208,6 +208,27 @@ def test_hot_path_imports_stay_light(tmp_path, runtime):
     assert not (home / "logs" / "hooks.log").exists()
 
 
+def test_a_hook_process_runs_without_cyclic_garbage_collection(monkeypatch):
+    """`continuation hook` lives for one payload and ends with os._exit: collections would only
+    cost it time (~4 ms of a PreCompact hook), so its handling runs with the collector off."""
+    import gc
+    import io
+    from types import SimpleNamespace
+
+    seen = []
+    monkeypatch.setattr(hooks, "run", lambda runtime, raw, ending=False: (seen.append(gc.isenabled()), ("{}", 0))[1])
+    monkeypatch.setattr(hooks, "end_process", lambda code: None)
+    payload = json.dumps({"session_id": "s", "hook_event_name": "PreToolUse"}).encode()
+    monkeypatch.setattr(sys, "stdin", SimpleNamespace(buffer=io.BytesIO(payload)))
+    monkeypatch.setattr(sys, "stdout", io.StringIO())
+    assert gc.isenabled()
+    try:
+        assert hooks.main(["--runtime", "claude"]) == 0
+        assert seen == [False]
+    finally:
+        gc.enable()
+
+
 def test_claude_prompt_typed_mid_turn_shares_prompt_id_but_is_its_own_input(home):
     base = {"session_id": "s", "prompt_id": "p1", "cwd": "/tmp"}
     first = {**base, "hook_event_name": "UserPromptSubmit", "prompt": "run the build"}
