@@ -395,18 +395,34 @@ def test_the_package_main_launcher_is_recognised_and_uninstalled(launcher, dirs)
     assert not path.exists()
 
 
-def test_the_default_launcher_runs_the_package_main_by_path_or_else_the_module(monkeypatch) -> None:
-    """`default_command`: this interpreter, `-P`, the package's `__main__.py` when it is a file;
-    `-m continuation` where the package is not a folder of files (inside a zip)."""
+def test_the_default_launcher_runs_the_package_main_a_hook_process_imports(monkeypatch, tmp_path) -> None:
+    """`default_command`: this interpreter, `-P`, the `__main__.py` of the package an
+    interpreter started with `-P` imports (as the hook is): not a `continuation/` folder in the
+    working directory the install ran from; `-m continuation` where that package is not a
+    folder of files (inside a zip)."""
+    import subprocess
     import sys
+    import zipfile
 
-    import continuation
     from continuation.install.core import default_command
 
+    decoy = tmp_path / "project"
+    (decoy / "continuation").mkdir(parents=True)
+    (decoy / "continuation" / "__init__.py").write_text("")
+    (decoy / "continuation" / "__main__.py").write_text("raise SystemExit('decoy')\n")
+    monkeypatch.chdir(decoy)
     command = default_command()
     assert command[:2] == [sys.executable, "-P"] and Path(command[2]).is_file()
-    assert Path(command[2]) == Path(continuation.__file__).absolute().parent / "__main__.py"
-    monkeypatch.setattr(continuation, "__file__", "/opt/app.zip/continuation/__init__.py")
+    imported = subprocess.run([sys.executable, "-P", "-c", "import continuation; print(continuation.__file__)"],
+                              capture_output=True, text=True, check=True).stdout.strip()
+    assert Path(command[2]) == Path(imported).parent / "__main__.py"
+    assert Path(command[2]).parent != decoy / "continuation"
+
+    zipped = tmp_path / "app.zip"
+    with zipfile.ZipFile(zipped, "w") as archive:
+        archive.writestr("continuation/__init__.py", "")
+        archive.writestr("continuation/__main__.py", "")
+    monkeypatch.setenv("PYTHONPATH", str(zipped))
     assert default_command() == [sys.executable, "-P", "-m", "continuation"]
 
 

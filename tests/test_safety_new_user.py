@@ -100,19 +100,21 @@ def test_the_installed_hook_command_runs_this_interpreter_and_ignores_the_projec
     the runtime runs it through a shell from the user's project, whose own `continuation/`
     folder (our repository checked out, a namesake package) must not stand in for the
     installed one."""
-    from continuation.install.core import package_main
-
     config, state = tmp_path / "claude-config", tmp_path / "state"
     env = {**os.environ, "CLAUDE_CONFIG_DIR": str(config), "HOME": str(tmp_path / "home"),
            "CONTINUATION_HOME": str(state)}
-    r = subprocess.run([sys.executable, "-m", "continuation", "install", "--runtime", "claude"],
+    # -P: the package on sys.path, as the `continuation` script imports it (not a checkout in
+    # the working directory); the expected script is that package's own __main__.py
+    r = subprocess.run([sys.executable, "-P", "-m", "continuation", "install", "--runtime", "claude"],
                        capture_output=True, timeout=120, env=env)
     assert r.returncode == 0, r.stderr
+    main = subprocess.run([sys.executable, "-P", "-c", "import continuation; print(continuation.__file__)"],
+                          capture_output=True, text=True, timeout=60, env=env, check=True).stdout.strip()
+    main = str(Path(main).parent / "__main__.py")
     settings = json.loads((config / "settings.json").read_text())
     commands = {h["command"] for groups in settings["hooks"].values() for g in groups
                 for h in g["hooks"]}
-    launcher = shlex.join([sys.executable, "-P", str(package_main())])
-    assert commands == {f"{launcher} hook --runtime claude"}
+    assert commands == {f"{shlex.join([sys.executable, '-P', main])} hook --runtime claude"}
     project = tmp_path / "project"
     (project / "continuation").mkdir(parents=True)
     (project / "continuation" / "__init__.py").write_text("raise SystemExit('decoy imported')\n")

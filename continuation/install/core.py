@@ -60,9 +60,10 @@ def default_command() -> list[str]:
     folder and the working directory off ``sys.path``, so neither a module of this package nor
     a folder in the user's project can stand in for the installed package. The interpreter is
     the one running now, which imports this very package (a ``pipx``/``uv tool`` venv
-    included). A package that is not a folder of files (a zip) is run with ``-m
-    continuation``; the script on ``PATH`` is the fallback when there is no interpreter (an
-    embedding host)."""
+    included), and the script is the ``__main__.py`` of the package that interpreter imports
+    with ``-P`` (:func:`package_main`). A package that is not a folder of files (a zip) is run
+    with ``-m continuation``; the script on ``PATH`` is the fallback when there is no
+    interpreter (an embedding host)."""
     if sys.executable:
         main = package_main()
         return [sys.executable, "-P", str(main)] if main is not None else \
@@ -74,10 +75,24 @@ def default_command() -> list[str]:
 
 
 def package_main() -> Path | None:
-    """This package's ``__main__.py`` when it is a file (not inside a zip)."""
-    import continuation
+    """The ``__main__.py`` of the ``continuation`` package a hook process will import: asked of
+    this interpreter started with ``-P`` (as the hook is) from here, rather than taken from
+    this process, which may have imported a checkout through the working directory
+    (``python -m continuation install`` run in a folder holding a ``continuation/``): a
+    command naming that folder's file would break once the folder moves. None when that
+    package is not a folder of files (a zip) or cannot be imported that way."""
+    import subprocess
 
-    main = Path(continuation.__file__).absolute().parent / "__main__.py"
+    try:
+        found = subprocess.run(
+            [sys.executable, "-P", "-c", "import continuation; print(continuation.__file__)"],
+            capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    lines = found.stdout.strip().splitlines()
+    if found.returncode != 0 or not lines:
+        return None
+    main = Path(lines[-1]).absolute().parent / "__main__.py"
     return main if main.is_file() else None
 
 
