@@ -285,6 +285,24 @@ def test_interrupted_threads_are_mentioned_not_recorded(home, claude_hooks, caps
         assert [ev["type"] for ev in e.get_thread("codex-gone").events()] == ["input_admitted"]
 
 
+def test_a_module_launcher_is_not_flagged_where_install_would_write_it_again(home, user_home, capsys,
+                                                                            monkeypatch):
+    """Where the package sits in a zip, `continuation install` writes `-m continuation` itself:
+    the doctor does not suggest installing again for it, only for the slower script."""
+    from continuation.install import core, install
+
+    monkeypatch.setattr(core, "default_command", lambda: ["/usr/bin/python3", "-P", "-m", "continuation"])
+    install("claude", "user", project_dir=user_home, home=user_home, state_home=home,
+            command=["/usr/bin/python3", "-P", "-m", "continuation"])
+    code, report = doctor(capsys)
+    assert code == 0 and [f["status"] for f in by_check(report, "hooks")] == ["ok"], report
+    install("claude", "user", project_dir=user_home, home=user_home, state_home=home,
+            command=["/opt/bin/continuation"])
+    code, report = doctor(capsys)
+    [hint] = [f for f in by_check(report, "hooks") if f["status"] == "info"]
+    assert "imports `re`" in hint["message"]
+
+
 @pytest.mark.parametrize("launcher, cost", [(["/opt/bin/continuation"], "imports `re`"),
                                            (["/usr/bin/python3", "-P", "-m", "continuation"],
                                             "imports `runpy`")])

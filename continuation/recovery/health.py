@@ -430,21 +430,37 @@ def check_hooks(home: Path, project_dir: Path, user_home: Path | None = None) ->
     return out
 
 
-def _slower_launched(commands: list[str]) -> list[tuple[str, str]]:
-    """Our hook commands that start through a slower launcher than the one ``continuation
-    install`` writes now (``install.core.default_command``: the package's ``__main__.py`` run
-    by its path), each with what it costs: a ``continuation`` script (earlier installs) or
-    ``-m continuation`` (both written by earlier installs)."""
+#: hook launchers from the slowest: pip's script (imports ``re``), ``-m continuation``
+#: (imports ``runpy``), the package's ``__main__.py`` by its path (``install.core.default_command``)
+_LAUNCHERS = ("script", "module", "main")
+_LAUNCHER_COST = {"script": "a console-script launcher that imports `re` (~4.5 ms more per hook)",
+                  "module": "which imports `runpy` (~1.5 ms more per hook)"}
+
+
+def _launcher(command: str) -> str:
     import re
 
-    slower = []
-    for command in commands:
-        if re.search(r"[/\\]__main__\.py['\"]?\s+hook\s", command):
-            continue
-        slower.append((command, "which imports `runpy` (~1.5 ms more per hook)"
-                       if " -m continuation hook" in command else
-                       "a console-script launcher that imports `re` (~4.5 ms more per hook)"))
-    return slower
+    if re.search(r"[/\\]__main__\.py['\"]?\s+hook\s", command):
+        return "main"
+    return "module" if " -m continuation hook" in command else "script"
+
+
+def _slower_launched(commands: list[str]) -> list[tuple[str, str]]:
+    """Our hook commands that start through a slower launcher than the one ``continuation
+    install`` would write now (``install.core.default_command``: the package's ``__main__.py``,
+    or ``-m continuation`` for a package in a zip), each with what it costs; earlier installs
+    wrote the ``continuation`` script, then ``-m continuation``."""
+    slower = [c for c in commands if _launcher(c) != "main"]
+    if not slower:
+        return []
+    from ..install.core import render_command, default_command
+
+    try:
+        best = _launcher(f"{render_command(default_command())} hook ")
+    except Exception:  # noqa: BLE001 - no interpreter to ask: compare with the fastest
+        best = "main"
+    return [(c, _LAUNCHER_COST[_launcher(c)]) for c in slower
+            if _LAUNCHERS.index(_launcher(c)) < _LAUNCHERS.index(best)]
 
 
 def home_writable(home: Path) -> str | None:
