@@ -395,34 +395,42 @@ def test_the_package_main_launcher_is_recognised_and_uninstalled(launcher, dirs)
     assert not path.exists()
 
 
-def test_the_default_launcher_runs_the_package_main_a_hook_process_imports(monkeypatch, tmp_path) -> None:
-    """`default_command`: this interpreter, `-P`, the `__main__.py` of the package an
-    interpreter started with `-P` imports (as the hook is): not a `continuation/` folder in the
-    working directory the install ran from; `-m continuation` where that package is not a
-    folder of files (inside a zip)."""
+def test_the_default_launcher_runs_the_main_of_the_package_installed_for_the_interpreter(
+        monkeypatch, tmp_path) -> None:
+    """`default_command`: this interpreter, `-P`, the `__main__.py` of the package that
+    interpreter imports with `-P -E` (as installed): not a `continuation/` folder in the working
+    directory the install ran from, nor one on PYTHONPATH; `-m continuation` where that package
+    is not a folder of files (inside a zip)."""
     import subprocess
     import sys
-    import zipfile
 
     from continuation.install.core import default_command
 
-    decoy = tmp_path / "project"
-    (decoy / "continuation").mkdir(parents=True)
-    (decoy / "continuation" / "__init__.py").write_text("")
-    (decoy / "continuation" / "__main__.py").write_text("raise SystemExit('decoy')\n")
-    monkeypatch.chdir(decoy)
+    decoys = []
+    for where in ("project", "pythonpath"):
+        decoy = tmp_path / where / "continuation"
+        decoy.mkdir(parents=True)
+        (decoy / "__init__.py").write_text("")
+        (decoy / "__main__.py").write_text("raise SystemExit('decoy')\n")
+        decoys.append(decoy)
+    monkeypatch.chdir(decoys[0].parent)
+    monkeypatch.setenv("PYTHONPATH", str(decoys[1].parent))
     command = default_command()
     assert command[:2] == [sys.executable, "-P"] and Path(command[2]).is_file()
-    imported = subprocess.run([sys.executable, "-P", "-c", "import continuation; print(continuation.__file__)"],
-                              capture_output=True, text=True, check=True).stdout.strip()
-    assert Path(command[2]) == Path(imported).parent / "__main__.py"
-    assert Path(command[2]).parent != decoy / "continuation"
+    installed = subprocess.run([sys.executable, "-E", "-P", "-c",
+                                "import continuation; print(continuation.__file__)"],
+                               capture_output=True, text=True, check=True).stdout.strip()
+    assert Path(command[2]) == Path(installed).parent / "__main__.py"
+    assert Path(command[2]).parent not in decoys
 
-    zipped = tmp_path / "app.zip"
-    with zipfile.ZipFile(zipped, "w") as archive:
-        archive.writestr("continuation/__init__.py", "")
-        archive.writestr("continuation/__main__.py", "")
-    monkeypatch.setenv("PYTHONPATH", str(zipped))
+    real_run = subprocess.run
+
+    def zipped(args, **kwargs):  # the interpreter's answer for a package inside a zip
+        if args[:4] == [sys.executable, "-E", "-P", "-c"]:
+            return subprocess.CompletedProcess(args, 0, "/opt/app.zip/continuation/__init__.py\n", "")
+        return real_run(args, **kwargs)
+
+    monkeypatch.setattr(subprocess, "run", zipped)
     assert default_command() == [sys.executable, "-P", "-m", "continuation"]
 
 

@@ -103,12 +103,11 @@ def test_the_installed_hook_command_runs_this_interpreter_and_ignores_the_projec
     config, state = tmp_path / "claude-config", tmp_path / "state"
     env = {**os.environ, "CLAUDE_CONFIG_DIR": str(config), "HOME": str(tmp_path / "home"),
            "CONTINUATION_HOME": str(state)}
-    # -P: the package on sys.path, as the `continuation` script imports it (not a checkout in
-    # the working directory); the expected script is that package's own __main__.py
     r = subprocess.run([sys.executable, "-P", "-m", "continuation", "install", "--runtime", "claude"],
                        capture_output=True, timeout=120, env=env)
     assert r.returncode == 0, r.stderr
-    main = subprocess.run([sys.executable, "-P", "-c", "import continuation; print(continuation.__file__)"],
+    # the script named is the __main__.py of the package installed for this interpreter
+    main = subprocess.run([sys.executable, "-E", "-P", "-c", "import continuation; print(continuation.__file__)"],
                           capture_output=True, text=True, timeout=60, env=env, check=True).stdout.strip()
     main = str(Path(main).parent / "__main__.py")
     settings = json.loads((config / "settings.json").read_text())

@@ -60,10 +60,10 @@ def default_command() -> list[str]:
     folder and the working directory off ``sys.path``, so neither a module of this package nor
     a folder in the user's project can stand in for the installed package. The interpreter is
     the one running now, which imports this very package (a ``pipx``/``uv tool`` venv
-    included), and the script is the ``__main__.py`` of the package that interpreter imports
-    with ``-P`` (:func:`package_main`). A package that is not a folder of files (a zip) is run
-    with ``-m continuation``; the script on ``PATH`` is the fallback when there is no
-    interpreter (an embedding host)."""
+    included), and the script is the ``__main__.py`` of the package installed for it
+    (:func:`package_main`). A package that is not a folder of files (a zip), or one this
+    interpreter finds only through ``PYTHONPATH``, is run with ``-m continuation``; the script
+    on ``PATH`` is the fallback when there is no interpreter (an embedding host)."""
     if sys.executable:
         main = package_main()
         return [sys.executable, "-P", str(main)] if main is not None else \
@@ -75,17 +75,18 @@ def default_command() -> list[str]:
 
 
 def package_main() -> Path | None:
-    """The ``__main__.py`` of the ``continuation`` package a hook process will import: asked of
-    this interpreter started with ``-P`` (as the hook is) from here, rather than taken from
-    this process, which may have imported a checkout through the working directory
-    (``python -m continuation install`` run in a folder holding a ``continuation/``): a
-    command naming that folder's file would break once the folder moves. None when that
-    package is not a folder of files (a zip) or cannot be imported that way."""
+    """The ``__main__.py`` of the ``continuation`` package installed for this interpreter: asked
+    of it started with ``-P`` (as the hook is) and ``-E``, rather than taken from this process,
+    which may have imported a checkout through the working directory (``python -m continuation
+    install`` run in a folder holding a ``continuation/``) or through ``PYTHONPATH`` (which the
+    runtime's environment may not have): a command naming such a file would break once the
+    folder moves. None when that package is not a folder of files (a zip) or not installed for
+    this interpreter (then ``-m continuation`` finds it at each hook, as before)."""
     import subprocess
 
     try:
         found = subprocess.run(
-            [sys.executable, "-P", "-c", "import continuation; print(continuation.__file__)"],
+            [sys.executable, "-E", "-P", "-c", "import continuation; print(continuation.__file__)"],
             capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
     except (OSError, subprocess.SubprocessError):
         return None
