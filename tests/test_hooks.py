@@ -216,7 +216,12 @@ def test_a_hook_process_runs_without_cyclic_garbage_collection(monkeypatch):
     from types import SimpleNamespace
 
     seen = []
-    monkeypatch.setattr(hooks, "run", lambda runtime, raw, ending=False: (seen.append(gc.isenabled()), ("{}", 0))[1])
+
+    def run(runtime, raw, ending=False):
+        seen.append(gc.isenabled())
+        return "{}", 0
+
+    monkeypatch.setattr(hooks, "run", run)
     monkeypatch.setattr(hooks, "end_process", lambda code: None)
     payload = json.dumps({"session_id": "s", "hook_event_name": "PreToolUse"}).encode()
     monkeypatch.setattr(sys, "stdin", SimpleNamespace(buffer=io.BytesIO(payload)))

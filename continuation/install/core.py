@@ -66,8 +66,9 @@ def default_command() -> list[str]:
     on ``PATH`` is the fallback when there is no interpreter (an embedding host)."""
     if sys.executable:
         main = package_main()
-        return [sys.executable, "-P", str(main)] if main is not None else \
-            [sys.executable, "-P", "-m", "continuation"]
+        if main is None:
+            return [sys.executable, "-P", "-m", "continuation"]
+        return [sys.executable, "-P", str(main)]
     found = shutil.which("continuation")
     if found:
         return [str(Path(found).absolute())]

@@ -459,8 +459,9 @@ def _slower_launched(commands: list[str]) -> list[tuple[str, str]]:
         best = _launcher(f"{render_command(default_command())} hook ")
     except Exception:  # noqa: BLE001 - no interpreter to ask: compare with the fastest
         best = "main"
-    return [(c, _LAUNCHER_COST[_launcher(c)]) for c in slower
-            if _LAUNCHERS.index(_launcher(c)) < _LAUNCHERS.index(best)]
+    kinds = {c: _launcher(c) for c in slower}
+    return [(c, _LAUNCHER_COST[kind]) for c, kind in kinds.items()
+            if _LAUNCHERS.index(kind) < _LAUNCHERS.index(best)]
 
 
 def home_writable(home: Path) -> str | None:

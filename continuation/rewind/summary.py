@@ -356,7 +356,8 @@ def notices_from_digest(digest: dict, anchor: dict, events: list[dict], thread_k
         if e["seq"] > anchor["seq"] and e["type"] == "tool_finished":
             data = e["data"]
             call_id, turn = data.get("call_id"), data.get("turn_id")
-            key = alias_of(call_id, turn) if turn and alias_of(call_id, turn) in open_keys else call_id
+            alias = alias_of(call_id, turn) if turn else None
+            key = alias if alias in open_keys else call_id
             if key in open_keys:
                 late[key] = data
 

@@ -108,10 +108,11 @@ def build_tree(
     One ``git status`` pass (``porcelain.STATUS_ARGS``, as a restore compares) lists tracked
     changes against the index (the work-tree column: judged by stat data, only stat-dirty
     entries of equal size re-hashed) and untracked, not-ignored files (nested repositories
-    show as ``dir/``); only the paths it names are hashed by update-index. ``status`` rather than ``ls-files -m -d -o``, which
-    tells the same: status checks the entries' stat data on several threads (git's preloaded
-    index), ls-files one by one (20,000 files: 24 against 36 ms). One process rather than
-    several: on a loaded machine each process costs a scheduling delay.
+    show as ``dir/``); only the paths it names are hashed by update-index. ``status`` rather
+    than ``ls-files -m -d -o``, which tells the same: status checks the entries' stat data on
+    several threads (git's preloaded index), ls-files one by one (20,000 files: 24 against 36
+    ms). One process rather than several: on a loaded machine each process costs a
+    scheduling delay.
     """
     _stage("seeded")
     starting = scan_starting.get()
