@@ -96,6 +96,41 @@ def test_derived_tree_follows_skips_and_files_changed_meanwhile(repo, git_home):
     assert result.tree_after.built.tree == scanned_tree(repo, git_home)
 
 
+@pytest.mark.parametrize("user_file", [False, True])
+def test_a_restore_of_every_change_is_the_checkpoint_tree(repo, git_home, monkeypatch, user_file):
+    """When the restore carries out every difference between the safety snapshot and the
+    checkpoint, the work tree is the checkpoint's tree: no ``write-tree`` is run for it (only
+    the safety snapshot's). A file the restore keeps (the user's) makes it write the tree."""
+    from continuation.workspace import gitrun
+
+    ref = take_snapshot(repo, "t1-abc", 1, state_home=git_home)
+    write(repo, {"src/app.py": "print('v2')\n", "notes.txt": "edited\n", "agent.py": "new\n"})
+    (repo / "README.md").unlink()
+    if sys.platform != "win32":
+        os.chmod(repo / "run.sh", 0o755)
+    if user_file:
+        write(repo, {"user-new.txt": "the user's own\n"})
+    plan = plan_restore(ref, state_home=git_home, session_created=["agent.py"])
+    commands: list[str] = []
+    run = gitrun.GitTarget.run
+
+    def recording(self, args, **kwargs):
+        commands.append(args[0])
+        return run(self, args, **kwargs)
+
+    monkeypatch.setattr(gitrun.GitTarget, "run", recording)
+    result = apply_restore(plan, state_home=git_home, derive_tree=True)
+    monkeypatch.undo()
+
+    assert result.ok and result.deleted == ["agent.py"]
+    assert commands.count("write-tree") == (2 if user_file else 1)
+    scanned = scanned_tree(repo, git_home)
+    assert result.tree_after.built.tree == scanned
+    assert (scanned == ref.snapshot_tree) != user_file
+    derived = take_snapshot(repo, "t1-abc", 2, state_home=git_home, tree_after_restore=result.tree_after)
+    assert (derived.snapshot_tree, derived.dirty) == (scanned, scan(repo, git_home).dirty)
+
+
 def test_no_tree_unless_asked(repo, git_home):
     ref = take_snapshot(repo, "t1-abc", 1, state_home=git_home)
     write(repo, {"src/app.py": "print('v2')\n"})

@@ -242,7 +242,7 @@ def _apply_locked(plan: RestorePlan, ws, target: GitTarget, tree: str, thread_ke
         (result.recreated if path in plan.recreated else result.restored).append(path)
     if kept_index is not None and kept_index.is_file() and not result.errors:
         built = derive_tree_after(target, kept_index, safety_built, changes, result.restored,
-                                  result.recreated, result.deleted)
+                                  result.recreated, result.deleted, checkpoint_tree=tree)
         if target.kind == "git":  # a shadow repository's record is also its next diff base
             index_cache.remember(ws.layout, thread_key, kept_index, built.tree)
         result.tree_after = TreeAfterRestore(str(ws.root), target.kind, policy.exclude,
