@@ -155,17 +155,10 @@ def test_a_snapshot_under_another_policy_scans(repo, git_home):
     assert (same.dirty, same.head, same.branch) == (scanned.dirty, scanned.head, scanned.branch)
 
 
-def test_rewind_files_scans_once_and_its_checkpoint_holds_the_restored_tree(home, tmp_path, git_home,
-                                                                           monkeypatch):
-    """A files rewind: the preview lists the changes, the safety snapshot is taken (the only
-    snapshot that scans the work tree; the preview compares with `git status`), the user's new
-    file survives, and the new checkpoint's snapshot is the restored work tree, without a scan."""
+def _session_after_a_compaction(home, tmp_path):
+    """A session compacted once, then an agent that creates agent.txt and edits src/app.py,
+    and a user who deletes README.md and writes user-notes.txt."""
     from test_rewind_support import HookSession
-
-    from continuation import checkpoints as cps
-    from continuation.engine import Engine
-    from continuation.rewind.operation import apply_rewind, plan_rewind
-    from continuation.workspace import treebuild
 
     repo = make_repo(tmp_path / "work", {"README.md": "hello\n", "src/app.py": "v1\n"})
     s = HookSession(home, repo)
@@ -180,6 +173,20 @@ def test_rewind_files_scans_once_and_its_checkpoint_holds_the_restored_tree(home
     write(repo, {"user-notes.txt": "the user's own\n"})
     (repo / "README.md").unlink()
     s.stop(p2)
+    return repo, s
+
+
+def test_rewind_files_scans_once_and_its_checkpoint_holds_the_restored_tree(home, tmp_path, git_home,
+                                                                           monkeypatch):
+    """A files rewind: the preview lists the changes, the safety snapshot is taken (the only
+    snapshot that scans the work tree; the preview compares with `git status`), the user's new
+    file survives, and the new checkpoint's snapshot is the restored work tree, without a scan."""
+    from continuation import checkpoints as cps
+    from continuation.engine import Engine
+    from continuation.rewind.operation import apply_rewind, plan_rewind
+    from continuation.workspace import treebuild
+
+    repo, s = _session_after_a_compaction(home, tmp_path)
     scans = []
     monkeypatch.setattr(treebuild, "_stage_hook", lambda name: scans.append(name) if name == "seeded" else None)
     with Engine(home) as e:
@@ -218,3 +225,26 @@ def test_outside_git_the_derived_snapshot_is_what_a_scan_stores(git_home, tmp_pa
     assert {p.path for p in derived.dirty.paths} == {"a.txt", "sub/b.txt", "agent.txt"}
     scanned = take_snapshot(folder, "scan-check", 1, state_home=git_home)
     assert derived.snapshot_tree == scanned.snapshot_tree
+
+
+@pytest.mark.parametrize("yes", [True, False])
+def test_rewind_files_at_once_scans_the_work_tree_once(home, tmp_path, git_home, yes):
+    """``rewind --files --yes`` (or with no terminal to confirm on): one ``git status`` in all,
+    the safety snapshot's; the preview is read off it (``workspace.safety_first``)."""
+    import subprocess
+
+    from continuation import checkpoints as cps
+    from continuation.engine import Engine
+
+    repo, s = _session_after_a_compaction(home, tmp_path)
+    with Engine(home) as e:
+        cp = cps.list_checkpoints(s.thread(e))[0]
+    trace = tmp_path / "git-trace"
+    r = subprocess.run([sys.executable, "-m", "continuation", "rewind", cp.checkpoint_id, "--files",
+                        *(["--yes"] if yes else [])], capture_output=True, timeout=120, stdin=subprocess.DEVNULL,
+                       env={**os.environ, "CONTINUATION_HOME": str(home), "GIT_TRACE": str(trace)})
+    assert r.returncode == 0, r.stderr.decode()[-2000:]
+    assert b"modify    src/app.py" in r.stdout and b"delete    agent.txt" in r.stdout
+    assert trace.read_text().count("built-in: git status") == 1
+    assert (repo / "README.md").read_text() == "hello\n" and (repo / "src/app.py").read_text() == "v1\n"
+    assert not (repo / "agent.txt").exists() and (repo / "user-notes.txt").exists()

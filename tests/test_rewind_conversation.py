@@ -440,8 +440,8 @@ def test_a_rewinds_warm_up_starts_when_the_plan_scans_the_work_tree(monkeypatch)
 
     calls = []
 
-    def plan_restore(ref, *, state_home, session_created, while_scanning=None):
-        calls.append("plan")
+    def plan_restore(ref, *, state_home, session_created, while_scanning=None, at_once=False):
+        calls.append(("plan", at_once))
         if while_scanning is not None:
             while_scanning()
         return "the plan"
@@ -452,7 +452,10 @@ def test_a_rewinds_warm_up_starts_when_the_plan_scans_the_work_tree(monkeypatch)
     monkeypatch.setattr(workspace_link, "session_created_paths", lambda thread, after_seq: [])
     engine, cp = SimpleNamespace(home="home"), SimpleNamespace(seq=1)
     assert operation.plan_files(engine, None, cp, warm_up=True, models=False) == "the plan"
-    assert calls == ["plan", False]
+    assert calls == [("plan", False), False]
     calls.clear()
     operation.plan_files(engine, None, cp)
-    assert calls == ["plan"]
+    assert calls == [("plan", False)]
+    calls.clear()
+    operation.plan_files(engine, None, cp, warm_up=True, at_once=True)  # (the API, --yes)
+    assert calls == [("plan", True), True]

@@ -106,8 +106,13 @@ def _usage(p) -> int:
     return 2
 
 
+def _asks(args) -> bool:
+    """A confirmation will be asked (``--yes`` not given, a terminal to ask on)."""
+    return not getattr(args, "yes", False) and sys.stdin.isatty()
+
+
 def _confirm(question: str, args) -> None:
-    if getattr(args, "yes", False) or not sys.stdin.isatty():
+    if not _asks(args):
         return
     sys.stderr.write(f"{question} [y/N] ")
     sys.stderr.flush()
@@ -173,7 +178,7 @@ def _run_rewind(args, mode: str) -> int:
     with open_engine() as engine:
         try:
             plan = plan_rewind(engine, _checkpoint_of(engine, args), mode, reason=args.reason,
-                               applying=not args.dry_run)
+                               applying=not args.dry_run, at_once=not _asks(args))
         except _workspace_errors() as exc:
             raise CommandError(str(exc)) from None
         if args.dry_run:

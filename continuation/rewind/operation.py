@@ -166,10 +166,13 @@ def _one_line(text: str, width: int = 70) -> str:
 
 
 def plan_rewind(engine: Engine, selector: str, mode: str, *, reason: str = "",
-                applying: bool = False) -> RewindPlan:
-    """What a rewind would do; changes nothing. ``applying``: the caller applies it next
-    (:func:`apply_rewind`), so a files rewind starts what the new checkpoint's capsule will need
-    (a capsule worker, else a warm-up thread) while git scans the work tree."""
+                applying: bool = False, at_once: bool = False) -> RewindPlan:
+    """What a rewind would do; changes nothing in the conversation or the files. ``applying``:
+    the caller applies it next (:func:`apply_rewind`), so a files rewind starts what the new
+    checkpoint's capsule will need (a capsule worker, else a warm-up thread) while git scans
+    the work tree. ``at_once``: and with nothing to confirm in between (``--yes``, the API), so
+    the files restore's safety snapshot is taken now and its preview read off it: one scan of
+    the work tree instead of two (``workspace.safety_first``)."""
     if mode not in MODES:
         raise RewindError(f"rewind mode must be one of {', '.join(MODES)}, not {mode!r}")
     cp = cps.find_checkpoint(engine, selector)
@@ -187,7 +190,7 @@ def plan_rewind(engine: Engine, selector: str, mode: str, *, reason: str = "",
         if applying:
             plan.builder = _start_builder(thread)
         plan.files = plan_files(engine, thread, cp, warm_up=applying,
-                                models=plan.builder is None)
+                                models=plan.builder is None, at_once=applying and at_once)
     # the summary exactly as it will be rebuilt after the anchor fact is appended
     summary = _summary()
     anchor = {"seq": plan.last_seq + 1,
@@ -262,7 +265,7 @@ def _summary():
 
 
 def plan_files(engine: Engine, thread: Thread, cp: cps.Checkpoint, *, warm_up: bool = False,
-               models: bool = True):
+               models: bool = True, at_once: bool = False):
     """The files restore plan. ``warm_up``: the caller reaches the capsule stack only through
     :func:`_summary` (a rewind), so it may load in a thread while git scans the work tree
     (``models``: the capsule models too, see :func:`warm_up_in_background`): started as that
@@ -276,7 +279,7 @@ def plan_files(engine: Engine, thread: Thread, cp: cps.Checkpoint, *, warm_up: b
         return plan_restore(ref, state_home=engine.home,
                             session_created=session_created_paths(thread, after_seq=cp.seq),
                             while_scanning=(lambda: warm_up_in_background(models=models))
-                            if warm_up else None)
+                            if warm_up else None, at_once=at_once)
     except WorkspaceError as exc:
         raise RewindError(f"cannot plan the files restore: {exc}") from None
 
@@ -397,7 +400,8 @@ def restore_files_with_tree(engine: Engine, files_plan) -> tuple[dict, object]:
 
 def rewind(engine: Engine, selector: str, mode: str, *, reason: str = "") -> RewindResult:
     """Plan and apply in one call (the API for harnesses; the CLI previews first)."""
-    return apply_rewind(engine, plan_rewind(engine, selector, mode, reason=reason, applying=True))
+    return apply_rewind(engine, plan_rewind(engine, selector, mode, reason=reason, applying=True,
+                                            at_once=True))
 
 
 @dataclass

@@ -51,14 +51,14 @@ def derive_tree_after(
     target: GitTarget,
     index: Path,
     safety: BuiltTree,
-    checkpoint_entries: dict[str, tuple[str, str, str]],
+    checkpoint_entries: dict[str, tuple[str, ...]],
     restored: list[str],
     recreated: list[str],
     deleted: list[str],
     checkpoint_tree: str | None = None,
 ) -> BuiltTree:
     """The tree of the work tree after ``restored`` and ``recreated`` were written (set to
-    ``checkpoint_entries``: path -> (letter, mode, blob id)) and ``deleted`` removed, from
+    ``checkpoint_entries``: path -> (letter, mode, blob id, ...)) and ``deleted`` removed, from
     ``index`` (the safety snapshot's, which the caller owns). A file that stood where a written path needs a folder was removed by git's
     checkout, so such leading paths are removed from the index too.
 
@@ -75,7 +75,7 @@ def derive_tree_after(
         line("0", ZERO_ID, path)
     written = [*restored, *recreated]
     for path in written:
-        _, mode, oid = checkpoint_entries[path]
+        mode, oid = checkpoint_entries[path][1:3]
         line(mode, oid, path)
     if records:  # --replace: an entry where a written path needs a folder goes, as the file did
         target.run(["update-index", "-z", "--replace", "--index-info"], index=index, stdin=b"".join(records))

@@ -222,13 +222,16 @@ class RestorePlan:
     mode_changes: list[ModeChange] = field(default_factory=list)
     kept: list[str] = field(default_factory=list)
     skipped: list[SkippedPath] = field(default_factory=list)
+    #: the safety snapshot this preview was read off (``plan_restore(..., at_once=True)``), for
+    #: ``apply_restore``: a ``safety_first.TakenSafety``; not part of the plan
+    taken: Any = field(default=None, repr=False, compare=False)
 
     @property
     def is_empty(self) -> bool:
         return not (self.modified or self.recreated or self.deleted or self.mode_changes)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {k: v for k, v in asdict(self).items() if k != "taken"}
 
     def describe(self) -> str:
         """Human-readable preview, one line per change (for ``continuation restore --dry-run``)."""

@@ -25,6 +25,7 @@ class StatusEntry:
     mode_index: str = ""
     mode_worktree: str = ""
     hash_index: str = ""
+    hash_worktree: str = ""  # known only when read off a snapshot (``safety_first``)
 
     @property
     def is_directory(self) -> bool:

@@ -13,13 +13,17 @@ checkpoint are in its tree, so they are restored, never deleted.
 
 ``apply_restore`` never moves HEAD, never changes the branch and never writes the user's index:
 contents are written with ``git checkout-index`` from a scratch index. It first takes a safety
-snapshot (``RestoreResult.safety``); ``plan_undo(result)`` previews undoing the restore.
+snapshot (``RestoreResult.safety``); ``plan_undo(result)`` previews undoing the restore. A plan
+applied at once (``plan_restore(..., at_once=True)``) takes the safety snapshot itself and
+reads its preview off it: one scan of the work tree instead of two (``safety_first``).
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import stat
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -37,8 +41,9 @@ from .layout import safety_ref_name
 from .lock import DEFAULT_LOCK_TIMEOUT, workspace_lock
 from .model import ModeChange, RestorePlan, RestoreResult, SkippedPath, WorkspaceRef
 from .policy import WorkspacePolicy
+from .safety_first import FRESH_FOR_S, TakenSafety, changed_since, status_from_safety, tree_changes
 from .snapshot import snapshot_built
-from .workspace_target import resolve_workspace
+from .workspace_target import in_progress_operation, resolve_workspace
 
 
 def plan_restore(
@@ -49,21 +54,31 @@ def plan_restore(
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
     keep_committed: bool = True,
     while_scanning: Callable[[], None] | None = None,
+    at_once: bool = False,
 ) -> RestorePlan:
-    """What restoring ``ref`` would change; changes nothing (this is ``--dry-run``).
+    """What restoring ``ref`` would change; changes nothing in the work tree (this is
+    ``--dry-run``).
 
     ``keep_committed``: never delete a path in HEAD's tree (off only for undoing a restore,
     whose re-created files are exactly what the undo removes). ``while_scanning``: called just
     before git scans the work tree (the plan's longest wait), e.g. to start work in a thread
-    that would otherwise contend with this one's own Python work until then."""
+    that would otherwise contend with this one's own Python work until then. ``at_once``: the
+    caller applies the plan right away, with nothing to confirm in between: the safety snapshot
+    is taken now and the preview read off it, one scan of the work tree instead of two
+    (``safety_first``); ``apply_restore`` uses that snapshot while it is fresh."""
     ws = resolve_workspace(ref.root, state_home)
     target = open_snapshot_target(ws, ref)
     with workspace_lock(ws.layout, lock_timeout):
         tree = snapshot_tree(target, ref)
-        if while_scanning is not None:
+        taken = status = None
+        if at_once and target.kind == "git":
+            taken = _take_safety(ws, target, ref, tree, while_scanning)
+            status = status_from_safety(target, taken, in_progress_operation(target.git_dir) is not None)
+        elif while_scanning is not None:
             while_scanning()
-        status = status_against_snapshot(target, ref, tree)
-        plan = RestorePlan(checkpoint=ref)
+        if status is None:
+            status = status_against_snapshot(target, ref, tree)
+        plan = RestorePlan(checkpoint=ref, taken=taken)
         rules = SkipRules(ref, ws)
         new_paths: list[str] = []
         mode_candidates = []
@@ -99,6 +114,29 @@ def plan_restore(
         for bucket in (plan.modified, plan.recreated, plan.deleted, plan.kept):
             bucket.sort()
         return plan
+
+
+def _restore_policy(ref: WorkspaceRef) -> WorkspacePolicy:
+    """The checkpoint's own policy: the safety snapshot stores what the checkpoint could."""
+    return WorkspacePolicy(
+        exclude=tuple(ref.exclude_patterns),
+        size_cap_bytes=ref.size_cap_bytes if ref.size_cap_bytes is not None else WorkspacePolicy().size_cap_bytes,
+    )
+
+
+def _take_safety(ws, target: GitTarget, ref: WorkspaceRef, tree: str,
+                 while_scanning: Callable[[], None] | None) -> TakenSafety:
+    """The safety snapshot, taken for a plan applied at once (the caller holds the lock)."""
+    from .treebuild import scan_starting
+
+    thread_key = ref.thread_key or "restore"
+    token = scan_starting.set(while_scanning)
+    try:
+        safety, built = snapshot_built(ws, thread_key, safety_ref_name(thread_key), None, _restore_policy(ref))
+    finally:
+        scan_starting.reset(token)
+    return TakenSafety(safety, built, tree_changes(target, safety.snapshot_tree or "", tree), tree,
+                       time.monotonic())
 
 
 def _holds_kept(folder: Path, rel: str, deleting: set[str]) -> bool:
@@ -148,6 +186,8 @@ def plan_undo(result: RestoreResult, *, state_home: Path | str) -> RestorePlan:
 def _same_content(target: GitTarget, entries) -> list[bool]:
     if not entries:
         return []
+    if all(e.hash_worktree for e in entries):  # read off a snapshot: known without hashing
+        return [e.hash_worktree == e.hash_index for e in entries]
     payload = "".join(e.path + "\n" for e in entries).encode("utf-8", "surrogateescape")
     if any("\n" in e.path for e in entries):
         return [False] * len(entries)
@@ -195,26 +235,42 @@ def apply_restore(
     ws = resolve_workspace(ref.root, state_home)
     target = open_snapshot_target(ws, ref)
     thread_key = ref.thread_key or "restore"
-    policy = WorkspacePolicy(
-        exclude=tuple(ref.exclude_patterns),
-        size_cap_bytes=ref.size_cap_bytes if ref.size_cap_bytes is not None else WorkspacePolicy().size_cap_bytes,
-    )
     with workspace_lock(ws.layout, lock_timeout):
-        tree = snapshot_tree(target, ref)
-        kept_index = ws.layout.scratch_index("after-restore") if derive_tree else None
+        index = ws.layout.scratch_index("after-restore")
+        taken = _still_usable(plan.taken, ws.layout, thread_key, index)
+        tree = taken.tree if taken is not None else snapshot_tree(target, ref)
         try:
-            return _apply_locked(plan, ws, target, tree, thread_key, policy, kept_index)
+            return _apply_locked(plan, ws, target, tree, thread_key, _restore_policy(ref),
+                                 index if derive_tree or taken is not None else None, taken, derive_tree)
         finally:
-            if kept_index is not None:
-                kept_index.unlink(missing_ok=True)
+            index.unlink(missing_ok=True)
+
+
+def _still_usable(taken: TakenSafety | None, layout, thread_key: str, index: Path) -> TakenSafety | None:
+    """The plan's safety snapshot when it is fresh (see ``safety_first.FRESH_FOR_S``) and its
+    index is still the thread's kept one, copied to ``index``; else None (the apply takes it)."""
+    if taken is None or time.monotonic() - taken.taken_at > FRESH_FOR_S:
+        return None
+    kept = index_cache.recall(layout, thread_key, taken.ref.snapshot_tree)
+    if kept is None:  # another snapshot of the thread since: take the safety snapshot again
+        return None
+    try:
+        shutil.copy2(kept, index)
+    except OSError:
+        return None
+    return taken
 
 
 def _apply_locked(plan: RestorePlan, ws, target: GitTarget, tree: str, thread_key: str,
-                  policy: WorkspacePolicy, kept_index: Path | None) -> RestoreResult:
-    safety, safety_built = snapshot_built(ws, thread_key, safety_ref_name(thread_key), None, policy,
-                                          keep_index=kept_index)
+                  policy: WorkspacePolicy, kept_index: Path | None, taken: TakenSafety | None = None,
+                  derive_tree: bool = False) -> RestoreResult:
+    if taken is not None:
+        safety, safety_built, changes = taken.ref, taken.built, taken.changes
+    else:
+        safety, safety_built = snapshot_built(ws, thread_key, safety_ref_name(thread_key), None, policy,
+                                              keep_index=kept_index)
+        changes = tree_changes(target, safety.snapshot_tree or "", tree)
     result = RestoreResult(safety=safety)
-    changes = _tree_changes(target, safety.snapshot_tree or "", tree)
     not_backed_up = {o.path for o in safety.oversized}
     planned_writes = [*plan.modified, *plan.recreated, *(m.path for m in plan.mode_changes)]
     # checked again: a symlink or file may have taken a folder's place since the plan
@@ -234,13 +290,22 @@ def _apply_locked(plan: RestorePlan, ws, target: GitTarget, tree: str, thread_ke
     known = {*planned_writes, *plan.deleted, *plan.kept, *(s.path for s in plan.skipped)}
     for path in sorted(set(changes) - known):
         result.skipped.append(SkippedPath(path, "changed after the plan was made; left as is"))
+    moved: set[str] = set()
+    if taken is not None and kept_index is not None:  # the snapshot was taken before the plan
+        moved = changed_since(target, kept_index, [p for p in writes if changes[p][0] in ("M", "T")] + deletions)
+        for path in sorted(moved):
+            result.skipped.append(SkippedPath(path, "changed after the safety snapshot; left as is"))
+        writes = [p for p in writes if p not in moved]
+        deletions = [p for p in deletions if p not in moved]
     _delete_created(target, tree, deletions, result)
     writes = _backed_up(ws.root, changes, writes, result)
     writes = _unblocked(target, safety.snapshot_tree or "", writes, result)
     _write_from_tree(target, changes, writes, result)
     for path in writes:
         (result.recreated if path in plan.recreated else result.restored).append(path)
-    if kept_index is not None and kept_index.is_file() and not result.errors:
+    # (a path changed since the safety snapshot holds what neither it nor the checkpoint has:
+    # the next snapshot scans the work tree instead)
+    if derive_tree and kept_index is not None and kept_index.is_file() and not result.errors and not moved:
         built = derive_tree_after(target, kept_index, safety_built, changes, result.restored,
                                   result.recreated, result.deleted, checkpoint_tree=tree)
         if target.kind == "git":  # a shadow repository's record is also its next diff base
@@ -305,18 +370,6 @@ def _unblocked(target: GitTarget, safety_tree: str, paths: list[str], result: Re
                     ok.remove(path)
                     result.skipped.append(SkippedPath(path, f"{prefix} is in the way and is not in the safety snapshot"))
     return ok
-
-
-def _tree_changes(target: GitTarget, old_tree: str, new_tree: str) -> dict[str, tuple[str, str, str]]:
-    """path -> (A/D/M/T, mode, blob id in new_tree) going from old_tree to new_tree."""
-    raw = target.run(["diff-tree", "-r", "-z", "--no-renames", old_tree, new_tree])[1]
-    fields = raw.decode("utf-8", "surrogateescape").split("\0")
-    changes: dict[str, tuple[str, str, str]] = {}
-    for meta, path in zip(fields[0::2], fields[1::2]):
-        if meta.startswith(":"):
-            _, new_mode, _, new_id, letter = meta[1:].split(" ")
-            changes[path] = (letter[:1], new_mode, new_id)
-    return changes
 
 
 def _write_from_tree(
