@@ -8,9 +8,9 @@ import os
 import pytest
 
 from continuation.workspace import apply_restore, plan_restore, take_snapshot
-from continuation.workspace import gitrun, index_cache
+from continuation.workspace import index_cache
 from continuation.workspace.workspace_target import resolve_workspace
-from workspace_repos import git_home, make_repo, write  # noqa: F401
+from workspace_repos import git_commands, git_home, make_repo, write  # noqa: F401
 
 
 @pytest.fixture
@@ -18,19 +18,6 @@ def repo(git_home, tmp_path):
     root = make_repo(tmp_path / "repo", {"src/app.py": "v1\n", "README.md": "readme\n", "run.sh": "#!/bin/sh\n"})
     write(root, {"notes.txt": "untracked at the checkpoint\n"})
     return root
-
-
-@pytest.fixture
-def git_commands(monkeypatch):
-    seen: list[str] = []
-    run = gitrun.GitTarget.run
-
-    def recording(self, args, **kwargs):
-        seen.append(args[0])
-        return run(self, args, **kwargs)
-
-    monkeypatch.setattr(gitrun.GitTarget, "run", recording)
-    return seen
 
 
 def damage(repo):

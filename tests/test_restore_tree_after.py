@@ -14,7 +14,7 @@ import pytest
 
 from continuation.workspace import DirtySummary, WorkspacePolicy, apply_restore, plan_restore, take_snapshot
 from continuation.workspace.after_restore import TreeAfterRestore
-from workspace_repos import UserGitState, git, git_home, make_repo, write  # noqa: F401
+from workspace_repos import UserGitState, git, git_commands, git_home, make_repo, write  # noqa: F401
 
 
 @pytest.fixture
@@ -97,12 +97,10 @@ def test_derived_tree_follows_skips_and_files_changed_meanwhile(repo, git_home):
 
 
 @pytest.mark.parametrize("user_file", [False, True])
-def test_a_restore_of_every_change_is_the_checkpoint_tree(repo, git_home, monkeypatch, user_file):
+def test_a_restore_of_every_change_is_the_checkpoint_tree(repo, git_home, git_commands, user_file):
     """When the restore carries out every difference between the safety snapshot and the
     checkpoint, the work tree is the checkpoint's tree: no ``write-tree`` is run for it (only
     the safety snapshot's). A file the restore keeps (the user's) makes it write the tree."""
-    from continuation.workspace import gitrun
-
     ref = take_snapshot(repo, "t1-abc", 1, state_home=git_home)
     write(repo, {"src/app.py": "print('v2')\n", "notes.txt": "edited\n", "agent.py": "new\n"})
     (repo / "README.md").unlink()
@@ -111,16 +109,9 @@ def test_a_restore_of_every_change_is_the_checkpoint_tree(repo, git_home, monkey
     if user_file:
         write(repo, {"user-new.txt": "the user's own\n"})
     plan = plan_restore(ref, state_home=git_home, session_created=["agent.py"])
-    commands: list[str] = []
-    run = gitrun.GitTarget.run
-
-    def recording(self, args, **kwargs):
-        commands.append(args[0])
-        return run(self, args, **kwargs)
-
-    monkeypatch.setattr(gitrun.GitTarget, "run", recording)
+    git_commands.clear()
     result = apply_restore(plan, state_home=git_home, derive_tree=True)
-    monkeypatch.undo()
+    commands = list(git_commands)
 
     assert result.ok and result.deleted == ["agent.py"]
     assert commands.count("write-tree") == (2 if user_file else 1)

@@ -16,10 +16,9 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from continuation.workspace import WorkspacePolicy, apply_restore, plan_restore, safety_first, take_snapshot
-from continuation.workspace import gitrun
 from continuation.workspace.compare import open_snapshot_target, status_against_snapshot
 from continuation.workspace.workspace_target import resolve_workspace
-from workspace_repos import git, git_home, make_repo, write  # noqa: F401
+from workspace_repos import git, git_commands, git_home, make_repo, write  # noqa: F401
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="the shortcut is POSIX only")
 
@@ -104,36 +103,28 @@ def _fields(entry):
     return entry.kind, entry.path, entry.y, entry.mode_index, entry.mode_worktree, entry.hash_index
 
 
-def test_the_shortcut_is_taken_for_plain_changes_and_not_where_it_cannot_tell(tmp_path, git_home, monkeypatch):
+def test_the_shortcut_is_taken_for_plain_changes_and_not_where_it_cannot_tell(tmp_path, git_home, git_commands):
     """Edits, deletions, new files, mode and type changes, a file the user committed: no
     ``git status`` against the checkpoint. A checkpoint file that is ignored now (so the safety
     snapshot does not store it): the preview scans."""
-    statuses: list[str] = []
-    run = gitrun.GitTarget.run
-
-    def recording(self, args, **kwargs):
-        if args[0] == "status":
-            statuses.append(args[0])
-        return run(self, args, **kwargs)
-
     repo = make(tmp_path)
     ref = take_snapshot(repo, "t1-abc", 1, state_home=git_home, policy=WorkspacePolicy(size_cap_bytes=CAP))
     for op, path in [("edit", "a.txt"), ("delete", "b.txt"), ("edit", "n1.txt"), ("chmod", "src/c.py"),
                      ("symlink", "src/d.py"), ("commit", "newdir/n3.txt"), ("grow", "src/n2.py"),
                      ("nested", "")]:
         change(repo, op, path)
-    monkeypatch.setattr(gitrun.GitTarget, "run", recording)
+    git_commands.clear()
     plan = plan_restore(ref, state_home=git_home, session_created=["n1.txt"], at_once=True)
-    assert statuses == ["status"]  # the safety snapshot's scan, and no other
+    assert git_commands.count("status") == 1  # the safety snapshot's scan, and no other
     assert (plan.modified, plan.recreated, plan.deleted) == (["a.txt", "src/d.py"], ["b.txt"], ["n1.txt"])
     assert [m.path for m in plan.mode_changes] == ["src/c.py"]
     assert "newdir/n3.txt" in plan.kept and "nested" in {s.path for s in plan.skipped}
 
     git(repo, "rm", "-q", "--cached", "docs/f.md")
     write(repo, {".gitignore": "*.log\nlogs/\ndocs/\n"})
-    statuses.clear()
+    git_commands.clear()
     plan_restore(ref, state_home=git_home, at_once=True)
-    assert statuses == ["status", "status"]  # docs/f.md is not in the safety snapshot: scanned
+    assert git_commands.count("status") == 2  # docs/f.md is not in the safety snapshot: scanned
 
 
 def test_apply_leaves_alone_what_changed_after_the_safety_snapshot(tmp_path, git_home):
@@ -186,3 +177,22 @@ def test_apply_takes_the_safety_snapshot_again_when_the_plans_cannot_be_used(tmp
     assert git(repo, "show", f"{result.safety.snapshot_commit}:b.txt") == "changed after the plan\n"
     assert (repo / "a.txt").read_text() == "a.txt v1\n"
     assert {s.path: s.reason for s in result.skipped} == {"b.txt": "changed after the plan was made; left as is"}
+
+
+def test_a_whole_restore_at_once_writes_no_index_and_a_later_preview_is_right(tmp_path, git_home, git_commands):
+    """Every difference carried out at once: the tree left is the checkpoint's, with no index
+    written for it (only the scratch index git checkout-index writes from); a later preview
+    re-points an index and finds nothing to do."""
+    repo = make(tmp_path)
+    ref = take_snapshot(repo, "t1-abc", 1, state_home=git_home)
+    write(repo, {"a.txt": "broken\n", "agent.txt": "the agent's\n"})
+    (repo / "b.txt").unlink()
+    plan = plan_restore(ref, state_home=git_home, session_created=["agent.txt"], at_once=True)
+    git_commands.clear()
+    result = apply_restore(plan, state_home=git_home, derive_tree=True)
+    assert result.tree_after.built.tree == ref.snapshot_tree
+    assert git_commands.count("write-tree") == 0 and git_commands.count("update-index") == 1
+    git_commands.clear()
+    again = plan_restore(ref, state_home=git_home, session_created=["agent.txt"])
+    assert again.is_empty and not again.kept and "read-tree" in git_commands
+    assert take_snapshot(repo, "scan-check", 1, state_home=git_home).snapshot_tree == ref.snapshot_tree

@@ -146,3 +146,19 @@ def worktree_files(root: Path, *, skip_git: bool = True) -> dict[str, bytes]:
         elif path.is_file():
             result[rel] = path.read_bytes()
     return result
+
+
+@pytest.fixture
+def git_commands(monkeypatch) -> list[str]:
+    """The git commands the workspace package runs from now on (their first argument)."""
+    from continuation.workspace import gitrun
+
+    seen: list[str] = []
+    run = gitrun.GitTarget.run
+
+    def recording(self, args, **kwargs):
+        seen.append(args[0])
+        return run(self, args, **kwargs)
+
+    monkeypatch.setattr(gitrun.GitTarget, "run", recording)
+    return seen

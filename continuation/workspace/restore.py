@@ -306,9 +306,14 @@ def _apply_locked(plan: RestorePlan, ws, target: GitTarget, tree: str, thread_ke
     # (a path changed since the safety snapshot holds what neither it nor the checkpoint has:
     # the next snapshot scans the work tree instead)
     if derive_tree and kept_index is not None and kept_index.is_file() and not result.errors and not moved:
+        # every difference from the checkpoint carried out: the work tree is the checkpoint's tree
+        whole = tree if {*result.restored, *result.recreated, *result.deleted} == set(changes) else None
+        # kept as that tree's index for a later preview to compare through; a restore applied at
+        # once was not previewed, and one that follows re-points an index (read-tree, ~10 ms)
+        keep_index = taken is None or whole is None
         built = derive_tree_after(target, kept_index, safety_built, changes, result.restored,
-                                  result.recreated, result.deleted, checkpoint_tree=tree)
-        if target.kind == "git":  # a shadow repository's record is also its next diff base
+                                  result.recreated, result.deleted, known_tree=whole, update_index=keep_index)
+        if target.kind == "git" and keep_index:  # a shadow repository's record is its next diff base
             index_cache.remember(ws.layout, thread_key, kept_index, built.tree)
         result.tree_after = TreeAfterRestore(str(ws.root), target.kind, policy.exclude,
                                              policy.size_cap_bytes, built, list(safety.submodules))
