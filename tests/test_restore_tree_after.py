@@ -236,6 +236,11 @@ def test_rewind_files_at_once_scans_the_work_tree_once(home, tmp_path, git_home,
                        env={**os.environ, "CONTINUATION_HOME": str(home), "GIT_TRACE": str(trace)})
     assert r.returncode == 0, r.stderr.decode()[-2000:]
     assert b"modify    src/app.py" in r.stdout and b"delete    agent.txt" in r.stdout
+    # the preview names the safety snapshot already taken, the one the rewind records
+    with Engine(home) as e:
+        rewound = [ev for ev in s.thread(e).events() if ev["type"] == "workspace_restored"][-1]
+    preview = r.stdout.split(b"\nrewound: ")[0]
+    assert f"kept in the safety snapshot {rewound['data']['safety_ref']}.".encode() in preview
     assert trace.read_text().count("built-in: git status") == 1
     assert (repo / "README.md").read_text() == "hello\n" and (repo / "src/app.py").read_text() == "v1\n"
     assert not (repo / "agent.txt").exists() and (repo / "user-notes.txt").exists()

@@ -287,8 +287,10 @@ def plan_files(engine: Engine, thread: Thread, cp: cps.Checkpoint, *, warm_up: b
 def _files_preview(files) -> dict | None:
     if files is None:
         return None
+    taken = getattr(files, "taken", None)  # a plan applied at once took its safety snapshot
     return {"restored": list(files.modified), "recreated": list(files.recreated),
-            "deleted": list(files.deleted), "safety_ref": "(taken when the rewind is applied)"}
+            "deleted": list(files.deleted),
+            "safety_ref": taken.ref.snapshot_ref if taken is not None else "(taken when the rewind is applied)"}
 
 
 def files_done(result) -> dict:
