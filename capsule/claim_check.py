@@ -29,53 +29,69 @@ _I = re.IGNORECASE
 
 @dataclass(frozen=True)
 class _Kind:
+    """One kind of action, its patterns kept as text: compiled on first use (``re`` keeps them),
+    so a boundary compiles the claim patterns, and a kind's command and success patterns only
+    when a claim asserts it (all of them at import took ~5 ms of a boundary's gathering)."""
+
     name: str  # as in "every tests call"
     did: str  # as in "no tool call of this turn ran tests"
-    claim: re.Pattern
-    command: re.Pattern
-    success: re.Pattern | None = None  # the claim says it passed / succeeded
+    claim_pattern: str
+    command_pattern: str
+    success_pattern: str | None = None  # the claim says it passed / succeeded
+
+    @property
+    def claim(self) -> re.Pattern:
+        return re.compile(self.claim_pattern, _I)
+
+    @property
+    def command(self) -> re.Pattern:
+        return re.compile(self.command_pattern, _I)
+
+    @property
+    def success(self) -> re.Pattern | None:
+        return re.compile(self.success_pattern, _I) if self.success_pattern is not None else None
 
 
 _PAST = r"(?:ran|run|re-?ran|re-?run|running|executed|tried)"
 KINDS: tuple[_Kind, ...] = (
     _Kind("test", "ran tests",
-          re.compile(rf"\b{_PAST}\b[^.!?\n]{{0,40}}\b(?:tests?|test suite|specs?|pytest)\b|"
-                     r"\btests?\b[^.!?\n]{0,20}\b(?:pass(?:es|ed|ing)?|green|succeed(?:s|ed)?|ok)\b|"
-                     r"\b(?:tested|verified with (?:the )?tests)\b", _I),
-          re.compile(r"\b(?:pytest|py\.test|tox|nox|unittest|jest|vitest|mocha|ava|karma|rspec|"
-                     r"phpunit|ctest|go test|cargo (?:test|nextest)|(?:npm|yarn|pnpm|bun)(?: run)? test|"
-                     r"make (?:test|check)|mvn (?:\S+ )*test|gradle(?:w)? (?:\S+ )*test|dotnet test|"
-                     r"swift test|mix test|deno test|python -m (?:pytest|unittest))\b", _I),
-          re.compile(r"\bpass(?:es|ed|ing)?\b|\bgreen\b|\bsucceed|\bok\b|\bwork", _I)),
+          (rf"\b{_PAST}\b[^.!?\n]{{0,40}}\b(?:tests?|test suite|specs?|pytest)\b|"
+           r"\btests?\b[^.!?\n]{0,20}\b(?:pass(?:es|ed|ing)?|green|succeed(?:s|ed)?|ok)\b|"
+           r"\b(?:tested|verified with (?:the )?tests)\b"),
+          (r"\b(?:pytest|py\.test|tox|nox|unittest|jest|vitest|mocha|ava|karma|rspec|"
+           r"phpunit|ctest|go test|cargo (?:test|nextest)|(?:npm|yarn|pnpm|bun)(?: run)? test|"
+           r"make (?:test|check)|mvn (?:\S+ )*test|gradle(?:w)? (?:\S+ )*test|dotnet test|"
+           r"swift test|mix test|deno test|python -m (?:pytest|unittest))\b"),
+          r"\bpass(?:es|ed|ing)?\b|\bgreen\b|\bsucceed|\bok\b|\bwork"),
     _Kind("build", "built anything",
-          re.compile(r"\b(?:built|compiled|rebuilt)\b|\bbuild (?:pass(?:es|ed)?|succeed(?:s|ed)?|is green|works)\b|"
-                     rf"\b{_PAST}\b[^.!?\n]{{0,20}}\bbuild\b", _I),
-          re.compile(r"\b(?:make|cmake|ninja|bazel|cargo (?:build|check)|go build|tsc|gcc|g\+\+|clang|javac|"
-                     r"mvn|gradle(?:w)?|dotnet build|swift build|(?:npm|yarn|pnpm|bun)(?: run)? build|"
-                     r"python -m build|pip wheel|webpack|vite build|next build)\b", _I),
-          re.compile(r"\bpass|\bsucceed|\bgreen\b|\bworks?\b|\bclean", _I)),
+          (r"\b(?:built|compiled|rebuilt)\b|\bbuild (?:pass(?:es|ed)?|succeed(?:s|ed)?|is green|works)\b|"
+           rf"\b{_PAST}\b[^.!?\n]{{0,20}}\bbuild\b"),
+          (r"\b(?:make|cmake|ninja|bazel|cargo (?:build|check)|go build|tsc|gcc|g\+\+|clang|javac|"
+           r"mvn|gradle(?:w)?|dotnet build|swift build|(?:npm|yarn|pnpm|bun)(?: run)? build|"
+           r"python -m build|pip wheel|webpack|vite build|next build)\b"),
+          r"\bpass|\bsucceed|\bgreen\b|\bworks?\b|\bclean"),
     _Kind("lint", "ran a linter",
-          re.compile(r"\blint(?:ed|er|ing)?\b[^.!?\n]{0,20}\b(?:pass(?:es|ed)?|clean|ok)\b|\blinted\b|"
-                     rf"\b{_PAST}\b[^.!?\n]{{0,20}}\b(?:lint(?:er)?|ruff|flake8|eslint|pylint|clippy)\b", _I),
-          re.compile(r"\b(?:ruff(?! format)|flake8|pylint|eslint|clippy|golangci-lint|shellcheck|rubocop|"
-                     r"stylelint|(?:npm|yarn|pnpm|bun)(?: run)? lint|make lint)\b", _I)),
+          (r"\blint(?:ed|er|ing)?\b[^.!?\n]{0,20}\b(?:pass(?:es|ed)?|clean|ok)\b|\blinted\b|"
+           rf"\b{_PAST}\b[^.!?\n]{{0,20}}\b(?:lint(?:er)?|ruff|flake8|eslint|pylint|clippy)\b"),
+          (r"\b(?:ruff(?! format)|flake8|pylint|eslint|clippy|golangci-lint|shellcheck|rubocop|"
+           r"stylelint|(?:npm|yarn|pnpm|bun)(?: run)? lint|make lint)\b")),
     _Kind("type check", "ran a type checker",
-          re.compile(r"\btype[- ]?check(?:ed|s|ing)?\b|\b(?:mypy|pyright|tsc --noEmit)\b[^.!?\n]{0,20}\b(?:pass|clean)", _I),
-          re.compile(r"\b(?:mypy|pyright|pytype|tsc|flow check|(?:npm|yarn|pnpm)(?: run)? typecheck)\b", _I)),
+          r"\btype[- ]?check(?:ed|s|ing)?\b|\b(?:mypy|pyright|tsc --noEmit)\b[^.!?\n]{0,20}\b(?:pass|clean)",
+          r"\b(?:mypy|pyright|pytype|tsc|flow check|(?:npm|yarn|pnpm)(?: run)? typecheck)\b"),
     _Kind("format", "ran a formatter",
-          re.compile(r"\b(?:formatted|reformatted)\b|"
-                     rf"\b{_PAST}\b[^.!?\n]{{0,20}}\b(?:black|prettier|gofmt|rustfmt|formatter)\b", _I),
-          re.compile(r"\b(?:black|prettier|gofmt|goimports|rustfmt|cargo fmt|ruff format|clang-format|"
-                     r"isort|autopep8|yapf|(?:npm|yarn|pnpm)(?: run)? format)\b", _I)),
+          (r"\b(?:formatted|reformatted)\b|"
+           rf"\b{_PAST}\b[^.!?\n]{{0,20}}\b(?:black|prettier|gofmt|rustfmt|formatter)\b"),
+          (r"\b(?:black|prettier|gofmt|goimports|rustfmt|cargo fmt|ruff format|clang-format|"
+           r"isort|autopep8|yapf|(?:npm|yarn|pnpm)(?: run)? format)\b")),
     _Kind("install", "installed anything",
-          re.compile(r"\binstalled\b", _I),
-          re.compile(r"\b(?:pip3? install|uv (?:pip install|add|sync)|poetry (?:add|install)|npm (?:install|i|ci)|"
-                     r"yarn(?: add| install)?|pnpm (?:add|install|i)|apt(?:-get)? install|brew install|"
-                     r"cargo (?:add|install)|go (?:get|install)|gem install|conda install)\b", _I)),
-    _Kind("commit", "committed", re.compile(r"\bcommitted\b|\bmade a commit\b|\bcreated a commit\b", _I),
-          re.compile(r"\bgit\b(?:\s+-\S+(?:\s+\S+)?)*\s+commit\b", _I)),
-    _Kind("push", "pushed", re.compile(r"\bpushed\b", _I),
-          re.compile(r"\bgit\b(?:\s+-\S+(?:\s+\S+)?)*\s+push\b", _I)),
+          r"\binstalled\b",
+          (r"\b(?:pip3? install|uv (?:pip install|add|sync)|poetry (?:add|install)|npm (?:install|i|ci)|"
+           r"yarn(?: add| install)?|pnpm (?:add|install|i)|apt(?:-get)? install|brew install|"
+           r"cargo (?:add|install)|go (?:get|install)|gem install|conda install)\b")),
+    _Kind("commit", "committed", r"\bcommitted\b|\bmade a commit\b|\bcreated a commit\b",
+          r"\bgit\b(?:\s+-\S+(?:\s+\S+)?)*\s+commit\b"),
+    _Kind("push", "pushed", r"\bpushed\b",
+          r"\bgit\b(?:\s+-\S+(?:\s+\S+)?)*\s+push\b"),
 )
 
 _SHELL_ARGS = ("command", "cmd", "script")

@@ -46,6 +46,35 @@ def _turns_source(turns: int = 8):
     return representative_source(inputs=inputs, tool_calls=calls, claims=claims)
 
 
+def test_a_kinds_command_and_success_patterns_are_compiled_only_when_claimed(monkeypatch):
+    """Importing the check compiles no kind's pattern, and checking a claim of tests compiles
+    the claim patterns and the test kind's command and success patterns, no other kind's (a
+    boundary gathering claims paid every compile at import: ~5 ms)."""
+    import importlib
+    import re
+    import sys
+
+    compiled: list[str] = []
+    compile_ = re.compile
+
+    def recording(pattern, flags=0):
+        compiled.append(pattern)
+        return compile_(pattern, flags)
+
+    monkeypatch.setattr(re, "compile", recording)
+    re.purge()  # (re keeps what it compiled; start from nothing)
+    monkeypatch.delitem(sys.modules, "capsule.claim_check")  # a fresh import, put back after
+    claim_check = importlib.import_module("capsule.claim_check")
+    kinds = {k.name: k for k in claim_check.KINDS}
+    assert not {p for k in kinds.values() for p in (k.claim_pattern, k.command_pattern)} & set(compiled)
+    assert claim_check.check_claim("I ran the tests and they pass.",
+                                   [claim_check.TurnCall({"command": "pytest -q"}, "error", 1)]) == [
+        "every test call of this turn failed (last: exit 1)"]
+    assert {k.claim_pattern for k in kinds.values()} <= set(compiled)
+    assert {kinds["test"].command_pattern, kinds["test"].success_pattern} <= set(compiled)
+    assert not {k.command_pattern for name, k in kinds.items() if name != "test"} & set(compiled)
+
+
 def test_final_claims_of_the_newest_turns_outlive_old_edit_arguments():
     capsule = build_capsule(_turns_source(), counter=counter())
     assert capsule.budget.tokens <= 4000
