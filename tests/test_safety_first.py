@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from continuation.workspace import WorkspacePolicy, apply_restore, plan_restore, safety_first, take_snapshot
+from continuation.workspace import WorkspacePolicy, apply_restore, index_cache, plan_restore, safety_first, take_snapshot
 from continuation.workspace.compare import open_snapshot_target, status_against_snapshot
 from continuation.workspace.workspace_target import resolve_workspace
 from workspace_repos import git, git_commands, git_home, make_repo, write  # noqa: F401
@@ -196,3 +196,19 @@ def test_a_whole_restore_at_once_writes_no_index_and_a_later_preview_is_right(tm
     again = plan_restore(ref, state_home=git_home, session_created=["agent.txt"])
     assert again.is_empty and not again.kept and "read-tree" in git_commands
     assert take_snapshot(repo, "scan-check", 1, state_home=git_home).snapshot_tree == ref.snapshot_tree
+
+
+@pytest.mark.parametrize("by_name", [True, False])
+def test_changed_since_names_the_paths_or_compares_the_whole_index(tmp_path, git_home, monkeypatch, by_name):
+    """Few paths are named to ``git diff-files``; many (or long) ones compare the whole index,
+    the answer the same: the asked paths that changed, nothing else."""
+    repo = make(tmp_path)
+    ref = take_snapshot(repo, "t1-abc", 1, state_home=git_home)
+    if not by_name:
+        monkeypatch.setattr(safety_first, "PATH_BYTES_BY_NAME", 1)
+    write(repo, {"a.txt": "changed\n", "b.txt": "changed\n"})
+    (repo / "src" / "c.py").unlink()
+    ws = resolve_workspace(repo, git_home)
+    target = open_snapshot_target(ws, ref)
+    index = index_cache.recall(ws.layout, "t1-abc", ref.snapshot_tree)
+    assert safety_first.changed_since(target, index, ["a.txt", "src/c.py", "docs/f.md"]) == {"a.txt", "src/c.py"}

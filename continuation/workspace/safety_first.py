@@ -34,8 +34,10 @@ GITLINK = "160000"
 #: a safety snapshot older than this when the apply starts is taken again (a caller that held
 #: the plan, e.g. to ask the user, is not applying at once)
 FRESH_FOR_S = 5.0
-#: paths checked by name in one ``git diff-files``; beyond it the whole index is compared
+#: paths (and their bytes) checked by name in one ``git diff-files``; beyond either the whole
+#: index is compared (a command line stays far below the system's limit)
 PATHS_BY_NAME = 2000
+PATH_BYTES_BY_NAME = 128 * 1024
 
 
 @dataclass
@@ -117,7 +119,7 @@ def changed_since(target: GitTarget, index: Path, paths: list[str]) -> set[str]:
         return set()
     args = ["--literal-pathspecs", "diff-files", "-z", "--name-only"]
     wanted = set(paths)
-    if len(paths) <= PATHS_BY_NAME:
+    if len(paths) <= PATHS_BY_NAME and sum(len(p) for p in paths) <= PATH_BYTES_BY_NAME:
         args += ["--", *paths]
     out = target.run(args, index=index)[1]
     return {p for p in (r.decode("utf-8", "surrogateescape") for r in out.split(b"\0") if r) if p in wanted}
