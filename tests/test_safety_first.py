@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from continuation.workspace import WorkspacePolicy, apply_restore, index_cache, plan_restore, safety_first, take_snapshot
+from continuation.workspace import gitrun
 from continuation.workspace.compare import open_snapshot_target, status_against_snapshot
 from continuation.workspace.workspace_target import resolve_workspace
 from workspace_repos import git, git_commands, git_home, make_repo, write  # noqa: F401
@@ -212,3 +213,16 @@ def test_changed_since_names_the_paths_or_compares_the_whole_index(tmp_path, git
     target = open_snapshot_target(ws, ref)
     index = index_cache.recall(ws.layout, "t1-abc", ref.snapshot_tree)
     assert safety_first.changed_since(target, index, ["a.txt", "src/c.py", "docs/f.md"]) == {"a.txt", "src/c.py"}
+
+
+def test_when_git_cannot_tell_the_ignore_rules_the_preview_scans(tmp_path, git_home, monkeypatch, git_commands):
+    repo = make(tmp_path)
+    ref = take_snapshot(repo, "t1-abc", 1, state_home=git_home)
+    change(repo, "commit", "n1.txt")  # new, and tracked by the user's index: its ignore rules are asked
+    run = gitrun.GitTarget.run
+    monkeypatch.setattr(gitrun.GitTarget, "run", lambda self, args, **kw: (
+        (128, b"", "fatal") if "check-ignore" in args else run(self, args, **kw)))
+    git_commands.clear()
+    plan = plan_restore(ref, state_home=git_home, at_once=True)
+    assert plan.kept == ["n1.txt"]
+    assert git_commands.count("status") == 2 and plan.taken is not None  # the safety's, then the scan

@@ -97,6 +97,8 @@ def status_from_safety(target: GitTarget, taken: TakenSafety, in_progress: bool)
             untracked.append(path)
     if maybe_ignored:
         ignored = _ignored(target, maybe_ignored)
+        if ignored is None:  # git could not tell: the scan will
+            return None
         untracked = [p for p in untracked if p not in ignored]
     untracked += [folder.rstrip("/") + "/" for folder in built.nested_repos]
     status = Status(head=built.head, branch=built.branch)
@@ -104,12 +106,14 @@ def status_from_safety(target: GitTarget, taken: TakenSafety, in_progress: bool)
     return status
 
 
-def _ignored(target: GitTarget, paths: list[str]) -> set[str]:
+def _ignored(target: GitTarget, paths: list[str]) -> set[str] | None:
     """The paths the ignore rules match, tracked or not (``git status`` does not list an
-    untracked one)."""
+    untracked one); None when git fails."""
     payload = b"".join(p.encode("utf-8", "surrogateescape") + b"\0" for p in paths)
     code, out, _ = target.run(["check-ignore", "--no-index", "-z", "--stdin"], stdin=payload, check=False)
-    return {p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p} if code in (0, 1) else set(paths)
+    if code not in (0, 1):  # 0: some are ignored, 1: none is
+        return None
+    return {p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p}
 
 
 def changed_since(target: GitTarget, index: Path, paths: list[str]) -> set[str]:
