@@ -212,6 +212,10 @@ def _reconciliation_notices(thread: Thread) -> list:
     """The reconciliation prompt for calls with unknown outcome, and the decisions already
     recorded about calls of inputs still open (continuation.recovery)."""
     try:
+        # both are made of calls in these states only: with none (the usual boundary), the
+        # recovery modules are not loaded (~6 ms of a PreCompact hook's imports)
+        if not thread.tool_calls(("unknown", "in_flight", "reconciled")):
+            return []
         from .recovery.notices import decision_notice, reconciliation_notice
 
         found = [reconciliation_notice(thread), decision_notice(thread)]

@@ -165,6 +165,31 @@ def test_retry_safe_for_a_read_only_call_is_suggested_not_recorded(engine):
     assert [r.state for r in t.inputs()] == ["pending"]
 
 
+def test_a_boundary_loads_the_recovery_code_only_for_calls_it_concerns(engine, monkeypatch):
+    """The boundary's reconciliation notices come from unknown / in-flight / reconciled calls:
+    a thread with none gets none without loading continuation.recovery.notices; one with an
+    unknown call, and after its decision, gets the notice as before."""
+    from continuation import boundary
+
+    monkeypatch.delitem(sys.modules, "continuation.recovery.notices", raising=False)
+    t = engine.thread("claude", "s4")
+    t.admit("look", input_id="p1", turn_id="p1")
+    t.tool_started("r1", "Bash", {"command": "git status"}, turn_id="p1")
+    t.tool_finished("r1", "ok")
+    assert boundary._reconciliation_notices(t) == []
+    assert "continuation.recovery.notices" not in sys.modules
+    t.admit("deploy", input_id="p2", turn_id="p2")
+    t.tool_started("c1", "Bash", {"command": "./deploy.sh"}, turn_id="p2")
+    t.turn_aborted("p2", "interrupted")
+    assert [n.title for n in boundary._reconciliation_notices(t)] == [
+        "Reconcile before retrying: tool calls with unknown outcome"]
+    from continuation.recovery import reconcile
+
+    reconcile.decide(t, "c1", "not_applied")
+    assert [n.title for n in boundary._reconciliation_notices(t)] == [
+        "Settled by the user: tool calls whose outcome was unknown"]
+
+
 def test_file_edit_verified_in_the_prompt(engine, tmp_path):
     t = engine.thread("claude", "s3", workspace_root=str(tmp_path))
     (tmp_path / "a.py").write_text("x = 2\n", encoding="utf-8")
