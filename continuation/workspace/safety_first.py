@@ -28,7 +28,7 @@ from pathlib import Path
 
 from .gitrun import GitTarget
 from .porcelain import Status, StatusEntry
-from .treebuild import BuiltTree
+from .treebuild import BuiltTree, raw_diff_records
 
 GITLINK = "160000"
 #: a safety snapshot older than this when the apply starts is taken again (a caller that held
@@ -55,13 +55,8 @@ class TakenSafety:
 def tree_changes(target: GitTarget, old_tree: str, new_tree: str) -> dict[str, tuple[str, str, str, str, str]]:
     """path -> (A/D/M/T, new mode, new blob, old mode, old blob) going from old_tree to new_tree."""
     raw = target.run(["diff-tree", "-r", "-z", "--no-renames", old_tree, new_tree])[1]
-    fields = raw.decode("utf-8", "surrogateescape").split("\0")
-    changes: dict[str, tuple[str, str, str, str, str]] = {}
-    for meta, path in zip(fields[0::2], fields[1::2]):
-        if meta.startswith(":"):
-            old_mode, new_mode, old_id, new_id, letter = meta[1:].split(" ")
-            changes[path] = (letter[:1], new_mode, new_id, old_mode, old_id)
-    return changes
+    return {path: (letter, new_mode, new_id, old_mode, old_id)
+            for path, letter, old_mode, new_mode, old_id, new_id in raw_diff_records(raw)}
 
 
 def status_from_safety(target: GitTarget, taken: TakenSafety, in_progress: bool) -> Status | None:

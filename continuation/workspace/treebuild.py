@@ -200,15 +200,24 @@ def beyond_symlink(root: Path, paths) -> list[str]:
     return [p for p in paths if "/" in p and linked(p.rpartition("/")[0])]
 
 
-def _parse_raw_diff(raw: bytes) -> dict[str, str]:
-    """``--raw -z`` records: ':<modes> <ids> <letter>' then the path; unmerged ('U') wins."""
+def raw_diff_records(raw: bytes) -> list[tuple[str, str, str, str, str, str]]:
+    """``--raw -z`` records (':<old mode> <new mode> <old id> <new id> <letter>' then the path)
+    as (path, letter, old mode, new mode, old id, new id)."""
     fields = raw.decode("utf-8", "surrogateescape").split("\0")
-    changes: dict[str, str] = {}
+    records = []
     for meta, path in zip(fields[0::2], fields[1::2]):
         if meta.startswith(":"):
-            letter = meta.rsplit(" ", 1)[-1][:1]
-            if changes.get(path) != "U":
-                changes[path] = letter
+            old_mode, new_mode, old_id, new_id, letter = meta[1:].split(" ")
+            records.append((path, letter[:1], old_mode, new_mode, old_id, new_id))
+    return records
+
+
+def _parse_raw_diff(raw: bytes) -> dict[str, str]:
+    """path -> letter of ``--raw -z`` records; unmerged ('U') wins."""
+    changes: dict[str, str] = {}
+    for path, letter, *_ in raw_diff_records(raw):
+        if changes.get(path) != "U":
+            changes[path] = letter
     return changes
 
 
