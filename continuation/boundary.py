@@ -21,6 +21,7 @@ from statemachine import events as ev
 from . import capsule_worker, checkpoints
 from .atomic import atomic_write
 from .engine import Thread
+from .phase_marks import mark
 
 #: Claude Code spills hook additionalContext over 10,000 characters to a file; stay under it.
 INLINE_LIMITS = {"claude": 9_500, "codex": 9_500}
@@ -55,6 +56,7 @@ class _PendingSnapshot:
 
     def _take(self, root, thread_key, home, generation, tree_after_restore) -> None:
         try:
+            mark("snapshot: thread started")
             from .workspace.treebuild import scan_starting
             from .workspace_link import policy, snapshot_workspace
 
@@ -127,6 +129,7 @@ def commit_checkpoint(thread: Thread, *, reason: str, transcript_path: str | Non
     snapshots), ``worker`` when the caller started one earlier (a rewind, before its git
     work), else one started here when the worker is used at all; without one, or when it
     fails, it is built in this process. Either way the same capsule: one build function."""
+    mark("boundary: started")
     given, notices = notices, None
     worker = worker or capsule_worker.take_early(thread.engine.home)
     if worker is None:
@@ -143,6 +146,7 @@ def commit_checkpoint(thread: Thread, *, reason: str, transcript_path: str | Non
             pending = _start_snapshot(thread, generation, tree_after_restore) if snapshot else None
             if pending is not None and tree_after_restore is None:  # (a restore's tree: no scan)
                 pending.wait_for_scan()
+                mark("boundary: snapshot's git scan started")
             if worker is not None and exact is None:
                 # asked while git scans: the worker reads the answer after its models, and
                 # reading the newest capsule (and the tokenizer's names) is ~5-8 ms of Python
@@ -160,7 +164,9 @@ def commit_checkpoint(thread: Thread, *, reason: str, transcript_path: str | Non
                                                    transcript=transcript, notices=notices)
                 if pending is not None:
                     checkpoints.warm_up(thread)
+            mark("boundary: source gathered")
             workspace = pending.result() if pending is not None else None
+            mark("boundary: snapshot done")
             claimed = (workspace or {}).get("generation")
             if isinstance(claimed, int) and claimed > generation:  # its ref was taken
                 generation = claimed
@@ -169,11 +175,14 @@ def commit_checkpoint(thread: Thread, *, reason: str, transcript_path: str | Non
                 complete = checkpoints.with_workspace(thread, source, generation=generation,
                                                       workspace=workspace)
                 built = worker.build(complete, exact_first=bool(exact))
+                mark("boundary: capsule received")
             try:
-                return checkpoints.commit(thread, reason=reason, workspace=workspace,
-                                          transcript=transcript, notices=notices,
-                                          generation=generation, source=source, seq=seq,
-                                          built=built)
+                committed = checkpoints.commit(thread, reason=reason, workspace=workspace,
+                                               transcript=transcript, notices=notices,
+                                               generation=generation, source=source, seq=seq,
+                                               built=built)
+                mark("boundary: committed")
+                return committed
             except checkpoints.GenerationTaken:
                 _release(thread, workspace)
                 floor = generation + 1

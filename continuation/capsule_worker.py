@@ -380,7 +380,11 @@ def serve(home: str, requests_fd: int, replies_fd: int) -> int:
     import gc
     import pickle
 
+    from . import phase_marks
+
     gc.disable()
+    phase_marks.boundary_pid = os.getppid()
+    phase_marks.mark("worker: started")
 
     def read_exactly(n: int) -> bytes:
         chunks, got = [], 0
@@ -401,16 +405,20 @@ def serve(home: str, requests_fd: int, replies_fd: int) -> int:
     try:
         _without_pydantic_plugins()
         _warm_models()
+        phase_marks.mark("worker: models ready")
         if frame().get("exact"):
             _warm_tokenizer(home)
+            phase_marks.mark("worker: tokenizer ready")
     except Exception as exc:  # noqa: BLE001 - reported with the first request
         warm_problem = f"{type(exc).__name__}: {exc}"
     while True:
         request = frame()
+        phase_marks.mark("worker: request received")
         try:
             reply = {"error": warm_problem} if warm_problem else _build(home, request)
         except Exception as exc:  # noqa: BLE001 - the boundary builds in process instead
             reply = {"error": f"{type(exc).__name__}: {exc}"}
+        phase_marks.mark("worker: capsule built")
         out = pickle.dumps(reply, protocol=5)
         data = memoryview(len(out).to_bytes(_LENGTH, "big") + out)
         while data:

@@ -176,14 +176,21 @@ def main() -> int:
             shutil.rmtree(base, ignore_errors=True)
 
 
+def isolated_git_home(base: Path) -> Path:
+    """A home folder of its own for git (a default branch and an identity, no system config),
+    set in this process's environment, which the measured commands inherit."""
+    home = base / "home"
+    home.mkdir()
+    (home / ".gitconfig").write_text(
+        "[init]\n\tdefaultBranch = main\n[user]\n\tname = bench\n\temail = b@e\n")
+    os.environ.update({"HOME": str(home), "GIT_CONFIG_GLOBAL": str(home / ".gitconfig"),
+                       "GIT_CONFIG_NOSYSTEM": "1"})
+    return home
+
+
 def run(args, base: Path) -> int:
     rng = random.Random(1234)
-    gitenv_home = base / "home"
-    gitenv_home.mkdir()
-    (gitenv_home / ".gitconfig").write_text(
-        "[init]\n\tdefaultBranch = main\n[user]\n\tname = bench\n\temail = b@e\n")
-    os.environ.update({"HOME": str(gitenv_home), "GIT_CONFIG_GLOBAL": str(gitenv_home / ".gitconfig"),
-                       "GIT_CONFIG_NOSYSTEM": "1"})
+    gitenv_home = isolated_git_home(base)
     t0 = time.perf_counter()
     inst = install(base)
     repo = (base / "repo")

@@ -228,11 +228,16 @@ def main(argv: list[str]) -> int:
     if deadline is None:
         out, code = run(runtime, raw, ending=True)
     else:
+        from ..phase_marks import mark
+
+        mark("hook: payload read")
         # before the deadline's thread starts: a single-threaded process may fork its worker
         _start_worker_for_raw(raw)
         out, code, _late = run_with_deadline(runtime, raw, deadline)
     sys.stdout.write(out + "\n")
     sys.stdout.flush()
+    if deadline is not None:
+        mark("hook: answered")
     end_process(code)  # also leaves behind a boundary worker stuck past its deadline
     return code  # only where the process did not end (tests replacing end_process)
 

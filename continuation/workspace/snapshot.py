@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..phase_marks import mark
 from . import index_cache
 from .errors import GitFailure, WorkspaceError
 from .gitrun import GitTarget
@@ -136,6 +137,7 @@ def snapshot_built(
         else:
             built = _scan(target, scratch, ws, thread_key, policy)
             submodules = _submodules(target, scratch) if target.kind == "git" else []
+            mark("snapshot: tree written")
         ref = _describe(ws, target.kind, thread_key, generation, policy)
         ref.snapshot_ref, ref.snapshot_tree = ref_name, built.tree
         ref.oversized = built.oversized
@@ -185,6 +187,7 @@ def snapshot_built(
                                  generation=ref.generation)
     finally:
         scratch.unlink(missing_ok=True)
+    mark("snapshot: committed")
     ref.snapshot_commit = commit
     if target.kind == "git" and os.environ.get("CONTINUATION_SNAPSHOT_REMOTE"):
         from .remote import push_snapshot  # opt-in: see remote

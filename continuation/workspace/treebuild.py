@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..paths import ensure_private_dir
+from ..phase_marks import mark
 from .gitrun import GitTarget
 from .headref import read_head
 from .workspace_target import in_progress_operation
@@ -115,6 +116,7 @@ def build_tree(
     scheduling delay.
     """
     _stage("seeded")
+    mark("snapshot: git scan starting")
     starting = scan_starting.get()
     if starting is not None:
         starting()

@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""Where a PreCompact hook's time goes: the median timeline of its phases.
+
+Sets up what ``bench_boundaries.py`` measures PreCompact on (an installed copy, a 20,000-file
+repository, a 1,000-event Claude Code thread; smaller with the options), then runs rounds of
+three edits and one PreCompact hook with ``CONTINUATION_PHASE_MARKS`` set
+(``continuation.phase_marks``), and prints for each phase the median time since the hook
+process was started (``subprocess.Popen``), with the range over the rounds, and which process
+reached it: the hook's (its snapshot's thread included) or its capsule worker's. Beside them,
+the median of ``git stash create`` run in the same rounds, the PreCompact target's baseline.
+
+This is a diagnostic, not a benchmark: the marks' own writes (~20 µs each) are in the times.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_boundaries import build_repo, hook_payload, isolated_git_home, populate  # noqa: E402
+from benchlib import install, timed  # noqa: E402
+
+SESSION = "trace"
+
+
+def read_marks(path: Path) -> list[tuple[float, str, str]]:
+    """(ns, process, label) of one hook's marks: ``hook`` for the boundary's own process."""
+    marks = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        ns, pid, boundary_pid, label = line.split(" ", 3)
+        marks.append((int(ns), "hook" if pid == boundary_pid else "worker", label))
+    return marks
+
+
+def timeline(rounds: list[tuple[int, list[tuple[int, str, str]]]]) -> list[tuple[str, str, list[float]]]:
+    """(label, process, ms since start in each round that reached it), by median time."""
+    seen: dict[tuple[str, str], list[float]] = {}
+    for start_ns, marks in rounds:
+        for ns, process, label in marks:
+            seen.setdefault((label, process), []).append((ns - start_ns) / 1e6)
+    rows = [(label, process, times) for (label, process), times in seen.items()]
+    return sorted(rows, key=lambda row: statistics.median(row[2]))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--files", type=int, default=20_000)
+    ap.add_argument("--size", type=int, default=4096)
+    ap.add_argument("--events", type=int, default=1_000)
+    ap.add_argument("--rounds", type=int, default=12)
+    ap.add_argument("--warm-rounds", type=int, default=3)
+    args = ap.parse_args()
+
+    base = Path(tempfile.mkdtemp(prefix="trace-precompact-"))
+    try:
+        return run(args, base)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def run(args, base: Path) -> int:
+    rng = random.Random(1234)
+    git_home = isolated_git_home(base)
+    os.environ["CONTINUATION_HOME"] = str(base / "state")
+    inst = install(base)
+    paths = build_repo(base / "repo", args.files, args.size, rng)
+    repo = (base / "repo").resolve()
+    populate(base / "state", SESSION, args.events, repo)
+    os.sync()  # the setup's writes flushed before measuring (see bench_boundaries._dirty_kb)
+    env = {**inst.env, "HOME": str(git_home), "CONTINUATION_HOME": str(base / "state")}
+    hook = [*inst.hook, "hook", "--runtime", "claude"]
+    payload = hook_payload(SESSION, repo, "PreCompact", trigger="auto")
+    marks_file = base / "marks"
+
+    rounds, walls, stashes = [], [], []
+    for n in range(args.warm_rounds + args.rounds):
+        for path in rng.sample(paths, 3):
+            path.write_bytes(path.read_bytes() + b"# edited\n")
+        stash = timed(["git", "stash", "create"], env, cwd=repo)[0]
+        marks_file.unlink(missing_ok=True)
+        start = time.time_ns()
+        took, proc = timed(hook, {**env, "CONTINUATION_PHASE_MARKS": str(marks_file)}, payload)
+        if proc.stdout.strip() != b"{}":
+            raise RuntimeError(f"PreCompact answered {proc.stdout[:200]!r}")
+        if n >= args.warm_rounds:
+            rounds.append((start, read_marks(marks_file)))
+            walls.append(took * 1000)
+            stashes.append(stash * 1000)
+
+    print(f"PreCompact, {args.files} files, {args.events}-event thread, {args.rounds} rounds "
+          f"(medians; range over the rounds): hook {statistics.median(walls):.0f} ms, "
+          f"`git stash create` {statistics.median(stashes):.0f} ms")
+    print(f"{'ms':>7}  {'range':>15}  {'process':7}  phase")
+    for label, process, times in timeline(rounds):
+        print(f"{statistics.median(times):7.1f}  {min(times):6.1f}-{max(times):7.1f}  "
+              f"{process:7}  {label}")
+    print(f"{statistics.median(walls):7.1f}  {min(walls):6.1f}-{max(walls):7.1f}  {'':7}  "
+          "hook process ended (as `subprocess.run` returned)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
