@@ -38,7 +38,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
-from benchlib import install, median_ms, spread, text_blob, timed  # noqa: E402
+from benchlib import install, isolated_git_home, median_ms, spread, text_blob, timed  # noqa: E402
 
 SMALL, BIG = "bench-small", "bench-big"
 
@@ -174,18 +174,6 @@ def main() -> int:
             print(f"kept {base}")
         else:
             shutil.rmtree(base, ignore_errors=True)
-
-
-def isolated_git_home(base: Path) -> Path:
-    """A home folder of its own for git (a default branch and an identity, no system config),
-    set in this process's environment, which the measured commands inherit."""
-    home = base / "home"
-    home.mkdir()
-    (home / ".gitconfig").write_text(
-        "[init]\n\tdefaultBranch = main\n[user]\n\tname = bench\n\temail = b@e\n")
-    os.environ.update({"HOME": str(home), "GIT_CONFIG_GLOBAL": str(home / ".gitconfig"),
-                       "GIT_CONFIG_NOSYSTEM": "1"})
-    return home
 
 
 def run(args, base: Path) -> int:

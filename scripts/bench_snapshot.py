@@ -27,7 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from benchlib import text_blob  # noqa: E402
+from benchlib import isolated_git_home, text_blob  # noqa: E402
 from continuation.workspace import apply_restore, plan_restore, take_snapshot  # noqa: E402
 
 
@@ -61,10 +61,7 @@ def main() -> int:
     args = parser.parse_args()
 
     base = Path(tempfile.mkdtemp(prefix="bench-snapshot-"))
-    home = base / "home"
-    home.mkdir()
-    (home / ".gitconfig").write_text("[init]\n\tdefaultBranch = main\n[user]\n\tname = bench\n\temail = b@e\n")
-    os.environ.update({"HOME": str(home), "GIT_CONFIG_GLOBAL": str(home / ".gitconfig"), "GIT_CONFIG_NOSYSTEM": "1"})
+    isolated_git_home(base)
     repo = base / "repo"
     rng = random.Random(1234)
     try:

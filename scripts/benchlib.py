@@ -75,6 +75,26 @@ def install(base: Path) -> Installed:
     return Installed(str(python), str(command), env, hook)
 
 
+#: the benchmarks' git configuration: no background maintenance. A commit of the generated
+#: repository (20,000 new loose objects) had git start ``gc --auto`` in the background: a
+#: ``pack-objects`` using a whole core for ~7 s after the setup, beside the first measurements
+#: (measured 2026-12-01: PreCompact hooks of ``trace_precompact.py`` ~310 ms against ~185
+#: without it; ``bench_snapshot.py`` measured its rounds right after its commit).
+GITCONFIG = ("[init]\n\tdefaultBranch = main\n[user]\n\tname = bench\n\temail = b@e\n"
+             "[gc]\n\tauto = 0\n[maintenance]\n\tauto = false\n")
+
+
+def isolated_git_home(base: Path) -> Path:
+    """A home folder of its own for git (:data:`GITCONFIG`, no system configuration), set in
+    this process's environment, which the setup's and the measured commands inherit."""
+    home = base / "home"
+    home.mkdir()
+    (home / ".gitconfig").write_text(GITCONFIG, encoding="utf-8")
+    os.environ.update({"HOME": str(home), "GIT_CONFIG_GLOBAL": str(home / ".gitconfig"),
+                       "GIT_CONFIG_NOSYSTEM": "1"})
+    return home
+
+
 def timed(cmd: list[str], env: dict, stdin: bytes = b"", cwd=None, check: bool = True):
     """(seconds, completed process) of one run."""
     start = time.perf_counter()

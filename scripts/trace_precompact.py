@@ -26,8 +26,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_boundaries import build_repo, hook_payload, isolated_git_home, populate  # noqa: E402
-from benchlib import install, timed  # noqa: E402
+from bench_boundaries import build_repo, hook_payload, populate  # noqa: E402
+from benchlib import install, isolated_git_home, timed  # noqa: E402
 
 SESSION = "trace"
 
@@ -58,13 +58,17 @@ def main() -> int:
     ap.add_argument("--events", type=int, default=1_000)
     ap.add_argument("--rounds", type=int, default=12)
     ap.add_argument("--warm-rounds", type=int, default=3)
+    ap.add_argument("--keep", action="store_true", help="keep the temporary folder (printed)")
     args = ap.parse_args()
 
     base = Path(tempfile.mkdtemp(prefix="trace-precompact-"))
     try:
         return run(args, base)
     finally:
-        shutil.rmtree(base, ignore_errors=True)
+        if args.keep:
+            print(f"kept {base}")
+        else:
+            shutil.rmtree(base, ignore_errors=True)
 
 
 def run(args, base: Path) -> int:
