@@ -335,3 +335,34 @@ def test_a_json_literal_is_what_json_dumps_writes_for_any_text(text):
 
     assert json_literal(text) == json.dumps(text, ensure_ascii=False)
     assert json.loads(render_literal(text)) == text and "\n" not in render_literal(text)
+
+
+def _reencoded_length(encode_with) -> int:
+    """The fixed point as the build found it before (issue 15): encode, set the length,
+    encode again, until it holds."""
+    size = 0
+    for _ in range(8):
+        encoded = len(encode_with(size))
+        if encoded == size:
+            return size
+        size = encoded
+    raise AssertionError("no fixed point in 8 encodings")
+
+
+@pytest.mark.parametrize("pad", [*range(0, 40), *range(980, 1010), *range(9970, 10010),
+                                 *range(99960, 100010)])
+def test_the_self_counting_length_is_the_one_reencoding_finds(pad):
+    """``measure`` encodes a capsule once, with ``bytes`` 0, and counts the digits the length
+    adds (``self_counting_length``): the same number re-encoding until it holds found,
+    across every change of digit count (9 → 10, 999 → 1,000 ...), and the encoding with it
+    is exactly that long."""
+    from capsule.budget import self_counting_length
+    from capsule.model import canonical_json
+
+    def encode_with(n: int) -> bytes:
+        return canonical_json({"budget": {"bytes": n, "tokens": 7}, "pad": "x" * pad})
+
+    size = self_counting_length(len(encode_with(0)))
+    assert size == _reencoded_length(encode_with)
+    assert len(encode_with(size)) == size
+
