@@ -519,9 +519,14 @@ class _Builder:
         yield _SkeletonLimits(0, 0, 0, 0, True)
         yield _SkeletonLimits(0, 0, 0, 0, True, tiny_ids=True)
 
-    def attempt(self, limits: _SkeletonLimits) -> tuple[Capsule, int] | None:
+    def attempt(self, limits: _SkeletonLimits, to_beat: int = -1) -> tuple[Capsule, int] | None:
         """The best capsule under ``limits`` and how many elements it keeps; None when even the
-        capsule that keeps nothing droppable (group cuts included) does not fit."""
+        capsule that keeps nothing droppable (group cuts included) does not fit.
+
+        ``to_beat``: only a capsule keeping more elements matters (the merged cut must keep
+        MERGE_GAIN times as many). Once the first selection shows none can, the empty capsule
+        is returned without composing any other: a later round has less room, so it keeps at
+        most the whole elements this one kept and one clipped text."""
         b = self.budget
         empty = self.measure(self.compose({}, limits))
         if not self.fits(empty):
@@ -535,6 +540,8 @@ class _Builder:
             kept = self.select(room_b, room_t, limits.merge_groups)
             if not kept:
                 break
+            if len(kept) + 1 <= to_beat:
+                return empty.capsule, 0
             done = self.measure(self.compose(kept, limits))
             if self.fits(done):
                 return done.capsule, len(kept)
@@ -558,7 +565,7 @@ class _Builder:
         elements; then ever smaller skeletons until one fits."""
         best: tuple[Capsule, int] | None = None
         for limits in self.ladder():
-            got = self.attempt(limits)
+            got = self.attempt(limits, best[1] * MERGE_GAIN if best is not None else -1)
             if got is None:
                 continue
             if best is None or got[1] > best[1] * MERGE_GAIN:

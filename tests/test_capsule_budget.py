@@ -366,3 +366,45 @@ def test_the_self_counting_length_is_the_one_reencoding_finds(pad):
     assert size == _reencoded_length(encode_with)
     assert len(encode_with(size)) == size
 
+
+
+class _Exhaustive:
+    """A builder that composes every attempt to its end (``to_beat`` ignored)."""
+
+    def __init__(self, builder):
+        self.builder = builder
+        self.attempt = builder.attempt
+        builder.attempt = lambda limits, to_beat=-1: self.attempt(limits)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(source=sources(), max_bytes=st.integers(MIN_BYTES, 24_000), max_tokens=st.integers(MIN_TOKENS, 6_000))
+def test_an_attempt_that_cannot_win_ends_early_with_the_same_capsule(source, max_bytes, max_tokens):
+    """The merged-cut attempt stops once its first selection shows it cannot keep MERGE_GAIN
+    times as many elements (issue 15): the capsule is the one composing it fully gives."""
+    from capsule.budget import _Builder
+
+    budget = Budget(max_bytes=max_bytes, max_tokens=max_tokens)
+    exhaustive = _Builder(source, budget, COUNTER)
+    _Exhaustive(exhaustive)
+    assert encode_capsule(_Builder(source, budget, COUNTER).build()) == encode_capsule(exhaustive.build())
+
+
+def test_the_merged_attempt_is_not_composed_when_it_cannot_win():
+    """Many small inputs: one cut per group keeps most of them, so the merged cut's attempt ends
+    after its selection; its kept capsule is never composed."""
+    from capsule.budget import _Builder
+
+    source = representative_source(inputs=[
+        SourceInput(id=f"in-{k}", text=f"handled request {k}: adjust module {k % 7}", state="handled",
+                    turn_id=f"t{k}", admitted_seq=k, pointer=ptr(k)) for k in range(400)])
+    builder = _Builder(source, Budget(), COUNTER)
+    composed: list[bool] = []
+    compose = builder.compose
+    builder.compose = lambda kept, limits, groups_cut=True: (
+        composed.append(limits.merge_groups and bool(kept)) or compose(kept, limits, groups_cut))
+    capsule = builder.build()
+    assert composed.count(False) >= 2 and not any(composed)  # the merged kept capsule: never
+    exhaustive = _Builder(source, Budget(), COUNTER)
+    _Exhaustive(exhaustive)
+    assert encode_capsule(capsule) == encode_capsule(exhaustive.build())
