@@ -1,7 +1,7 @@
 """Timestamps of a boundary's phases, for finding where its time goes (issue 15).
 
 With ``CONTINUATION_PHASE_MARKS`` naming a file, each phase a boundary reaches (the hook
-forking its capsule worker, the snapshot's thread reaching git's scan, the worker's models
+having read its payload, the snapshot's thread reaching git's scan, the worker's models
 and tokenizer ready, the request and the reply, the commit) appends one line to it:
 ``<time ns> <process id> <boundary's process id> <label>``. The worker, another process,
 writes under its own process id and its boundary's, so the lines of one boundary are found

@@ -5,11 +5,12 @@ Sets up what ``bench_boundaries.py`` measures PreCompact on (an installed copy, 
 repository, a 1,000-event Claude Code thread; smaller with the options), then runs rounds of
 three edits and one PreCompact hook with ``CONTINUATION_PHASE_MARKS`` set
 (``continuation.phase_marks``), and prints for each phase the median time since the hook
-process was started (``subprocess.Popen``), with the range over the rounds, and which process
+process was started (just before ``subprocess.run``), with the range over the rounds, and which process
 reached it: the hook's (its snapshot's thread included) or its capsule worker's. Beside them,
 the median of ``git stash create`` run in the same rounds, the PreCompact target's baseline.
 
-This is a diagnostic, not a benchmark: the marks' own writes (~20 µs each) are in the times.
+This is a diagnostic, not a benchmark: the marks' own writes (an open, a write and a close
+each) are in the times.
 """
 from __future__ import annotations
 
@@ -18,7 +19,6 @@ import os
 import random
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
