@@ -81,10 +81,32 @@ def tiktoken_cache_dir() -> Path | None:
     elif "DATA_GYM_CACHE_DIR" in os.environ:
         value = os.environ["DATA_GYM_CACHE_DIR"]
     else:
-        import tempfile  # here: a boundary that only asks ``is_bound`` never loads it (~3 ms)
-
-        value = os.path.join(tempfile.gettempdir(), "data-gym-cache")
+        value = os.path.join(temp_folder(), "data-gym-cache")
     return Path(value) if value else None
+
+
+#: ``tempfile.gettempdir()`` as the process that started this one found it (:func:`use_temp_folder`)
+_temp_folder: str | None = None
+
+
+def temp_folder() -> str:
+    """The system's temporary folder, ``tempfile.gettempdir()``: finding it imports ``tempfile``
+    and ``shutil`` (~3 ms), here only when asked (a boundary that only asks ``is_bound`` never
+    is), and not at all in a process told it by :func:`use_temp_folder`."""
+    if _temp_folder is not None:
+        return _temp_folder
+    import tempfile
+
+    return tempfile.gettempdir()
+
+
+def use_temp_folder(folder: str) -> None:
+    """Take ``folder`` as :func:`temp_folder`: a capsule worker is told the one its boundary's
+    process found (the same environment: forked from it, or started with it), so the worker's
+    warm-up, which the boundary waits for, does not import ``tempfile`` to find tiktoken's
+    cache folder."""
+    global _temp_folder
+    _temp_folder = folder
 
 
 def o200k_cache_file() -> Path | None:

@@ -34,7 +34,7 @@ Protocol: frames of an 8-byte big-endian length and a pickle, over the worker's 
 stdout; both ends are this package (the same code: forked, or started on this package's
 folder). The worker imports pydantic and builds the models' schemas, then reads the first frame,
 ``{"exact": bool}`` (:meth:`CapsuleWorker.prepare`: whether the thread's capsules need the
-tokenizer, loaded next when so); then requests ``{"source": dict, "exact_first": bool}``,
+tokenizer, loaded next when so, with ``"temp_folder": str`` then); then requests ``{"source": dict, "exact_first": bool}``,
 each answered ``{"data": bytes, "rendered": str, "version": int}`` or ``{"error": str}``,
 until its stdin closes (a boundary that lost a generation race sends another request).
 """
@@ -259,15 +259,21 @@ class CapsuleWorker:
         return worker
 
     def prepare(self, exact: bool) -> None:
-        """Say whether the build will count exactly (the worker loads the tokenizer then);
-        once: later calls change nothing."""
+        """Say whether the build will count exactly (the worker loads the tokenizer then, and
+        is told the system's temporary folder, where tiktoken's cache is looked for:
+        ``capsule.tokens.use_temp_folder``); once: later calls change nothing."""
         if self._prepared or self.problem is not None:
             return
         self._prepared = True
         import pickle
 
+        first = {"exact": bool(exact)}
         try:
-            _send(self._proc.stdin.fileno(), pickle.dumps({"exact": bool(exact)}, protocol=5))
+            if exact:
+                from capsule.tokens import temp_folder
+
+                first["temp_folder"] = temp_folder()
+            _send(self._proc.stdin.fileno(), pickle.dumps(first, protocol=5))
         except Exception as exc:  # noqa: BLE001 - the boundary builds itself
             self._failed(f"{type(exc).__name__}: {exc}")
 
@@ -406,8 +412,9 @@ def serve(home: str, requests_fd: int, replies_fd: int) -> int:
         _without_pydantic_plugins()
         _warm_models()
         phase_marks.mark("worker: models ready")
-        if frame().get("exact"):
-            _warm_tokenizer(home)
+        first = frame()
+        if first.get("exact"):
+            _warm_tokenizer(home, first.get("temp_folder"))
             phase_marks.mark("worker: tokenizer ready")
     except Exception as exc:  # noqa: BLE001 - reported with the first request
         warm_problem = f"{type(exc).__name__}: {exc}"
@@ -454,14 +461,17 @@ def _warm_models() -> None:
     build_schemas()
 
 
-def _warm_tokenizer(home: str) -> None:
+def _warm_tokenizer(home: str, temp_folder: str | None = None) -> None:
     """Load the tokenizer, and the counts of the texts the previous boundary counted (most
-    recur in this one: ``capsule.known_counts``)."""
+    recur in this one: ``capsule.known_counts``). ``temp_folder``: the system's temporary
+    folder as the boundary found it (``capsule.tokens.use_temp_folder``)."""
     from pathlib import Path
 
     from capsule import known_counts
-    from capsule.tokens import get_token_counter, set_ranks_cache
+    from capsule.tokens import get_token_counter, set_ranks_cache, use_temp_folder
 
+    if isinstance(temp_folder, str) and temp_folder:
+        use_temp_folder(temp_folder)
     set_ranks_cache(Path(home) / "cache")
     counter = get_token_counter()
     counter.warm()

@@ -509,3 +509,20 @@ def test_a_counter_told_to_recall_uses_and_records_known_counts():
     long = "word " * 1000  # longer than REMEMBERED_TEXT_CHARS: counted, never kept
     assert fresh.count(long) == counter.count(long)
     assert known_counts.digest(long) not in fresh.recorded()
+
+
+def test_the_temporary_folder_is_tempfiles_unless_told(monkeypatch, tmp_path):
+    """tiktoken's cache folder under the system's temporary folder (tiktoken.load's rule):
+    ``tempfile.gettempdir()``, or the folder a capsule worker's boundary told it."""
+    import tempfile
+    from pathlib import Path
+
+    monkeypatch.delenv("TIKTOKEN_CACHE_DIR", raising=False)
+    monkeypatch.delenv("DATA_GYM_CACHE_DIR", raising=False)
+    monkeypatch.setattr(tokens, "_temp_folder", None)
+    assert tokens.tiktoken_cache_dir() == Path(tempfile.gettempdir()) / "data-gym-cache"
+    tokens.use_temp_folder(str(tmp_path))
+    assert tokens.tiktoken_cache_dir() == tmp_path / "data-gym-cache"
+    assert tokens.o200k_cache_file().parent == tmp_path / "data-gym-cache"
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "own"))  # the variables still decide
+    assert tokens.tiktoken_cache_dir() == tmp_path / "own"

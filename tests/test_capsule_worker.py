@@ -529,3 +529,32 @@ def test_a_worker_counts_with_the_counts_its_predecessor_kept(engine, how, monke
     blob = marshal.dumps({"version": known_counts.VERSION, "encoding": name, "counts": larger})
     checked_file.write(path, blob)
     assert built_by_a_worker()[0] != expected[0]  # the file's counts, not its own
+
+
+@pytest.mark.parametrize("exact", [True, False])
+def test_a_worker_that_will_count_is_told_the_temporary_folder(tmp_path, exact):
+    """The first frame carries the system's temporary folder when the worker will load the
+    tokenizer: it finds tiktoken's cache folder there without importing ``tempfile``."""
+    import tempfile
+
+    out = tmp_path / "first-frame"
+    worker = _fake_worker("import sys; f = sys.stdin.buffer\n"
+                          f"open({str(out)!r}, 'wb').write(f.read(int.from_bytes(f.read(8), 'big')))\n")
+    worker.prepare(exact)
+    worker.close()
+    worker._proc.wait(timeout=30)
+    expected = {"exact": True, "temp_folder": tempfile.gettempdir()} if exact else {"exact": False}
+    assert pickle.loads(out.read_bytes()) == expected
+
+
+def test_a_worker_told_the_temporary_folder_loads_the_tokenizer_without_tempfile(tmp_path):
+    code = ("import sys; from continuation.capsule_worker import _warm_tokenizer\n"
+            "from capsule.tokens import loaded_token_counter, tiktoken_cache_dir\n"
+            "_warm_tokenizer(sys.argv[1], sys.argv[2])\n"
+            "print(loaded_token_counter().name, tiktoken_cache_dir(), 'tempfile' in sys.modules)")
+    env = {k: v for k, v in os.environ.items() if k not in ("TIKTOKEN_CACHE_DIR", "DATA_GYM_CACHE_DIR")}
+    r = subprocess.run([sys.executable, "-P", "-c", code, str(tmp_path / "home"), str(tmp_path)],
+                       capture_output=True, text=True, env={**env, "PYTHONPATH": ROOT}, timeout=60)
+    assert r.returncode == 0, r.stderr[-2000:]
+    name, folder, imported = r.stdout.split()
+    assert name and folder == str(tmp_path / "data-gym-cache") and imported == "False"
