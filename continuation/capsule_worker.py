@@ -267,12 +267,15 @@ class CapsuleWorker:
         self._prepared = True
         import pickle
 
-        first = {"exact": bool(exact)}
-        try:
-            if exact:
-                from capsule.tokens import temp_folder
+        first: dict = {"exact": bool(exact)}
+        if exact:
+            from capsule.tokens import temp_folder
 
+            try:
                 first["temp_folder"] = temp_folder()
+            except OSError:  # no usable temporary folder: the worker's tokenizer decides there
+                pass
+        try:
             _send(self._proc.stdin.fileno(), pickle.dumps(first, protocol=5))
         except Exception as exc:  # noqa: BLE001 - the boundary builds itself
             self._failed(f"{type(exc).__name__}: {exc}")

@@ -558,3 +558,22 @@ def test_a_worker_told_the_temporary_folder_loads_the_tokenizer_without_tempfile
     assert r.returncode == 0, r.stderr[-2000:]
     name, folder, imported = r.stdout.split()
     assert name and folder == str(tmp_path / "data-gym-cache") and imported == "False"
+
+
+def test_a_boundary_without_a_temporary_folder_still_prepares_its_worker(tmp_path, monkeypatch):
+    """``tempfile.gettempdir()`` fails where no temporary folder is usable: the worker is
+    prepared all the same and finds (or misses) tiktoken's cache folder itself."""
+    from capsule import tokens
+
+    def unusable() -> str:
+        raise FileNotFoundError("No usable temporary directory found")
+
+    monkeypatch.setattr(tokens, "temp_folder", unusable)
+    out = tmp_path / "first-frame"
+    worker = _fake_worker("import sys; f = sys.stdin.buffer\n"
+                          f"open({str(out)!r}, 'wb').write(f.read(int.from_bytes(f.read(8), 'big')))\n")
+    worker.prepare(True)
+    assert worker.problem is None
+    worker.close()
+    worker._proc.wait(timeout=30)
+    assert pickle.loads(out.read_bytes()) == {"exact": True}
