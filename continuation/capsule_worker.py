@@ -34,9 +34,10 @@ Protocol: frames of an 8-byte big-endian length and a pickle, over the worker's 
 stdout; both ends are this package (the same code: forked, or started on this package's
 folder). The worker imports pydantic and builds the models' schemas, then reads the first frame,
 ``{"exact": bool}`` (:meth:`CapsuleWorker.prepare`: whether the thread's capsules need the
-tokenizer, loaded next when so, with ``"temp_folder": str`` then); then requests ``{"source": dict, "exact_first": bool}``,
-each answered ``{"data": bytes, "rendered": str, "version": int}`` or ``{"error": str}``,
-until its stdin closes (a boundary that lost a generation race sends another request).
+tokenizer, loaded next when so, and then ``"temp_folder": str`` too); then requests
+``{"source": dict, "exact_first": bool}``, each answered
+``{"data": bytes, "rendered": str, "version": int}`` or ``{"error": str}``, until its stdin
+closes (a boundary that lost a generation race sends another request).
 """
 from __future__ import annotations
 
