@@ -36,3 +36,13 @@ def mark(label: str) -> None:
             os.close(fd)
     except OSError:
         pass
+
+
+def read(path) -> list[tuple[int, int, int, str]]:
+    """The marks written to ``path``: (time ns, process id, boundary's process id, label)."""
+    marks = []
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            ns, pid, boundary, label = line.rstrip("\n").split(" ", 3)
+            marks.append((int(ns), int(pid), int(boundary), label))
+    return marks

@@ -30,7 +30,6 @@ import random
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -38,7 +37,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
-from benchlib import install, isolated_git_home, median_ms, spread, text_blob, timed  # noqa: E402
+from benchlib import (  # noqa: E402
+    in_scratch_folder, install, isolated_git_home, median_ms, spread, text_blob, timed)
 
 SMALL, BIG = "bench-small", "bench-big"
 
@@ -166,14 +166,7 @@ def main() -> int:
     ap.add_argument("--keep", action="store_true")
     args = ap.parse_args()
 
-    base = Path(tempfile.mkdtemp(prefix="bench-boundaries-"))
-    try:
-        return run(args, base)
-    finally:
-        if args.keep:
-            print(f"kept {base}")
-        else:
-            shutil.rmtree(base, ignore_errors=True)
+    return in_scratch_folder("bench-boundaries-", args.keep, lambda base: run(args, base))
 
 
 def run(args, base: Path) -> int:

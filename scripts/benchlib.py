@@ -20,6 +20,7 @@ import statistics
 import subprocess
 import sys
 import sysconfig
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -93,6 +94,19 @@ def isolated_git_home(base: Path) -> Path:
     os.environ.update({"HOME": str(home), "GIT_CONFIG_GLOBAL": str(home / ".gitconfig"),
                        "GIT_CONFIG_NOSYSTEM": "1"})
     return home
+
+
+def in_scratch_folder(prefix: str, keep: bool, run) -> int:
+    """``run(folder)`` in a new temporary folder, removed afterwards unless ``keep`` (then
+    its path is printed)."""
+    base = Path(tempfile.mkdtemp(prefix=prefix))
+    try:
+        return run(base)
+    finally:
+        if keep:
+            print(f"kept {base}")
+        else:
+            shutil.rmtree(base, ignore_errors=True)
 
 
 def timed(cmd: list[str], env: dict, stdin: bytes = b"", cwd=None, check: bool = True):

@@ -17,28 +17,24 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import shutil
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_boundaries import build_repo, hook_payload, populate  # noqa: E402
-from benchlib import install, isolated_git_home, timed  # noqa: E402
+from benchlib import in_scratch_folder, install, isolated_git_home, timed  # noqa: E402
+from continuation import phase_marks  # noqa: E402
 
 SESSION = "trace"
 
 
-def read_marks(path: Path) -> list[tuple[float, str, str]]:
+def read_marks(path: Path) -> list[tuple[int, str, str]]:
     """(ns, process, label) of one hook's marks: ``hook`` for the boundary's own process."""
-    marks = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        ns, pid, boundary_pid, label = line.split(" ", 3)
-        marks.append((int(ns), "hook" if pid == boundary_pid else "worker", label))
-    return marks
+    return [(ns, "hook" if pid == boundary else "worker", label)
+            for ns, pid, boundary, label in phase_marks.read(path)]
 
 
 def timeline(rounds: list[tuple[int, list[tuple[int, str, str]]]]) -> list[tuple[str, str, list[float]]]:
@@ -61,14 +57,7 @@ def main() -> int:
     ap.add_argument("--keep", action="store_true", help="keep the temporary folder (printed)")
     args = ap.parse_args()
 
-    base = Path(tempfile.mkdtemp(prefix="trace-precompact-"))
-    try:
-        return run(args, base)
-    finally:
-        if args.keep:
-            print(f"kept {base}")
-        else:
-            shutil.rmtree(base, ignore_errors=True)
+    return in_scratch_folder("trace-precompact-", args.keep, lambda base: run(args, base))
 
 
 def run(args, base: Path) -> int:

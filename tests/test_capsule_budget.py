@@ -367,14 +367,14 @@ def test_the_self_counting_length_is_the_one_reencoding_finds(pad):
     assert len(encode_with(size)) == size
 
 
-
-class _Exhaustive:
+def _exhaustive(source, budget):
     """A builder that composes every attempt to its end (``to_beat`` ignored)."""
+    from capsule.budget import _Builder
 
-    def __init__(self, builder):
-        self.builder = builder
-        self.attempt = builder.attempt
-        builder.attempt = lambda limits, to_beat=-1: self.attempt(limits)
+    builder = _Builder(source, budget, COUNTER)
+    attempt = builder.attempt
+    builder.attempt = lambda limits, to_beat=-1: attempt(limits)
+    return builder
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -385,9 +385,8 @@ def test_an_attempt_that_cannot_win_ends_early_with_the_same_capsule(source, max
     from capsule.budget import _Builder
 
     budget = Budget(max_bytes=max_bytes, max_tokens=max_tokens)
-    exhaustive = _Builder(source, budget, COUNTER)
-    _Exhaustive(exhaustive)
-    assert encode_capsule(_Builder(source, budget, COUNTER).build()) == encode_capsule(exhaustive.build())
+    assert (encode_capsule(_Builder(source, budget, COUNTER).build())
+            == encode_capsule(_exhaustive(source, budget).build()))
 
 
 def test_the_merged_attempt_is_not_composed_when_it_cannot_win():
@@ -405,6 +404,4 @@ def test_the_merged_attempt_is_not_composed_when_it_cannot_win():
         composed.append(limits.merge_groups and bool(kept)) or compose(kept, limits, groups_cut))
     capsule = builder.build()
     assert composed.count(False) >= 2 and not any(composed)  # the merged kept capsule: never
-    exhaustive = _Builder(source, Budget(), COUNTER)
-    _Exhaustive(exhaustive)
-    assert encode_capsule(capsule) == encode_capsule(exhaustive.build())
+    assert encode_capsule(capsule) == encode_capsule(_exhaustive(source, Budget()).build())

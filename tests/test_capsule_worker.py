@@ -531,6 +531,12 @@ def test_a_worker_counts_with_the_counts_its_predecessor_kept(engine, how, monke
     assert built_by_a_worker()[0] != expected[0]  # the file's counts, not its own
 
 
+def _recording_first_frame(out: Path) -> CapsuleWorker:
+    """A stand-in worker that writes the first frame it reads to ``out``."""
+    return _fake_worker("import sys; f = sys.stdin.buffer\n"
+                        f"open({str(out)!r}, 'wb').write(f.read(int.from_bytes(f.read(8), 'big')))\n")
+
+
 @pytest.mark.parametrize("exact", [True, False])
 def test_a_worker_that_will_count_is_told_the_temporary_folder(tmp_path, exact):
     """The first frame carries the system's temporary folder when the worker will load the
@@ -538,8 +544,7 @@ def test_a_worker_that_will_count_is_told_the_temporary_folder(tmp_path, exact):
     import tempfile
 
     out = tmp_path / "first-frame"
-    worker = _fake_worker("import sys; f = sys.stdin.buffer\n"
-                          f"open({str(out)!r}, 'wb').write(f.read(int.from_bytes(f.read(8), 'big')))\n")
+    worker = _recording_first_frame(out)
     worker.prepare(exact)
     worker.close()
     worker._proc.wait(timeout=30)
@@ -570,8 +575,7 @@ def test_a_boundary_without_a_temporary_folder_still_prepares_its_worker(tmp_pat
 
     monkeypatch.setattr(tokens, "temp_folder", unusable)
     out = tmp_path / "first-frame"
-    worker = _fake_worker("import sys; f = sys.stdin.buffer\n"
-                          f"open({str(out)!r}, 'wb').write(f.read(int.from_bytes(f.read(8), 'big')))\n")
+    worker = _recording_first_frame(out)
     worker.prepare(True)
     assert worker.problem is None
     worker.close()

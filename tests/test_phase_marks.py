@@ -20,14 +20,6 @@ from workspace_repos import git_home, make_repo  # noqa: F401 (git_home is a fix
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _lines(path: Path) -> list[tuple[int, int, int, str]]:
-    out = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        ns, pid, boundary_pid, label = line.split(" ", 3)
-        out.append((int(ns), int(pid), int(boundary_pid), label))
-    return out
-
-
 def test_a_mark_is_written_only_when_asked_for(tmp_path, monkeypatch):
     marks = tmp_path / "marks"
     monkeypatch.delenv(phase_marks.VARIABLE, raising=False)
@@ -36,7 +28,7 @@ def test_a_mark_is_written_only_when_asked_for(tmp_path, monkeypatch):
     monkeypatch.setenv(phase_marks.VARIABLE, str(marks))
     phase_marks.mark("first phase")
     phase_marks.mark("second phase")
-    got = _lines(marks)
+    got = phase_marks.read(marks)
     assert [label for *_, label in got] == ["first phase", "second phase"]
     assert all(pid == os.getpid() == boundary for _, pid, boundary, _ in got)
     assert got[0][0] <= got[1][0]
@@ -47,7 +39,7 @@ def test_a_worker_marks_under_its_boundarys_process(tmp_path, monkeypatch):
     monkeypatch.setenv(phase_marks.VARIABLE, str(marks))
     monkeypatch.setattr(phase_marks, "boundary_pid", 4242)
     phase_marks.mark("worker: started")
-    [(_, pid, boundary, label)] = _lines(marks)
+    [(_, pid, boundary, label)] = phase_marks.read(marks)
     assert (pid, boundary, label) == (os.getpid(), 4242, "worker: started")
 
 
@@ -93,7 +85,7 @@ def test_a_precompact_hook_marks_its_phases_in_the_order_they_happen(hook_env):
     r = _hook(env, {"session_id": "s", "hook_event_name": "PreCompact", "trigger": "auto",
                     "cwd": str(repo), "transcript_path": ""})
     assert r.returncode == 0 and json.loads(r.stdout) == {}, r.stderr[-2000:]
-    lines = _lines(marks)
+    lines = phase_marks.read(marks)
     hook_pid = lines[0][1]
     hook = [label for _, pid, _, label in lines if pid == hook_pid]
     worker = [(pid, boundary, label) for _, pid, boundary, label in lines if pid != hook_pid]
