@@ -623,3 +623,77 @@ def test_a_not_gathered_cut_is_counted_by_the_database_and_hashes_its_selection(
         line = f"{field} {first}..{last} {len(rows)}"
         assert cut.pointers_sha256 == hashlib.sha256(line.encode()).hexdigest()
     assert cuts["inputs[handled,rolled_back,superseded](not gathered)"].items == 4
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_not_gathered_inputs_and_calls_are_every_unread_row_whatever_their_states(engine,
+                                                                                  monkeypatch,
+                                                                                  seed):
+    """The cuts of the older inputs and finished calls are counted as all rows minus the read
+    ones, their first and last seq found from the index's ends (issue 15: no test of each row
+    against the read ids). Whatever mix of states (handled, superseded, rolled back, open;
+    ok, error, reconciled, in flight, unknown), and for an "as of" build too, they count
+    exactly the rows a boundary did not read, read here one by one."""
+    import random
+
+    from statemachine import events as ev
+
+    from continuation import capsule_source
+
+    rng = random.Random(seed)
+    for name, n in (("MAX_FINISHED_CALLS", rng.randint(1, 5)),
+                    ("MAX_HISTORICAL_INPUTS", rng.randint(1, 6))):
+        monkeypatch.setattr(capsule_source, name, n)
+    t = engine.thread("codex", f"mix{seed}")
+    for k in range(rng.randint(8, 30)):
+        turn = f"t{k}"
+        t.admit(f"request {k} " * rng.randint(1, 9), turn_id=turn)
+        for j in range(rng.randint(0, 3)):
+            call = f"c{k}.{j}"
+            t.tool_started(call, "Bash", {"command": "x" * rng.randint(1, 50)}, turn_id=turn)
+            ending = rng.choice(["ok", "error", "open", "unknown"])
+            if ending in ("ok", "error"):
+                t.tool_finished(call, ending, output="y" * rng.randint(0, 40), turn_id=turn)
+            elif ending == "unknown":
+                t.crash_detected("test")
+                if rng.random() < 0.5:
+                    t.reconcile(call, rng.choice(["applied", "not_applied"]))
+        roll = rng.random()
+        if roll < 0.15:
+            t.record(ev.INPUT_SUPERSEDED, {"input_id": t.inputs()[-1].input_id, "reason": "test"})
+        elif roll < 0.85:
+            t.turn_completed(turn)
+        if rng.random() < 0.1:
+            t.record(ev.ROLLED_BACK, {"to_seq": rng.randint(1, int(t.row["last_seq"]))})
+    upto = rng.choice([None, int(t.row["last_seq"]) * 2 // 3])
+    source = capsule_source.gather_plain(t, generation=1, reason="manual", upto_seq=upto)
+    cuts = {c["field"]: c for c in source["not_gathered"]}
+    conn = t.store.conn
+
+    def expect(field, rows):  # rows: (seq, bytes) of every unread row, by seq
+        if not rows:
+            assert field not in cuts
+            return
+        first, last = rows[0][0], rows[-1][0]
+        assert cuts[field] == dict(
+            field=field, items=len(rows), original_bytes=sum(n for _, n in rows),
+            pointers_sha256=capsule_source.cut_pointers_sha256(field, t.key, len(rows), first, last),
+            pointer=f"event:{t.key}:{first}",
+            last_pointer=f"event:{t.key}:{last}" if len(rows) > 1 else None)
+
+    read_calls = {c["call_id"] for c in source["tool_calls"]}
+    expect("tool_calls[ok,error](not gathered)", sorted(
+        (q, len(d)) for c, q, d, s in conn.execute(
+            "SELECT call_id, started_seq, data, status FROM tool_calls WHERE thread_key=?", (t.key,))
+        if s in capsule_source.FINISHED and c not in read_calls and (upto is None or q <= upto)))
+    historical = sorted((q, len(d)) for q, d, s in conn.execute(
+        "SELECT admitted_seq, data, state FROM inputs WHERE thread_key=?", (t.key,))
+        if s in ("handled", "rolled_back", "superseded"))
+    newest = capsule_source.MAX_HISTORICAL_INPUTS
+    expect("inputs[handled,rolled_back,superseded](not gathered)",
+           historical[:-newest] if len(historical) >= newest else [])
+    counts = {}
+    for (state,) in conn.execute("SELECT state FROM inputs WHERE thread_key=?", (t.key,)):
+        counts[state] = counts.get(state, 0) + 1
+    expected_counts = dict(sorted(counts.items())) if len(historical) > newest else None
+    assert source["input_counts"] == expected_counts

@@ -239,9 +239,10 @@ def test_open_inputs_and_unsettled_calls_are_read_by_their_state_index(store):
     assert took <= short + 5, (short, took)
     assert [r.input_id for r in inputs] == ["open"] and [c.call_id for c in calls] == ["cz"]
     # a boundary's input read: the open one and the newest historical ones, the rest counted
-    bounded, older = _bounded_inputs(store, key)
+    bounded, older, counts = _bounded_inputs(store, key)
     assert bounded[-1].input_id == "open" and len(bounded) == 201
     assert older and older[0]["items"] == 3050 - 200
+    assert counts == store.input_counts(key) == {"handled": 3050, "pending": 1}
 
 
 def test_the_postgres_dialect_drops_the_planner_hint():
