@@ -259,17 +259,20 @@ class CapsuleWorker:
             worker.prepare(exact)
         return worker
 
-    def prepare(self, exact: bool) -> None:
+    def prepare(self, exact: bool, *, tell_temp_folder: bool = True) -> None:
         """Say whether the build will count exactly (the worker loads the tokenizer then, and
         is told the system's temporary folder, where tiktoken's cache is looked for:
-        ``capsule.tokens.use_temp_folder``); once: later calls change nothing."""
+        ``capsule.tokens.use_temp_folder``); once: later calls change nothing.
+        ``tell_temp_folder=False``: the worker finds the folder itself (``tempfile``, ~1-3
+        ms), for a caller whose worker waits for its request anyway (a rewind's, while the
+        restore runs) and whose own path this process is."""
         if self._prepared or self.problem is not None:
             return
         self._prepared = True
         import pickle
 
         first: dict = {"exact": bool(exact)}
-        if exact:
+        if exact and tell_temp_folder:
             from capsule.tokens import temp_folder
 
             try:

@@ -552,6 +552,18 @@ def test_a_worker_that_will_count_is_told_the_temporary_folder(tmp_path, exact):
     assert pickle.loads(out.read_bytes()) == expected
 
 
+def test_a_rewinds_worker_finds_the_temporary_folder_itself(tmp_path):
+    """A rewind's worker waits for the restore anyway: the rewind's process does not look the
+    folder up for it (``tell_temp_folder=False``); the worker then loads the tokenizer as
+    it would without being told."""
+    out = tmp_path / "first-frame"
+    worker = _recording_first_frame(out)
+    worker.prepare(True, tell_temp_folder=False)
+    worker.close()
+    worker._proc.wait(timeout=30)
+    assert pickle.loads(out.read_bytes()) == {"exact": True}
+
+
 def test_a_worker_told_the_temporary_folder_loads_the_tokenizer_without_tempfile(tmp_path):
     code = ("import sys; from continuation.capsule_worker import _warm_tokenizer\n"
             "from capsule.tokens import loaded_token_counter, tiktoken_cache_dir\n"

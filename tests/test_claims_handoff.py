@@ -106,3 +106,18 @@ def test_claim_of_a_test_run_that_never_happened_is_shown_with_the_record(home):
     line = next(x for x in render_capsule(capsule).splitlines() if "I ran the tests" in x)
     assert line.startswith("- claim (assistant said; unverified)")
     assert 'runtime_record=["no tool call of this turn ran tests"]' in line
+
+
+def test_compiling_the_claim_patterns_compiles_each_kinds_claim_and_nothing_else(monkeypatch):
+    """What a rewind's warm-up compiles ahead (``compile_claim_patterns``) is exactly what a
+    gathering's claim check compiles first: every kind's claim pattern, not its command or
+    success patterns (compiled only when a claim asserts that kind)."""
+    import re
+
+    from capsule import claim_check
+
+    seen = []
+    real = re.compile
+    monkeypatch.setattr(re, "compile", lambda pattern, flags=0: seen.append(pattern) or real(pattern, flags))
+    claim_check.compile_claim_patterns()
+    assert sorted(seen) == sorted(k.claim_pattern for k in claim_check.KINDS)

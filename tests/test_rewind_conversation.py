@@ -429,6 +429,19 @@ def test_the_warm_up_imports_what_the_rewinds_checkpoint_gathers_with(models):
 
 
 
+def test_the_warm_up_compiles_the_claim_patterns_the_gathering_uses(monkeypatch):
+    """The checkpoint's gathering after the restore checks the claims: their patterns (~2 ms
+    to compile) are compiled by the warm-up thread while git scans."""
+    from capsule import claim_check
+
+    from continuation.rewind import operation
+
+    compiled = []
+    monkeypatch.setattr(claim_check, "compile_claim_patterns", lambda: compiled.append(True))
+    operation._warm_up(False)
+    assert compiled == [True]
+
+
 def test_a_rewinds_warm_up_starts_when_the_plan_scans_the_work_tree(monkeypatch):
     """The warm-up thread starts from the plan's ``while_scanning`` (git's scan of the work
     tree), not before the plan's own work; a plan without warm-up starts none."""

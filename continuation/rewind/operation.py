@@ -210,8 +210,8 @@ def _start_builder(thread: Thread):
     from .. import capsule_worker
 
     worker = capsule_worker.CapsuleWorker.start(thread.engine.home)
-    if worker is not None:
-        worker.prepare(cps.newest_counted_exactly(thread))
+    if worker is not None:  # it waits for the restore: it can find the temporary folder itself
+        worker.prepare(cps.newest_counted_exactly(thread), tell_temp_folder=False)
     return worker
 
 
@@ -220,8 +220,8 @@ _warming = None
 
 def warm_up_in_background(*, models: bool = True) -> None:
     """Import what the rewind's checkpoint will need in a daemon thread, once per process: the
-    recovery summary and the modules its capsule's source is gathered with (claim checks,
-    reconciliation notices), and, with ``models`` (no capsule worker builds the checkpoint,
+    recovery summary and the modules its capsule's source is gathered with (claim checks, with
+    their claim patterns compiled, reconciliation notices), and, with ``models`` (no capsule worker builds the checkpoint,
     ``continuation.capsule_worker``), pydantic and the capsule models with their schemas.
     Started when a rewind's main thread has imported what its files plan needs and next waits
     on git scanning the work tree (the restore preview, then the safety snapshot), so those
@@ -240,11 +240,13 @@ def warm_up_in_background(*, models: bool = True) -> None:
 
 def _warm_up(models: bool) -> None:
     try:
-        from capsule import claim_check  # noqa: F401 - imported for the main thread
+        from capsule import claim_check
 
-        from .. import boundary, capsule_source  # noqa: F401
+        from .. import boundary, capsule_source  # noqa: F401 - imported for the main thread
         from ..recovery import notices  # noqa: F401
         from . import summary  # noqa: F401
+
+        claim_check.compile_claim_patterns()  # the checkpoint's gathering after the restore uses them
 
         if models:
             from capsule.model import build_schemas
