@@ -149,9 +149,12 @@ def commit_checkpoint(thread: Thread, *, reason: str, transcript_path: str | Non
                 mark("boundary: snapshot's git scan started")
             if worker is not None and exact is None:
                 # asked while git scans: the worker reads the answer after its models, and
-                # reading the newest capsule (and the tokenizer's names) is ~5-8 ms of Python
-                exact = checkpoints.newest_counted_exactly(thread)
-                worker.prepare(exact)
+                # reading the newest capsule (and the tokenizer's names) is ~5-8 ms of Python;
+                # a worker its caller prepared (a rewind, before its git work) knows it already
+                exact = worker.exact
+                if exact is None:
+                    exact = checkpoints.newest_counted_exactly(thread)
+                    worker.prepare(exact)
             if notices is None:
                 notices = (*given, *_reconciliation_notices(thread))
             seq = int(thread.row["last_seq"])  # read before gathering: the capsule covers it

@@ -191,6 +191,9 @@ class CapsuleWorker:
         self._proc = proc
         self.home = _same_home(home) if home is not None else None
         self._prepared = False
+        #: what :meth:`prepare` was told (None until then): a caller that prepared the worker
+        #: early (a rewind) does not read the thread's newest capsule again to know it
+        self.exact: bool | None = None
         self.problem: str | None = None
 
     @classmethod
@@ -268,7 +271,7 @@ class CapsuleWorker:
         restore runs) and whose own path this process is."""
         if self._prepared or self.problem is not None:
             return
-        self._prepared = True
+        self._prepared, self.exact = True, bool(exact)
         import pickle
 
         first: dict = {"exact": bool(exact)}

@@ -191,6 +191,26 @@ def test_a_failing_worker_leaves_the_build_to_the_boundary(engine, script, why, 
     assert why in log and "built in process" in log, log
 
 
+@pytest.mark.parametrize("prepared", [True, False])
+def test_a_boundary_asks_whether_to_count_exactly_only_of_a_worker_not_prepared(engine, monkeypatch,
+                                                                            prepared):
+    """A rewind prepares its worker before its git work: the checkpoint it commits after the
+    restore takes the worker's answer instead of reading the thread's newest capsule again
+    (~1.5 ms on the rewind's path); a worker not prepared yet is asked as before."""
+    asked = []
+    real = checkpoints.newest_counted_exactly
+    monkeypatch.setattr(checkpoints, "newest_counted_exactly",
+                        lambda thread: asked.append(thread.key) or real(thread))
+    monkeypatch.setattr(checkpoints, "commit", lambda thread, **kw: kw["built"])  # no build here
+    t = _thread(engine, "s", 6, 15)
+    worker = _fake_worker(READ_REQUEST)  # it ends without a reply
+    if prepared:
+        worker.prepare(False)
+    assert boundary.commit_checkpoint(t, reason="manual", snapshot=False, worker=worker) is None
+    assert asked == ([] if prepared else [t.key])
+    assert worker.exact is False
+
+
 def test_a_worker_that_never_answers_times_out(engine, monkeypatch):
     monkeypatch.setattr(capsule_worker, "REPLY_TIMEOUT_S", 0.5)
     worker = _fake_worker("import time; time.sleep(30)")
