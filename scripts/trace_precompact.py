@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Where a PreCompact hook's time goes: the median timeline of its phases.
+"""Where a PreCompact hook's time goes (or, with ``--rewind``, a files rewind's): the median
+timeline of its phases.
 
 Sets up what ``bench_boundaries.py`` measures PreCompact on (an installed copy, a 20,000-file
 repository, a 1,000-event Claude Code thread; smaller with the options), then runs rounds of
@@ -8,6 +9,11 @@ three edits and one PreCompact hook with ``CONTINUATION_PHASE_MARKS`` set
 process was started (just before ``subprocess.run``), with the range over the rounds, and which process
 reached it: the hook's (its snapshot's thread included) or its capsule worker's. Beside them,
 the median of ``git stash create`` run in the same rounds, the PreCompact target's baseline.
+
+``--rewind``: rounds of 25 damaged files and ``continuation rewind CP --files --yes`` to the
+thread's newest checkpoint instead (the rewind's process and its worker), beside
+``git restore --source=<snapshot> --worktree -- .``, that target's baseline, as
+``bench_boundaries.py`` measures them.
 
 This is a diagnostic, not a benchmark: the marks' own writes (an open, a write and a close
 each) are in the times.
@@ -24,7 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_boundaries import build_repo, hook_payload, populate  # noqa: E402
+from bench_boundaries import build_repo, hook_payload, newest_checkpoint, populate  # noqa: E402
 from benchlib import in_scratch_folder, install, isolated_git_home, timed  # noqa: E402
 from continuation import phase_marks  # noqa: E402
 
@@ -32,7 +38,7 @@ SESSION = "trace"
 
 
 def read_marks(path: Path) -> list[tuple[int, str, str]]:
-    """(ns, process, label) of one hook's marks: ``hook`` for the boundary's own process."""
+    """(ns, process, label) of one hook's (or rewind's) marks: ``hook`` for its own process."""
     return [(ns, "hook" if pid == boundary else "worker", label)
             for ns, pid, boundary, label in phase_marks.read(path)]
 
@@ -41,7 +47,11 @@ def timeline(rounds: list[tuple[int, list[tuple[int, str, str]]]]) -> list[tuple
     """(label, process, ms since start in each round that reached it), by median time."""
     seen: dict[tuple[str, str], list[float]] = {}
     for start_ns, marks in rounds:
-        for ns, process, label in marks:
+        times: dict[tuple[str, str], int] = {}
+        for ns, process, label in marks:  # a phase reached twice (a rewind's two snapshots): #2
+            times[label, process] = times.get((label, process), 0) + 1
+            if times[label, process] > 1:
+                label = f"{label} #{times[label, process]}"
             seen.setdefault((label, process), []).append((ns - start_ns) / 1e6)
     rows = [(label, process, times) for (label, process), times in seen.items()]
     return sorted(rows, key=lambda row: statistics.median(row[2]))
@@ -54,6 +64,8 @@ def main() -> int:
     ap.add_argument("--events", type=int, default=1_000)
     ap.add_argument("--rounds", type=int, default=12)
     ap.add_argument("--warm-rounds", type=int, default=3)
+    ap.add_argument("--rewind", action="store_true",
+                    help="trace `rewind CP --files --yes` (25 damaged files) instead")
     ap.add_argument("--keep", action="store_true", help="keep the temporary folder (printed)")
     args = ap.parse_args()
 
@@ -67,37 +79,54 @@ def run(args, base: Path) -> int:
     inst = install(base)
     paths = build_repo(base / "repo", args.files, args.size, rng)
     repo = (base / "repo").resolve()
-    populate(base / "state", SESSION, args.events, repo)
+    key = populate(base / "state", SESSION, args.events, repo)
     os.sync()  # the setup's writes flushed before measuring (see bench_boundaries._dirty_kb)
     env = {**inst.env, "HOME": str(git_home), "CONTINUATION_HOME": str(base / "state")}
     hook = [*inst.hook, "hook", "--runtime", "claude"]
     payload = hook_payload(SESSION, repo, "PreCompact", trigger="auto")
     marks_file = base / "marks"
+    if args.rewind:
+        for _ in range(2):  # the checkpoint rewound to (and its snapshot)
+            timed(hook, env, payload)
+        cp, commit = newest_checkpoint(base / "state", key)
+        victims = rng.sample(paths, min(25, len(paths)))
+        measured = [inst.command, "rewind", cp, "--files", "--yes"]
+        baseline = ["git", "restore", f"--source={commit}", "--worktree", "--", "."]
+    else:
+        measured, baseline = hook, ["git", "stash", "create"]
 
-    rounds, walls, stashes = [], [], []
-    for n in range(args.warm_rounds + args.rounds):
-        for path in rng.sample(paths, 3):
+    def change() -> None:
+        for path in (victims if args.rewind else rng.sample(paths, 3)):
             path.write_bytes(path.read_bytes() + b"# edited\n")
-        stash = timed(["git", "stash", "create"], env, cwd=repo)[0]
+
+    rounds, walls, baselines = [], [], []
+    for n in range(args.warm_rounds + args.rounds):
+        change()
+        took_baseline = timed(baseline, env, cwd=repo)[0]
+        if args.rewind:  # the restore mended them
+            change()
         marks_file.unlink(missing_ok=True)
         start = time.time_ns()
-        took, proc = timed(hook, {**env, "CONTINUATION_PHASE_MARKS": str(marks_file)}, payload)
-        if proc.stdout.strip() != b"{}":
+        took, proc = timed(measured, {**env, "CONTINUATION_PHASE_MARKS": str(marks_file)},
+                           b"" if args.rewind else payload, cwd=repo)
+        if not args.rewind and proc.stdout.strip() != b"{}":
             raise RuntimeError(f"PreCompact answered {proc.stdout[:200]!r}")
         if n >= args.warm_rounds:
             rounds.append((start, read_marks(marks_file)))
             walls.append(took * 1000)
-            stashes.append(stash * 1000)
+            baselines.append(took_baseline * 1000)
 
-    print(f"PreCompact, {args.files} files, {args.events}-event thread, {args.rounds} rounds "
-          f"(medians; range over the rounds): hook {statistics.median(walls):.0f} ms, "
-          f"`git stash create` {statistics.median(stashes):.0f} ms")
+    what, base_name = (("rewind --files --yes", "`git restore`") if args.rewind
+                       else ("PreCompact", "`git stash create`"))
+    print(f"{what}, {args.files} files, {args.events}-event thread, {args.rounds} rounds "
+          f"(medians; range over the rounds): {statistics.median(walls):.0f} ms, "
+          f"{base_name} {statistics.median(baselines):.0f} ms")
     print(f"{'ms':>7}  {'range':>15}  {'process':7}  phase")
     for label, process, times in timeline(rounds):
         print(f"{statistics.median(times):7.1f}  {min(times):6.1f}-{max(times):7.1f}  "
               f"{process:7}  {label}")
     print(f"{statistics.median(walls):7.1f}  {min(walls):6.1f}-{max(walls):7.1f}  {'':7}  "
-          "hook process ended (as `subprocess.run` returned)")
+          "process ended (as `subprocess.run` returned)")
     return 0
 
 

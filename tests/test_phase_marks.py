@@ -151,3 +151,22 @@ def test_the_trace_script_prints_the_timeline(tmp_path):
     assert "`git stash create`" in r.stdout
     for phase in ("hook: payload read", "boundary: committed", "hook: answered"):
         assert phase in r.stdout
+
+
+def test_the_trace_script_traces_a_files_rewind(tmp_path):
+    """``--rewind``: the rewind's own phases, its worker's and its checkpoint's, a phase
+    reached twice (the safety snapshot's commit, then the checkpoint's) told apart."""
+    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "trace_precompact.py"), "--rewind",
+                        "--files", "60", "--size", "256", "--events", "60", "--rounds", "2",
+                        "--warm-rounds", "0"], capture_output=True, text=True, timeout=300,
+                       env={k: v for k, v in os.environ.items() if k != phase_marks.VARIABLE})
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "`git restore`" in r.stdout
+    import re
+
+    phases = [m.group(1) for line in r.stdout.splitlines()
+              if (m := re.match(r"\s*[\d.]+\s+[\d.]+-\s*[\d.]+\s+(?:hook|worker)\s+(.+)$", line))]
+    order = ["rewind: planning", "rewind: files planned", "rewind: files restored",
+             "rewind: recorded", "boundary: committed", "rewind: done"]
+    assert [p for p in phases if p in order] == order
+    assert "snapshot: committed" in phases and "snapshot: committed #2" in phases

@@ -26,6 +26,7 @@ from statemachine import events as ev
 
 from .. import checkpoints as cps
 from ..engine import Engine, Thread
+from ..phase_marks import mark
 from ..store.view import SqlStateView
 from .errors import RewindError
 from .timeline import WORKSPACE_RESTORED
@@ -173,6 +174,7 @@ def plan_rewind(engine: Engine, selector: str, mode: str, *, reason: str = "",
     the work tree. ``at_once``: and with nothing to confirm in between (``--yes``, the API), so
     the files restore's safety snapshot is taken now and its preview read off it: one scan of
     the work tree instead of two (``workspace.safety_first``)."""
+    mark("rewind: planning")
     if mode not in MODES:
         raise RewindError(f"rewind mode must be one of {', '.join(MODES)}, not {mode!r}")
     cp = cps.find_checkpoint(engine, selector)
@@ -189,8 +191,10 @@ def plan_rewind(engine: Engine, selector: str, mode: str, *, reason: str = "",
     if mode != "conversation":
         if applying:
             plan.builder = _start_builder(thread)
+            mark("rewind: worker started")
         plan.files = plan_files(engine, thread, cp, warm_up=applying,
                                 models=plan.builder is None, at_once=applying and at_once)
+        mark("rewind: files planned")
     # the summary exactly as it will be rebuilt after the anchor fact is appended
     summary = _summary()
     anchor = {"seq": plan.last_seq + 1,
@@ -200,6 +204,7 @@ def plan_rewind(engine: Engine, selector: str, mode: str, *, reason: str = "",
         plan.digest = _branch_digest(thread, anchor)
     plan.notices = summary.notices_of(thread.store, thread.key, pending_anchor=anchor,
                                       digest=plan.digest)
+    mark("rewind: planned")
     return plan
 
 
@@ -359,6 +364,7 @@ def apply_rewind(engine: Engine, plan: RewindPlan) -> RewindResult:
         files = tree_after = None
         if plan.files is not None:
             files, tree_after = restore_files_with_tree(engine, plan.files)
+            mark("rewind: files restored")
         summary = _summary()
         etype = ev.ROLLED_BACK if plan.conversation else WORKSPACE_RESTORED
         data = _anchor_data(plan, files)
@@ -366,6 +372,7 @@ def apply_rewind(engine: Engine, plan: RewindPlan) -> RewindResult:
             _with_branch_digest(thread, data, plan.digest)
         anchor = thread.record(etype, data, source=SOURCE)
         notices = summary.notices_of(thread.store, thread.key)
+        mark("rewind: recorded")
         cp = commit_checkpoint(thread, reason="rewind", notices=notices,
                                tree_after_restore=tree_after, worker=plan.builder)
     finally:
@@ -375,6 +382,7 @@ def apply_rewind(engine: Engine, plan: RewindPlan) -> RewindResult:
                                 "checkpoint_id": cp.checkpoint_id, "generation": cp.generation,
                                 "rewound_to": plan.checkpoint.checkpoint_id,
                                 "to_seq": plan.to_seq}, source=SOURCE)
+    mark("rewind: done")
     return RewindResult(plan, int(anchor.seq), cp, files)
 
 
