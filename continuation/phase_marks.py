@@ -2,11 +2,12 @@
 
 With ``CONTINUATION_PHASE_MARKS`` naming a file, each phase a boundary reaches (the hook
 having read its payload, the snapshot's thread reaching git's scan, the worker's models
-and tokenizer ready, the request and the reply, the commit) appends one line to it:
+and tokenizer ready, the request and the reply, the commit; a files rewind's planning,
+restore and record) appends one line to it:
 ``<time ns> <process id> <boundary's process id> <label>``. The worker, another process,
 writes under its own process id and its boundary's, so the lines of one boundary are found
-together. ``scripts/trace_precompact.py`` runs PreCompact hooks this way and prints the
-median timeline; the README's "Where the time goes" is read off it.
+together. ``scripts/trace_precompact.py`` runs PreCompact hooks (``--rewind``: files rewinds)
+this way and prints the median timeline; the README's "Where the time goes" is read off it.
 
 Unset (always, but for that script), a mark is one environment lookup. The hot path
 (UserPromptSubmit, PreToolUse, PostToolUse) marks nothing. A mark that cannot be written is
