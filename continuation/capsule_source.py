@@ -336,8 +336,8 @@ def _not_gathered(store, key: str, calls, facts_src: list[dict], older_claims: l
                   ranges: list[tuple[int, int]] | None,
                   counts: PrefixCounts) -> list[dict]:
     """Count what the bounds above leave unread (older finished calls, facts, claims), so the
-    capsule records every dropped item in a cut: counted by the database, no row (not even a
-    size or a seq) is brought into Python, so a boundary stays flat in thread length."""
+    capsule records every dropped item in a cut: counted by the database, no unread row (not
+    even a size or a seq) is brought into Python, so a boundary stays flat in thread length."""
     out = _cut("tool_calls[ok,error](not gathered)", key,
                *_unread_calls(store.conn, key, sorted({c.call_id for c in calls}), upto_seq))
     if len(facts_src) >= MAX_FACTS:
@@ -352,7 +352,9 @@ def _not_gathered(store, key: str, calls, facts_src: list[dict], older_claims: l
 def _unread_calls(conn, key: str, gathered: list[str], upto_seq: int | None) -> tuple:
     """Totals of the finished calls (started up to ``upto_seq``) other than ``gathered``."""
     marks = ",".join("?" * len(FINISHED))
-    within_sql, within_args = (" AND started_seq<=?", [upto_seq]) if upto_seq is not None else ("", [])
+    within_sql, within_args = ("", [])
+    if upto_seq is not None:
+        within_sql, within_args = " AND started_seq<=?", [upto_seq]
     where = f" FROM tool_calls WHERE thread_key=? AND status IN ({marks}){within_sql}"
     total = conn.execute(f"SELECT count(*), sum(data_bytes){where}",
                          (key, *FINISHED, *within_args)).fetchone()

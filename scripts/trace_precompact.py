@@ -47,11 +47,11 @@ def timeline(rounds: list[tuple[int, list[tuple[int, str, str]]]]) -> list[tuple
     """(label, process, ms since start in each round that reached it), by median time."""
     seen: dict[tuple[str, str], list[float]] = {}
     for start_ns, marks in rounds:
-        times: dict[tuple[str, str], int] = {}
+        reached: dict[tuple[str, str], int] = {}
         for ns, process, label in marks:  # a phase reached twice (a rewind's two snapshots): #2
-            times[label, process] = times.get((label, process), 0) + 1
-            if times[label, process] > 1:
-                label = f"{label} #{times[label, process]}"
+            reached[label, process] = reached.get((label, process), 0) + 1
+            if reached[label, process] > 1:
+                label = f"{label} #{reached[label, process]}"
             seen.setdefault((label, process), []).append((ns - start_ns) / 1e6)
     rows = [(label, process, times) for (label, process), times in seen.items()]
     return sorted(rows, key=lambda row: statistics.median(row[2]))
@@ -108,7 +108,7 @@ def run(args, base: Path) -> int:
         marks_file.unlink(missing_ok=True)
         start = time.time_ns()
         took, proc = timed(measured, {**env, "CONTINUATION_PHASE_MARKS": str(marks_file)},
-                           b"" if args.rewind else payload, cwd=repo)
+                           b"" if args.rewind else payload, cwd=repo if args.rewind else None)
         if not args.rewind and proc.stdout.strip() != b"{}":
             raise RuntimeError(f"PreCompact answered {proc.stdout[:200]!r}")
         if n >= args.warm_rounds:

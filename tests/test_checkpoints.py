@@ -677,14 +677,16 @@ def test_not_gathered_inputs_and_calls_are_every_unread_row_whatever_their_state
         first, last = rows[0][0], rows[-1][0]
         assert cuts[field] == dict(
             field=field, items=len(rows), original_bytes=sum(n for _, n in rows),
-            pointers_sha256=capsule_source.cut_pointers_sha256(field, t.key, len(rows), first, last),
+            pointers_sha256=capsule_source.cut_pointers_sha256(field, t.key, len(rows), first,
+                                                               last),
             pointer=f"event:{t.key}:{first}",
             last_pointer=f"event:{t.key}:{last}" if len(rows) > 1 else None)
 
     read_calls = {c["call_id"] for c in source["tool_calls"]}
     expect("tool_calls[ok,error](not gathered)", sorted(
         (q, len(d)) for c, q, d, s in conn.execute(
-            "SELECT call_id, started_seq, data, status FROM tool_calls WHERE thread_key=?", (t.key,))
+            "SELECT call_id, started_seq, data, status FROM tool_calls WHERE thread_key=?",
+            (t.key,))
         if s in capsule_source.FINISHED and c not in read_calls and (upto is None or q <= upto)))
     historical = sorted((q, len(d)) for q, d, s in conn.execute(
         "SELECT admitted_seq, data, state FROM inputs WHERE thread_key=?", (t.key,))

@@ -118,6 +118,7 @@ def test_compiling_the_claim_patterns_compiles_each_kinds_claim_and_nothing_else
 
     seen = []
     real = re.compile
-    monkeypatch.setattr(re, "compile", lambda pattern, flags=0: seen.append(pattern) or real(pattern, flags))
+    monkeypatch.setattr(re, "compile",
+                        lambda pattern, flags=0: seen.append(pattern) or real(pattern, flags))
     claim_check.compile_claim_patterns()
     assert sorted(seen) == sorted(k.claim_pattern for k in claim_check.KINDS)

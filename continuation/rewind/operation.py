@@ -226,8 +226,9 @@ _warming = None
 def warm_up_in_background(*, models: bool = True) -> None:
     """Import what the rewind's checkpoint will need in a daemon thread, once per process: the
     recovery summary and the modules its capsule's source is gathered with (claim checks, with
-    their claim patterns compiled, reconciliation notices), and, with ``models`` (no capsule worker builds the checkpoint,
-    ``continuation.capsule_worker``), pydantic and the capsule models with their schemas.
+    their claim patterns compiled, reconciliation notices), and, with ``models`` (no capsule
+    worker builds the checkpoint, ``continuation.capsule_worker``), pydantic and the capsule
+    models with their schemas.
     Started when a rewind's main thread has imported what its files plan needs and next waits
     on git scanning the work tree (the restore preview, then the safety snapshot), so those
     imports (~70 ms with the models, ~12 ms without) overlap that wait instead of following
@@ -251,7 +252,7 @@ def _warm_up(models: bool) -> None:
         from ..recovery import notices  # noqa: F401
         from . import summary  # noqa: F401
 
-        claim_check.compile_claim_patterns()  # the checkpoint's gathering after the restore uses them
+        claim_check.compile_claim_patterns()  # the gathering after the restore checks claims
 
         if models:
             from capsule.model import build_schemas
