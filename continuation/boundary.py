@@ -112,7 +112,8 @@ COMMIT_ATTEMPTS = 32
 
 def commit_checkpoint(thread: Thread, *, reason: str, transcript_path: str | None = None,
                       snapshot: bool = True, notices=(), tree_after_restore=None,
-                      worker: capsule_worker.CapsuleWorker | None = None) -> checkpoints.Checkpoint:
+                      worker: capsule_worker.CapsuleWorker | None = None,
+                      then=None) -> checkpoints.Checkpoint:
     """Snapshot the workspace and commit the capsule under one generation.
 
     ``tree_after_restore``: a restore just ran (a rewind); its ``RestoreResult.tree_after`` is
@@ -128,7 +129,10 @@ def commit_checkpoint(thread: Thread, *, reason: str, transcript_path: str | Non
     capsule stack on another core while this process gathers the source as plain data and
     snapshots), ``worker`` when the caller started one earlier (a rewind, before its git
     work), else one started here when the worker is used at all; without one, or when it
-    fails, it is built in this process. Either way the same capsule: one build function."""
+    fails, it is built in this process. Either way the same capsule: one build function.
+
+    ``then(checkpoint_id, generation)``: the boundary fact (type, data, source) committed with
+    the checkpoint, in its transaction (``checkpoints.commit``)."""
     mark("boundary: started")
     given, notices = notices, None
     worker = worker or capsule_worker.take_early(thread.engine.home)
@@ -183,7 +187,7 @@ def commit_checkpoint(thread: Thread, *, reason: str, transcript_path: str | Non
                 committed = checkpoints.commit(thread, reason=reason, workspace=workspace,
                                                transcript=transcript, notices=notices,
                                                generation=generation, source=source, seq=seq,
-                                               built=built)
+                                               built=built, then=then)
                 mark("boundary: committed")
                 return committed
             except checkpoints.GenerationTaken:
@@ -259,11 +263,11 @@ def with_notice(answer: dict | None, notice: str) -> dict | None:
 
 def before_compaction(thread: Thread, *, trigger: str, source_tag: str,
                       transcript_path: str | None = None) -> checkpoints.Checkpoint:
-    cp = commit_checkpoint(thread, reason=trigger, transcript_path=transcript_path)
-    thread.record(ev.BOUNDARY, {"kind": "compact", "trigger": trigger,
-                                "generation": cp.generation, "checkpoint_id": cp.checkpoint_id},
-                  source=source_tag)
-    return cp
+    return commit_checkpoint(
+        thread, reason=trigger, transcript_path=transcript_path,
+        then=lambda cp_id, generation: (ev.BOUNDARY, {"kind": "compact", "trigger": trigger,
+                                                      "generation": generation,
+                                                      "checkpoint_id": cp_id}, source_tag))
 
 
 def fresh_checkpoint(thread: Thread, reason: str) -> checkpoints.Checkpoint:

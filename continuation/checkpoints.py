@@ -263,14 +263,17 @@ def prefetch_tokenizer(thread: Thread) -> bool:
 def commit(thread: Thread, *, reason: str, workspace: dict | None = None,
            transcript: dict | None = None, notices=(), budget=None,
            generation: int | None = None, source=None, seq: int | None = None,
-           built: tuple[bytes, str, int] | None = None) -> Checkpoint:
+           built: tuple[bytes, str, int] | None = None, then=None) -> Checkpoint:
     """Commit the capsule as ``generation`` (default: the next one). Generations only grow:
     when the thread already has this generation or a later one, ``GenerationTaken`` is raised
     and nothing is committed (``boundary.commit_checkpoint`` retries with the next).
     ``source`` and ``seq``: the capsule's input gathered earlier (a model or plain data) and
     the last event it covers (read before it was gathered). ``built``: the capsule already
     built from that source with this generation and workspace (bytes, rendering, schema
-    version: ``continuation.capsule_worker``)."""
+    version: ``continuation.capsule_worker``). ``then(checkpoint_id, generation)``: the fact
+    (type, data, source) appended after the checkpoint's in its transaction: the boundary the
+    checkpoint was taken for (one durable commit, and never a checkpoint without its
+    boundary)."""
     store = thread.store
     row = thread.row
     if generation is None:
@@ -297,7 +300,8 @@ def commit(thread: Thread, *, reason: str, workspace: dict | None = None,
          "capsule_version": version, "rendered": rendered,
          "workspace": json.dumps(workspace) if workspace else None, "file_path": None},
         {"checkpoint_id": cp_id, "generation": generation, "reason": reason, "sha256": digest,
-         "covers_seq": seq, "snapshot_ref": (workspace or {}).get("snapshot_ref")})
+         "covers_seq": seq, "snapshot_ref": (workspace or {}).get("snapshot_ref")},
+        then(cp_id, generation) if then is not None else None)
     return Checkpoint(cp_id, thread.key, generation, seq, reason, now, digest, version,
                       rendered, workspace, None, data)
 

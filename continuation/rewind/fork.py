@@ -63,11 +63,12 @@ def fork_thread(engine: Engine, selector: str, *, name: str | None = None,
     if files_plan is not None:
         files, tree_after = restore_files_with_tree(engine, files_plan)
     notice = fork_notice(parent.key, cp, at, files)
-    first = commit_checkpoint(child, reason="fork", notices=[notice], tree_after_restore=tree_after)
-    child.record(ev.BOUNDARY, {"kind": "fork", "trigger": "manual", "forked_from": parent.key,
-                               "forked_at_seq": at, "from_checkpoint": cp.checkpoint_id,
-                               "checkpoint_id": first.checkpoint_id,
-                               "generation": first.generation}, source=SOURCE)
+    first = commit_checkpoint(
+        child, reason="fork", notices=[notice], tree_after_restore=tree_after,
+        then=lambda cp_id, generation: (ev.BOUNDARY, {
+            "kind": "fork", "trigger": "manual", "forked_from": parent.key, "forked_at_seq": at,
+            "from_checkpoint": cp.checkpoint_id, "checkpoint_id": cp_id,
+            "generation": generation}, SOURCE))
     return ForkResult(parent.key, child, cp, at, first, files)
 
 

@@ -374,15 +374,16 @@ def apply_rewind(engine: Engine, plan: RewindPlan) -> RewindResult:
         anchor = thread.record(etype, data, source=SOURCE)
         notices = summary.notices_of(thread.store, thread.key)
         mark("rewind: recorded")
-        cp = commit_checkpoint(thread, reason="rewind", notices=notices,
-                               tree_after_restore=tree_after, worker=plan.builder)
+        cp = commit_checkpoint(
+            thread, reason="rewind", notices=notices, tree_after_restore=tree_after,
+            worker=plan.builder,
+            then=lambda cp_id, generation: (ev.BOUNDARY, {
+                "kind": "rewind", "mode": plan.mode, "trigger": "manual", "checkpoint_id": cp_id,
+                "generation": generation, "rewound_to": plan.checkpoint.checkpoint_id,
+                "to_seq": plan.to_seq}, SOURCE))
     finally:
         if plan.builder is not None:  # ended by the checkpoint, or here when it was not reached
             plan.builder.close()
-    thread.record(ev.BOUNDARY, {"kind": "rewind", "mode": plan.mode, "trigger": "manual",
-                                "checkpoint_id": cp.checkpoint_id, "generation": cp.generation,
-                                "rewound_to": plan.checkpoint.checkpoint_id,
-                                "to_seq": plan.to_seq}, source=SOURCE)
     mark("rewind: done")
     return RewindResult(plan, int(anchor.seq), cp, files)
 
@@ -468,8 +469,9 @@ def apply_undo_restore(engine: Engine, plan: UndoPlan) -> RewindResult:
     anchor = thread.record(WORKSPACE_RESTORED, {"undo_of": plan.undo_of, "reason": plan.reason,
                                                 "mode": "undo", **files}, source=SOURCE)
     notices = _summary().notices_of(thread.store, thread.key)
-    cp = commit_checkpoint(thread, reason="rewind", notices=notices, tree_after_restore=tree_after)
-    thread.record(ev.BOUNDARY, {"kind": "rewind", "mode": "undo", "trigger": "manual",
-                                "checkpoint_id": cp.checkpoint_id, "generation": cp.generation,
-                                "undo_of": plan.undo_of}, source=SOURCE)
+    cp = commit_checkpoint(
+        thread, reason="rewind", notices=notices, tree_after_restore=tree_after,
+        then=lambda cp_id, generation: (ev.BOUNDARY, {
+            "kind": "rewind", "mode": "undo", "trigger": "manual", "checkpoint_id": cp_id,
+            "generation": generation, "undo_of": plan.undo_of}, SOURCE))
     return RewindResult(plan, int(anchor.seq), cp, files)

@@ -468,10 +468,12 @@ class SqliteStore:
                 for s, t, k, d, ts, src in rows]
 
     # -- checkpoints -------------------------------------------------------------------------
-    def commit_checkpoint(self, row: dict, fact: dict) -> None:
+    def commit_checkpoint(self, row: dict, fact: dict,
+                          then: tuple[str, dict, str] | None = None) -> None:
         """Insert the checkpoint ``row`` and append its ``checkpoint_committed`` ``fact`` in one
-        transaction; :class:`GenerationTaken` when the thread already has this generation or
-        a later one (nothing is written)."""
+        transaction, and ``then`` (type, data, source: the boundary the checkpoint was taken
+        for) after it in the same one; :class:`GenerationTaken` when the thread already has
+        this generation or a later one (nothing is written)."""
         key, generation = row["thread_key"], row["generation"]
         with self.transaction() as c:
             current = c.execute("SELECT generation FROM threads WHERE thread_key=?"
@@ -484,6 +486,9 @@ class SqliteStore:
                       f" ({','.join('?' * len(CHECKPOINT_COLUMNS))})",
                       [row[name] for name in CHECKPOINT_COLUMNS])
             self._append_in(c, key, ev.CHECKPOINT_COMMITTED, fact, "engine", row["created_at"])
+            if then is not None:
+                etype, data, source = then
+                self._append_in(c, key, etype, data, source, None)
             faults.point("checkpoint.before_commit")
 
     def checkpoint_rows(self, thread_key: str, *, upto_generation: int | None = None,
