@@ -10,13 +10,15 @@ from __future__ import annotations
 import os
 
 #: the points a hook's persistence passes (the harness kills a PreCompact or an event append at
-#: each); a checkpoint is one store transaction (``checkpoint.before_commit``), no file. File
+#: each); a checkpoint is one store transaction with the boundary it was taken for
+#: (``checkpoint.before_commit``, ``checkpoint.after_commit``), no file. File
 #: writes (``atomic_write``: a spilled context, a handoff prompt) pass ``file.mid_write``,
 #: ``file.before_rename`` and ``file.before_dir_fsync``.
 POINTS = (
     "event.before_commit",
     "event.after_commit",
     "checkpoint.before_commit",
+    "checkpoint.after_commit",
     "snapshot.mid",
 )
 

@@ -36,9 +36,10 @@ SESSION = "fault-session-1"
 RUNTIME = "claude"
 #: the step whose hook is armed for each kind of point (PreCompact does the checkpoint work)
 PRECOMPACT_STEP = 8
-#: the first fact each armed hook appends through the store (where event.* points strike)
+#: the first fact each armed hook appends through the store (where event.* points strike); a
+#: PreCompact appends none of its own: its boundary is committed with its checkpoint
 FIRST_APPEND = {0: ("session_started", "source", "startup"), 6: ("tool_started", "call_id", "t2"),
-                8: ("boundary", "kind", "compact"), 9: ("session_started", "source", "compact")}
+                9: ("session_started", "source", "compact")}
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "Fault Harness", "GIT_AUTHOR_EMAIL": "fault@example.com",
     "GIT_COMMITTER_NAME": "Fault Harness", "GIT_COMMITTER_EMAIL": "fault@example.com",
@@ -367,7 +368,7 @@ def matrix() -> list[tuple[str | None, int | None]]:
     out: list[tuple[str | None, int | None]] = [(None, None)]
     for point in POINTS:
         if point.startswith("event."):
-            out += [(point, step) for step in (0, 6, PRECOMPACT_STEP, 9)]
+            out += [(point, step) for step in FIRST_APPEND]
         else:
             out.append((point, PRECOMPACT_STEP))
     return out

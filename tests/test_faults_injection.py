@@ -59,6 +59,9 @@ def test_kill_point_recovers(tmp_path, point, step):
     assert not (run.home / "capsules").exists()
     if point == "checkpoint.before_commit":
         assert cps == []  # the row (the commit point) never committed
+        assert not fh._has(events, "boundary", "kind", "compact")  # nor its boundary
+    if point == "checkpoint.after_commit":  # committed together before the kill: both survive
+        assert len(cps) == 1 and fh._has(events, "boundary", "kind", "compact")
     if point == "snapshot.mid":
         assert any("workspaces" in t for t in rep.temps_before), "the kill left a scratch index"
         assert cps == []

@@ -490,6 +490,7 @@ class SqliteStore:
                 etype, data, source = then
                 self._append_in(c, key, etype, data, source, None)
             faults.point("checkpoint.before_commit")
+        faults.point("checkpoint.after_commit")
 
     def checkpoint_rows(self, thread_key: str, *, upto_generation: int | None = None,
                         newest_first: bool = False, limit: int | None = None) -> list[dict]:
