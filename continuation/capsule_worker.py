@@ -190,9 +190,8 @@ class CapsuleWorker:
     def __init__(self, proc, home=None):
         self._proc = proc
         self.home = _same_home(home) if home is not None else None
-        self._prepared = False
-        #: what :meth:`prepare` was told (None until then): a caller that prepared the worker
-        #: early (a rewind) does not read the thread's newest capsule again to know it
+        #: what :meth:`prepare` was told (None until then: not prepared): a caller that prepared
+        #: the worker early (a rewind) does not read the thread's newest capsule again to know it
         self.exact: bool | None = None
         self.problem: str | None = None
 
@@ -269,9 +268,9 @@ class CapsuleWorker:
         ``tell_temp_folder=False``: the worker finds the folder itself (``tempfile``, ~1-3
         ms), for a caller whose worker waits for its request anyway (a rewind's, while the
         restore runs) and whose own path this process is."""
-        if self._prepared or self.problem is not None:
+        if self.exact is not None or self.problem is not None:
             return
-        self._prepared, self.exact = True, bool(exact)
+        self.exact = bool(exact)
         import pickle
 
         first: dict = {"exact": bool(exact)}

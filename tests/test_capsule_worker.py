@@ -551,10 +551,17 @@ def test_a_worker_counts_with_the_counts_its_predecessor_kept(engine, how, monke
     assert built_by_a_worker()[0] != expected[0]  # the file's counts, not its own
 
 
-def _recording_first_frame(out: Path) -> CapsuleWorker:
-    """A stand-in worker that writes the first frame it reads to ``out``."""
-    return _fake_worker("import sys; f = sys.stdin.buffer\n"
-                        f"open({str(out)!r}, 'wb').write(f.read(int.from_bytes(f.read(8), 'big')))\n")
+def _first_frame(tmp_path: Path, prepare) -> dict:
+    """The first frame a stand-in worker reads after ``prepare(worker)``."""
+    out = tmp_path / "first-frame"
+    worker = _fake_worker("import sys; f = sys.stdin.buffer\n"
+                          f"open({str(out)!r}, 'wb')"
+                          ".write(f.read(int.from_bytes(f.read(8), 'big')))\n")
+    prepare(worker)
+    assert worker.problem is None
+    worker.close()
+    worker._proc.wait(timeout=30)
+    return pickle.loads(out.read_bytes())
 
 
 @pytest.mark.parametrize("exact", [True, False])
@@ -563,25 +570,16 @@ def test_a_worker_that_will_count_is_told_the_temporary_folder(tmp_path, exact):
     tokenizer: it finds tiktoken's cache folder there without importing ``tempfile``."""
     import tempfile
 
-    out = tmp_path / "first-frame"
-    worker = _recording_first_frame(out)
-    worker.prepare(exact)
-    worker.close()
-    worker._proc.wait(timeout=30)
     expected = {"exact": True, "temp_folder": tempfile.gettempdir()} if exact else {"exact": False}
-    assert pickle.loads(out.read_bytes()) == expected
+    assert _first_frame(tmp_path, lambda worker: worker.prepare(exact)) == expected
 
 
 def test_a_rewinds_worker_finds_the_temporary_folder_itself(tmp_path):
     """A rewind's worker waits for the restore anyway: the rewind's process does not look the
     folder up for it (``tell_temp_folder=False``); the worker then loads the tokenizer as
     it would without being told."""
-    out = tmp_path / "first-frame"
-    worker = _recording_first_frame(out)
-    worker.prepare(True, tell_temp_folder=False)
-    worker.close()
-    worker._proc.wait(timeout=30)
-    assert pickle.loads(out.read_bytes()) == {"exact": True}
+    assert _first_frame(tmp_path, lambda worker: worker.prepare(True, tell_temp_folder=False)) == {
+        "exact": True}
 
 
 def test_a_worker_told_the_temporary_folder_loads_the_tokenizer_without_tempfile(tmp_path):
@@ -606,10 +604,4 @@ def test_a_boundary_without_a_temporary_folder_still_prepares_its_worker(tmp_pat
         raise FileNotFoundError("No usable temporary directory found")
 
     monkeypatch.setattr(tokens, "temp_folder", unusable)
-    out = tmp_path / "first-frame"
-    worker = _recording_first_frame(out)
-    worker.prepare(True)
-    assert worker.problem is None
-    worker.close()
-    worker._proc.wait(timeout=30)
-    assert pickle.loads(out.read_bytes()) == {"exact": True}
+    assert _first_frame(tmp_path, lambda worker: worker.prepare(True)) == {"exact": True}

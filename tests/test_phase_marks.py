@@ -142,30 +142,31 @@ def test_an_unwritable_marks_file_leaves_the_boundary_whole(hook_env, tmp_path):
     assert not (Path(env["CONTINUATION_HOME"]) / "logs" / "hooks.log").exists()
 
 
-def test_the_trace_script_prints_the_timeline(tmp_path):
-    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "trace_precompact.py"),
-                        "--files", "50", "--size", "256", "--events", "60", "--rounds", "2",
-                        "--warm-rounds", "0"], capture_output=True, text=True, timeout=300,
-                       env={k: v for k, v in os.environ.items() if k != phase_marks.VARIABLE})
-    assert r.returncode == 0, r.stderr[-2000:]
-    assert "`git stash create`" in r.stdout
-    for phase in ("hook: payload read", "boundary: committed", "hook: answered"):
-        assert phase in r.stdout
+def _trace(*options: str) -> tuple[str, list[str]]:
+    """The trace script's output on a small setup, and the phases its timeline lists."""
+    import re
 
-
-def test_the_trace_script_traces_a_files_rewind(tmp_path):
-    """``--rewind``: the rewind's own phases, its worker's and its checkpoint's, a phase
-    reached twice (the safety snapshot's commit, then the checkpoint's) told apart."""
-    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "trace_precompact.py"), "--rewind",
+    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "trace_precompact.py"), *options,
                         "--files", "60", "--size", "256", "--events", "60", "--rounds", "2",
                         "--warm-rounds", "0"], capture_output=True, text=True, timeout=300,
                        env={k: v for k, v in os.environ.items() if k != phase_marks.VARIABLE})
     assert r.returncode == 0, r.stderr[-2000:]
-    assert "`git restore`" in r.stdout
-    import re
+    return r.stdout, [m.group(1) for line in r.stdout.splitlines() if (m := re.match(
+        r"\s*[\d.]+\s+[\d.]+-\s*[\d.]+\s+(?:hook|worker)\s+(.+)$", line))]
 
-    phases = [m.group(1) for line in r.stdout.splitlines()
-              if (m := re.match(r"\s*[\d.]+\s+[\d.]+-\s*[\d.]+\s+(?:hook|worker)\s+(.+)$", line))]
+
+def test_the_trace_script_prints_the_timeline():
+    out, phases = _trace()
+    assert "`git stash create`" in out
+    order = ["hook: payload read", "boundary: committed", "hook: answered"]
+    assert [p for p in phases if p in order] == order
+
+
+def test_the_trace_script_traces_a_files_rewind():
+    """``--rewind``: the rewind's own phases, its worker's and its checkpoint's, a phase
+    reached twice (the safety snapshot's commit, then the checkpoint's) told apart."""
+    out, phases = _trace("--rewind")
+    assert "`git restore`" in out
     order = ["rewind: planning", "rewind: files planned", "rewind: files restored",
              "rewind: recorded", "boundary: committed", "rewind: done"]
     assert [p for p in phases if p in order] == order
