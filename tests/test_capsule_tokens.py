@@ -222,27 +222,51 @@ def test_the_process_counter_counts_as_tiktoken_does_without_its_bpe_table():
 
 def test_every_assigned_character_is_split_as_tiktoken_splits_it():
     """Code point by code point (each in contexts of letters, digits, spaces and an
-    apostrophe), every character this Python's Unicode data assigns is counted as tiktoken
-    counts it; an unassigned one, which the ``regex`` module's newer tables may class
-    differently (measured: 17,480 such code points off by one token), sends its text to
-    tiktoken's encoder, so it is counted right too."""
-    import unicodedata
+    apostrophe), every character Unicode 14.0 assigns (``capsule.unicode_assigned``, whatever
+    this Python's own Unicode data) is counted as tiktoken counts it; any other one, which the
+    ``regex`` module's newer tables may class differently (measured: 17,480 such code points
+    off by one token), sends its text to tiktoken's encoder, so it is counted right too."""
+    from capsule.unicode_assigned import assigned
 
-    if not tokens.vocabulary_split_agrees(OFFLINE_NAME):
-        pytest.skip(f"Unicode {unicodedata.unidata_version} is newer than the verified split")
     counter, reference = tokens.VocabularyCounter(tokens._offline_vocabulary()), _tiktoken_counter()
     wrong = []
     for code in range(0x110000):
-        ch = chr(code)
-        if 0xD800 <= code < 0xE000 or unicodedata.category(ch) == "Cn":
+        if 0xD800 <= code < 0xE000 or not assigned(code):
             continue
+        ch = chr(code)
         text = f"a{ch}b {ch}c 1{ch}2 {ch}{ch} \n{ch}'s {ch}\n"
         if counter.count(text) != reference.count(text):
             wrong.append(hex(code))
     assert not wrong, wrong[:20]
-    unassigned = "a\U000323b0b \U000323b0c 1\U000323b0"  # CJK Extension J (Unicode 17)
-    assert counter.count(unassigned) == reference.count(unassigned)
-    assert counter._encoding is not None  # counted by tiktoken's encoder
+    # assigned after 14.0: CJK Extension H (15.0), I (15.1), J (17.0), Garay (16.0)
+    for ch in "\U00031350", "\U0002EBF0", "\U000323b0", "\U00010D40":
+        fresh = tokens.VocabularyCounter(tokens._offline_vocabulary())
+        text = f"a{ch}b {ch}c 1{ch}2"
+        assert tokens._has_unassigned(text) and not tokens._has_unassigned(text.replace(ch, "é"))
+        assert fresh.count(text) == reference.count(text)
+        assert fresh._encoding is not None  # counted by tiktoken's encoder
+
+
+def test_the_assigned_table_is_unicode_14s():
+    """``capsule.unicode_assigned`` is what Unicode 14.0 assigns: equal to Python 3.11's data
+    (Unicode 14.0) where this is it; on a newer Python every code point it lists is assigned
+    there too (Unicode never unassigns one), and each of the newer ones is outside it."""
+    import unicodedata
+
+    from capsule.unicode_assigned import VERSION, assigned
+
+    version = tuple(int(p) for p in unicodedata.unidata_version.split("."))
+    if version < (14, 0, 0):
+        pytest.skip(f"Unicode {unicodedata.unidata_version} is older than the table's")
+    newer = 0
+    for code in range(0x110000):
+        python_assigned = unicodedata.category(chr(code)) != "Cn"
+        if assigned(code):
+            assert python_assigned, hex(code)
+        elif python_assigned:
+            newer += 1
+    assert VERSION == "14.0.0"
+    assert (newer == 0) == (unicodedata.unidata_version == VERSION)
 
 
 @settings(max_examples=300, deadline=None)
