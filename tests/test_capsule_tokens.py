@@ -350,38 +350,74 @@ def test_warming_a_vocabulary_counter_loads_its_reference_merge():
     assert out == ["False", "True"]
 
 
-def test_sorted_ranks_answer_as_the_dict_does():
-    """The vocabulary is searched in sorted tokens (loaded without hashing 100,000 keys): every
-    token gives its rank, anything else none, and the dict comes back whole."""
+def test_the_rank_table_answers_as_the_dict_does():
+    """The vocabulary is a hash table in one buffer (loaded without an object per token): every
+    token gives its rank, anything else none, and the dict comes back whole, also from the
+    table's own bytes."""
+    from capsule.rank_table import RankTable
+
     ranks = tokens._offline_vocabulary().ranks
     plain = ranks.as_dict()
-    assert len(ranks) == len(plain) > 100_000
-    for token, rank in list(plain.items())[::997]:
-        assert ranks.get(token) == ranks[token] == rank and token in ranks
+    assert isinstance(ranks, RankTable) and len(ranks) == len(plain) > 100_000
+    for token, rank in plain.items():
+        assert ranks.get(token) == rank
+    for token in list(plain)[::997]:
+        assert ranks[token] == plain[token] and token in ranks
     for missing in (b"", b"\xff\xfe\xfd\xfc", b"zzzzzzzzzzzzzzzzzzzzzzzzzzzz", b"\x00" * 9):
         assert missing not in plain
         assert ranks.get(missing) is None and missing not in ranks
         with pytest.raises(KeyError):
             ranks[missing]
-    again = tokens.SortedRanks.loads(ranks.dumps())
+    again = RankTable.loads(ranks.dumps())
     assert again.as_dict() == plain
-    with pytest.raises(ValueError):
-        tokens.SortedRanks((b"a", b"b"), [1])
+    empty = RankTable.loads(RankTable.of({}).dumps())
+    assert len(empty) == 0 and empty.get(b"a") is None
 
 
-def test_an_earlier_ranks_cache_file_is_removed_when_the_sorted_one_is_written(tmp_path):
+def test_a_torn_or_foreign_rank_table_is_refused():
+    """What is not a whole table (cut short, another format, extra bytes) raises ValueError,
+    which the cache reader takes as no cache."""
+    from capsule.rank_table import RankTable
+
+    whole = RankTable.of({b"a": 1, b"bc": 2, b"def": 3}).dumps()
+    for bad in (whole[:-1], whole[:20], whole + b"x", b"CRT0" + whole[4:], b"", b"\x80\x04"):
+        with pytest.raises(ValueError):
+            RankTable.loads(bad)
+
+
+def test_a_checked_file_reads_back_only_what_was_written_whole(tmp_path):
+    """A cache file is read back (mapped) only when its digest matches: missing, empty, torn,
+    altered or digest-only files read as absent; a file replaced while mapped leaves the
+    mapping as it was checked (files are replaced whole, never changed in place)."""
+    from capsule import checked_file
+
+    path = tmp_path / "cache" / "blob.bin"
+    assert checked_file.read(path) is None
+    assert checked_file.write(path, b"the first blob") and bytes(checked_file.read(path)) == b"the first blob"
+    mapped = checked_file.read(path)
+    assert checked_file.write(path, b"a second, longer blob")
+    assert bytes(mapped) == b"the first blob" and bytes(checked_file.read(path)) == b"a second, longer blob"
+    whole = path.read_bytes()
+    for damaged in (b"", whole[:64], whole[:-1], whole[:70] + b"X" + whole[71:], whole + b"!"):
+        path.write_bytes(damaged)
+        assert checked_file.read(path) is None, damaged
+    assert not list(path.parent.glob(".*.tmp"))  # no temporary file left behind
+
+
+def test_earlier_ranks_cache_files_are_removed_when_the_table_is_written(tmp_path):
     data = b"\n".join(base64.b64encode(bytes([i])) + b" " + str(i).encode() for i in range(256))
     sha = hashlib.sha256(data).hexdigest()
-    old = tmp_path / f"bpe-ranks-{sha[:32]}.marshal"
-    old.parent.mkdir(parents=True, exist_ok=True)
-    old.write_bytes(b"a dict of an earlier version")
+    earlier = [tmp_path / name.format(sha[:32]) for name in tokens.EARLIER_RANKS_FILES]
+    for old in earlier:
+        old.parent.mkdir(parents=True, exist_ok=True)
+        old.write_bytes(b"the ranks as an earlier version kept them")
     tokens.set_ranks_cache(tmp_path)
     try:
         assert tokens._cached_ranks(data, sha).as_dict() == tokens._parse_ranks(data)
     finally:
         tokens.set_ranks_cache(None)
-    assert not old.exists() and (tmp_path / f"bpe-sorted-{sha[:32]}.marshal").is_file()
-
+    assert not any(old.exists() for old in earlier)
+    assert (tmp_path / f"bpe-table-{sha[:32]}.bin").is_file()
 
 
 _LINE = st.lists(st.sampled_from(
@@ -445,7 +481,7 @@ def test_cached_ranks_spare_reading_and_hashing_the_bpe_file_again(tmp_path, mon
         monkeypatch.setattr(Path, "read_bytes", read_bytes)
         again = tokens._offline_vocabulary().ranks
         assert again.as_dict() == first.as_dict() and "cl100k_base.tiktoken" not in reads
-        [cache] = tmp_path.glob("bpe-sorted-*.marshal")
+        [cache] = tmp_path.glob("bpe-table-*.bin")
         cache.write_bytes(b"0" * 64 + b"torn")
         assert tokens._offline_vocabulary().ranks.as_dict() == first.as_dict()
         assert "cl100k_base.tiktoken" in reads
@@ -453,18 +489,23 @@ def test_cached_ranks_spare_reading_and_hashing_the_bpe_file_again(tmp_path, mon
         tokens.set_ranks_cache(None)
 
 
-def test_sorted_ranks_are_stored_little_endian_and_read_on_any_byte_order(monkeypatch):
-    """The cache may be read on another machine: ranks are 4-byte little-endian integers, read
-    as they are where that is the native order and unpacked where it is not."""
-    import marshal
+def test_the_rank_table_is_stored_little_endian_and_read_on_any_byte_order(monkeypatch):
+    """The cache may be read on another machine: its numbers are 4-byte little-endian
+    integers, read as they are where that is the native order and unpacked where it is not."""
     import struct
     import sys
 
-    ranks = tokens.SortedRanks.of({b"a": 1, b"b": 70_000, b"zz": 3})
-    _, raw = marshal.loads(ranks.dumps())
-    assert raw == struct.pack("<3I", 1, 70_000, 3)
+    from capsule.rank_table import MAGIC, RankTable
+
+    table = RankTable.of({b"a": 1, b"b": 70_000, b"zz": 3})
+    raw = table.dumps()
+    slots, count = struct.unpack("<2I", raw[len(MAGIC):len(MAGIC) + 8])
+    assert (slots, count) == (8, 3)
+    ranks_at = len(MAGIC) + 8 + 4 * (slots + count + 1)
+    assert raw[ranks_at:ranks_at + 12] == struct.pack("<3I", 1, 70_000, 3)
+    assert raw.endswith(b"abzz")
     monkeypatch.setattr(sys, "byteorder", "big")
-    again = tokens.SortedRanks.loads(ranks.dumps())
+    again = RankTable.loads(raw)
     assert again.as_dict() == {b"a": 1, b"b": 70_000, b"zz": 3} and again[b"b"] == 70_000
 
 
