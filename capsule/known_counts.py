@@ -11,6 +11,11 @@ per encoding; only texts the counter remembers are kept (up to ``REMEMBERED_TEXT
 file is ``marshal`` data in a ``checked_file`` in the private cache folder (trusted as the ranks
 cache beside it is); a missing, torn, damaged, foreign or future-version file is ignored and its
 texts counted afresh.
+
+Beside the counts, the pieces the vocabulary counter split texts into and their tokens: a text
+the previous boundary did not count (a new prompt, a changed line of the rendering) still
+shares most pieces with earlier ones, and a piece outside the vocabulary costs a reference
+merge. An earlier version's file (no pieces) gives its counts and no pieces.
 """
 
 from __future__ import annotations
@@ -25,6 +30,9 @@ VERSION = 1
 #: counts kept in a file: the newest build's texts, then earlier ones up to this many (~0.5 MB)
 KEPT = 20_000
 DIGEST_BYTES = 16
+#: split pieces kept with their tokens (``VocabularyCounter.recall_pieces``): the newest ones
+KEPT_PIECES = 10_000
+MAX_PIECE_BYTES = 64
 
 
 def digest(text: str) -> bytes:
@@ -37,27 +45,44 @@ def counts_path(folder, encoding: str) -> Path:
 
 def load(folder, encoding: str) -> dict[bytes, int]:
     """The counts kept for ``encoding``, or none when the file is missing or not ours."""
+    return load_kept(folder, encoding)[0]
+
+
+def load_kept(folder, encoding: str) -> tuple[dict[bytes, int], dict[bytes, int]]:
+    """The counts and the split pieces kept for ``encoding`` (each none when missing or not
+    ours: a file of an earlier version has counts and no pieces)."""
     blob = checked_file.read(counts_path(folder, encoding))
     try:
         data = marshal.loads(blob) if blob is not None else None
     except (ValueError, EOFError, TypeError):
-        return {}
+        return {}, {}
     if not (isinstance(data, dict) and data.get("version") == VERSION
             and data.get("encoding") == encoding and isinstance(data.get("counts"), dict)):
-        return {}
+        return {}, {}
     counts = data["counts"]
     if not all(type(key) is bytes and len(key) == DIGEST_BYTES and type(tokens) is int and tokens >= 0
                for key, tokens in counts.items()):
-        return {}
-    return counts
+        return {}, {}
+    pieces = data.get("pieces")
+    if not (isinstance(pieces, dict) and all(
+            type(piece) is bytes and 0 < len(piece) <= MAX_PIECE_BYTES
+            and type(tokens) is int and 1 <= tokens <= len(piece)  # a token is a byte or more
+            for piece, tokens in pieces.items())):
+        pieces = {}
+    return counts, pieces
 
 
-def save(folder, encoding: str, newest: dict[bytes, int], earlier: dict[bytes, int]) -> None:
-    """Keep ``newest`` (this build's counts), then ``earlier`` ones up to :data:`KEPT`."""
+def save(folder, encoding: str, newest: dict[bytes, int], earlier: dict[bytes, int],
+         pieces: dict[bytes, int] | None = None) -> None:
+    """Keep ``newest`` (this build's counts), then ``earlier`` ones up to :data:`KEPT`, and the
+    last :data:`KEPT_PIECES` of ``pieces`` (a counter adds the newest last) up to
+    :data:`MAX_PIECE_BYTES` long."""
     counts = dict(list(newest.items())[:KEPT])
     for key, tokens in earlier.items():
         if len(counts) >= KEPT:
             break
         counts.setdefault(key, tokens)
+    short = [(piece, tokens) for piece, tokens in (pieces or {}).items() if len(piece) <= MAX_PIECE_BYTES]
     checked_file.write(counts_path(folder, encoding),
-                       marshal.dumps({"version": VERSION, "encoding": encoding, "counts": counts}))
+                       marshal.dumps({"version": VERSION, "encoding": encoding, "counts": counts,
+                                      "pieces": dict(short[-KEPT_PIECES:])}))

@@ -423,7 +423,7 @@ def serve(home: str, requests_fd: int, replies_fd: int) -> int:
         phase_marks.mark("worker: models ready")
         first = frame()
         if first.get("exact"):
-            _warm_tokenizer(home, first.get("temp_folder"))
+            _warm_tokenizer(home, first.get("temp_folder"), idle=lambda: not _readable(requests_fd))
             phase_marks.mark("worker: tokenizer ready")
     except Exception as exc:  # noqa: BLE001 - reported with the first request
         warm_problem = f"{type(exc).__name__}: {exc}"
@@ -470,10 +470,13 @@ def _warm_models() -> None:
     build_schemas()
 
 
-def _warm_tokenizer(home: str, temp_folder: str | None = None) -> None:
-    """Load the tokenizer, and the counts of the texts the previous boundary counted (most
-    recur in this one: ``capsule.known_counts``). ``temp_folder``: the system's temporary
-    folder as the boundary found it (``capsule.tokens.use_temp_folder``)."""
+def _warm_tokenizer(home: str, temp_folder: str | None = None, idle=lambda: True) -> None:
+    """Load the tokenizer, and the counts and split pieces the previous boundary's worker kept
+    (most recur in this one: ``capsule.known_counts``). ``temp_folder``: the system's temporary
+    folder as the boundary found it (``capsule.tokens.use_temp_folder``). ``idle()``: no
+    request waits yet; only then is the reference merge's module imported ahead (``warm``,
+    ~5 ms): with the request waiting, a build whose pieces are all known never needs it, and
+    one that does imports it then, as it would have here."""
     from pathlib import Path
 
     from capsule import known_counts
@@ -483,13 +486,23 @@ def _warm_tokenizer(home: str, temp_folder: str | None = None) -> None:
         use_temp_folder(temp_folder)
     set_ranks_cache(Path(home) / "cache")
     counter = get_token_counter()
-    counter.warm()
-    counter.recall(known_counts.load(Path(home) / "cache", counter.name))
+    counts, pieces = known_counts.load_kept(Path(home) / "cache", counter.name)
+    counter.recall(counts)
+    counter.recall_pieces(pieces)
+    if idle():
+        counter.warm()
+
+
+def _readable(fd: int) -> bool:
+    """Something waits to be read on ``fd`` (a request, or the end of the requests)."""
+    import select
+
+    return bool(select.select([fd], [], [], 0)[0])
 
 
 def _keep_counts(home: str) -> None:
-    """Write the counts this worker's builds made or recalled for the next boundary's worker
-    (those of a counter told to recall: one loaded while waiting)."""
+    """Write the counts and split pieces this worker's builds made or recalled for the next
+    boundary's worker (those of a counter told to recall: one loaded while waiting)."""
     from pathlib import Path
 
     from capsule import known_counts
@@ -498,7 +511,8 @@ def _keep_counts(home: str) -> None:
     counter = loaded_token_counter()
     recorded = counter.recorded() if counter is not None else {}
     if recorded and any(counter.known().get(key) != tokens for key, tokens in recorded.items()):
-        known_counts.save(Path(home) / "cache", counter.name, recorded, counter.known())
+        known_counts.save(Path(home) / "cache", counter.name, recorded, counter.known(),
+                          counter.pieces())
 
 
 def _build(home: str, request: dict) -> dict:

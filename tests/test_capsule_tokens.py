@@ -576,6 +576,46 @@ def test_a_counter_told_to_recall_uses_and_records_known_counts():
     assert known_counts.digest(long) not in fresh.recorded()
 
 
+def test_kept_pieces_read_back_newest_bounded_and_checked(tmp_path, monkeypatch):
+    """Split pieces are kept beside the counts: the newest :data:`KEPT_PIECES` of them up to
+    :data:`MAX_PIECE_BYTES` long; pieces that cannot be a piece's count (not bytes, empty,
+    more tokens than bytes) are dropped whole, the counts kept; an earlier version's file (no
+    pieces) gives its counts."""
+    import marshal
+
+    from capsule import checked_file, known_counts
+
+    monkeypatch.setattr(known_counts, "KEPT_PIECES", 2)
+    key = known_counts.digest("x")
+    long = b"y" * (known_counts.MAX_PIECE_BYTES + 1)
+    known_counts.save(tmp_path, "enc", {key: 3}, {}, {b" old": 1, b" tidy": 1, long: 9, b"zq": 2})
+    assert known_counts.load_kept(tmp_path, "enc") == ({key: 3}, {b" tidy": 1, b"zq": 2})
+    path = known_counts.counts_path(tmp_path, "enc")
+    for bad in ({"x": 1}, {b"": 1}, {b"ab": 3}, {b"ab": 0}, {b"ab": "1"}, {long: 1}, [b"ab"]):
+        checked_file.write(path, marshal.dumps({"version": 1, "encoding": "enc", "counts": {key: 3},
+                                                "pieces": bad}))
+        assert known_counts.load_kept(tmp_path, "enc") == ({key: 3}, {}), bad
+    checked_file.write(path, marshal.dumps({"version": 1, "encoding": "enc", "counts": {key: 3}}))
+    assert known_counts.load_kept(tmp_path, "enc") == ({key: 3}, {})
+    assert known_counts.load(tmp_path, "enc") == {key: 3}
+
+
+def test_a_vocabulary_counter_uses_the_pieces_it_recalls():
+    """A recalled piece is not split and looked up again: its kept tokens count (shown by a
+    piece kept with more tokens than it has), and the counter hands on every piece it knows."""
+    counter = tokens.VocabularyCounter(tokens._offline_vocabulary())
+    reference = _tiktoken_counter()
+    text = "tidy the module and rerun"
+    assert counter.count(text) == reference.count(text)
+    known = counter.pieces()
+    assert b" module" in known and known[b" module"] == 1
+    fresh = tokens.VocabularyCounter(tokens._offline_vocabulary())
+    fresh.recall_pieces({b" module": 4})
+    assert fresh.count(text) == reference.count(text) + 3
+    assert fresh.pieces()[b" module"] == 4 and b" rerun" in fresh.pieces()
+    assert tokens.TokenCounter(reference._encoding).pieces() == {}  # splits nothing itself
+
+
 def test_the_temporary_folder_is_tempfiles_unless_told(monkeypatch, tmp_path):
     """tiktoken's cache folder under the system's temporary folder (tiktoken.load's rule):
     ``tempfile.gettempdir()``, or the folder a capsule worker's boundary told it."""

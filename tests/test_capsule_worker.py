@@ -517,12 +517,13 @@ def test_the_worker_runs_pydantic_without_looking_for_plugins(tmp_path):
 def test_a_worker_counts_with_the_counts_its_predecessor_kept(engine, how, monkeypatch):
     """Issue 15: a worker that counted exactly keeps its texts' counts in the state home's
     cache after replying; the next boundary's worker takes them instead of counting again (shown
-    here by counts made one token larger in the file: that worker's capsule carries them)."""
+    here by counts made one token larger in the file: that worker's capsule carries them),
+    and the split pieces it found the tokens of."""
     import marshal
     import time
 
     from capsule import checked_file, known_counts, tokens
-    from capsule.tokens import get_token_counter
+    from capsule.tokens import get_token_counter, token_counter_for
 
     t = _thread(engine, "kept", 60, 40)
     plain = checkpoints.with_workspace(
@@ -542,13 +543,40 @@ def test_a_worker_counts_with_the_counts_its_predecessor_kept(engine, how, monke
     deadline = time.monotonic() + 30  # written after the reply
     while not path.exists() and time.monotonic() < deadline:
         time.sleep(0.02)
-    kept = known_counts.load(engine.home / "cache", name)
+    kept, pieces = known_counts.load_kept(engine.home / "cache", name)
     assert len(kept) > 100
+    # and the pieces it split texts into, each with tiktoken's count, for the next to recall
+    assert len(pieces) > 50
+    reference = token_counter_for(name)._encoding
+    for piece, count in list(pieces.items())[::7]:
+        assert count == len(reference.encode(piece.decode("utf-8"), disallowed_special=()))
     assert built_by_a_worker() == expected  # the same capsule from counts it did not make
     larger = {key: tokens + 1 for key, tokens in kept.items()}
     blob = marshal.dumps({"version": known_counts.VERSION, "encoding": name, "counts": larger})
     checked_file.write(path, blob)
     assert built_by_a_worker()[0] != expected[0]  # the file's counts, not its own
+
+
+def test_a_worker_imports_the_reference_merge_ahead_only_while_no_request_waits(tmp_path):
+    """``warm`` (tiktoken's import, for the reference merge) runs while the worker would wait
+    anyway; with the request already there it is left to a build that needs it."""
+    from continuation.capsule_worker import _readable
+
+    script = ("import sys; from continuation.capsule_worker import _warm_tokenizer; "
+              "_warm_tokenizer(sys.argv[1], idle=lambda: sys.argv[2] == 'idle'); "
+              "print('tiktoken' in sys.modules)")
+    seen = {mode: subprocess.run([sys.executable, "-c", script, str(tmp_path), mode],
+                                 capture_output=True, text=True, check=True).stdout.strip()
+            for mode in ("idle", "busy")}
+    assert seen == {"idle": "True", "busy": "False"}
+    read, write = os.pipe()
+    try:
+        assert not _readable(read)
+        os.write(write, b"x")
+        assert _readable(read)
+    finally:
+        os.close(read)
+        os.close(write)
 
 
 def _first_frame(tmp_path: Path, prepare) -> dict:
