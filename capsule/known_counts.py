@@ -30,8 +30,9 @@ VERSION = 1
 #: counts kept in a file: the newest build's texts, then earlier ones up to this many (~0.5 MB)
 KEPT = 20_000
 DIGEST_BYTES = 16
-#: split pieces kept with their tokens (``VocabularyCounter.recall_pieces``): the newest ones
-KEPT_PIECES = 10_000
+#: split pieces kept with their tokens (``VocabularyCounter.recall_pieces``): the newest ones,
+#: a few builds' worth (the bench's first build splits ~600), checked on load (~0.3 µs each)
+KEPT_PIECES = 4_000
 MAX_PIECE_BYTES = 64
 
 

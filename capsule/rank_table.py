@@ -27,7 +27,8 @@ class RankTable:
     __slots__ = ("_slots", "_offsets", "_ranks", "_blob", "_mask")
 
     def __init__(self, slots, offsets, ranks, blob):
-        if len(slots) & (len(slots) - 1) or len(offsets) != len(ranks) + 1 or len(slots) < len(ranks):
+        if (not len(slots) or len(slots) & (len(slots) - 1) or len(slots) < len(ranks)
+                or len(offsets) != len(ranks) + 1):
             raise ValueError("not a rank table")
         self._slots, self._offsets, self._ranks, self._blob = slots, offsets, ranks, blob
         self._mask = len(slots) - 1

@@ -377,10 +377,13 @@ def test_the_rank_table_answers_as_the_dict_does():
 def test_a_torn_or_foreign_rank_table_is_refused():
     """What is not a whole table (cut short, another format, extra bytes) raises ValueError,
     which the cache reader takes as no cache."""
-    from capsule.rank_table import RankTable
+    import struct
+
+    from capsule.rank_table import MAGIC, RankTable
 
     whole = RankTable.of({b"a": 1, b"bc": 2, b"def": 3}).dumps()
-    for bad in (whole[:-1], whole[:20], whole + b"x", b"CRT0" + whole[4:], b"", b"\x80\x04"):
+    no_slots = MAGIC + struct.pack("<2I", 0, 0) + struct.pack("<I", 0)  # 0 slots, 0 tokens
+    for bad in (whole[:-1], whole[:20], whole + b"x", b"CRT0" + whole[4:], b"", b"\x80\x04", no_slots):
         with pytest.raises(ValueError):
             RankTable.loads(bad)
 
