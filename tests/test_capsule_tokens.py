@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 
 import pytest
@@ -74,8 +75,11 @@ def test_cached_o200k_is_loaded_from_the_cache_file_only(fresh, no_network, monk
     tokens.o200k_cache_file().write_bytes(data)
     monkeypatch.setattr(tokens, "O200K_SHA256", hashlib.sha256(data).hexdigest())
     counter = tokens.get_token_counter()
-    assert counter.name == O200K_NAME
-    assert counter.count("ab") >= 1
+    assert counter.name == O200K_NAME and isinstance(counter, tokens.VocabularyCounter)
+    reference = tiktoken.Encoding(O200K_NAME, pat_str=tokens.O200K_PAT_STR, special_tokens={},
+                                  mergeable_ranks=tokens._parse_ranks(data))
+    for text in ("ab", "A Bc'LL x.\n/y 123456", "tidy the module"):
+        assert counter.count(text) == len(reference.encode(text, disallowed_special=()))
 
 
 def test_o200k_definition_matches_tiktoken(monkeypatch):
@@ -267,6 +271,54 @@ def test_the_assigned_table_is_unicode_14s():
             newer += 1
     assert VERSION == "14.0.0"
     assert (newer == 0) == (unicodedata.unidata_version == VERSION)
+
+
+def _verify_split():
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+    import verify_split
+
+    return verify_split
+
+
+def test_o200ks_pattern_is_split_as_tiktoken_splits_it():
+    """o200k_base's pattern (its case classes, contractions in either case, the punctuation
+    piece that takes a "/" after newlines) splits every sampled character Unicode 14.0 assigns
+    as tiktoken splits it (``scripts/verify_split.py`` checks all 282,230: none differs). The
+    probe shows tiktoken's pieces: o200k's and cl100k's differ where their patterns do."""
+    verify = _verify_split()
+    assert verify.tiktoken_pieces(tokens.O200K_PAT_STR, ["x.\n/y"]) == [[b"x", b".\n/", b"y"]]
+    assert verify.tiktoken_pieces(tokens.OFFLINE_PAT_STR, ["x.\n/y"]) == [[b"x", b".\n", b"/y"]]
+    assert verify.differences(tokens.O200K_PAT_STR, verify.assigned_codes(step=41)) == []
+    assert tokens.vocabulary_split_agrees(O200K_NAME)
+
+
+@functools.lru_cache(maxsize=1)
+def _o200k_shaped() -> tuple[tokens.VocabularyCounter, tiktoken.Encoding]:
+    """o200k's pattern and special tokens over cl100k's ranks (o200k's file is not here
+    offline): the vocabulary counter and tiktoken's encoder of that same encoding."""
+    ranks = tokens._offline_vocabulary().ranks
+    vocabulary = tokens.Vocabulary(O200K_NAME, tokens.O200K_PAT_STR, ranks, tokens.O200K_SPECIAL)
+    return tokens.VocabularyCounter(vocabulary), vocabulary.encoding()
+
+
+def test_text_with_o200ks_pattern_is_counted_as_tiktoken_counts_it():
+    """Counted whole (no line chunks for o200k's pattern), on made and real session text."""
+    from conftest import SHARED_FIXTURES
+
+    counter, encoding = _o200k_shaped()
+    made, real = _corpus(SHARED_FIXTURES if SHARED_FIXTURES.is_dir() else None)
+    for text in made + real:
+        assert counter.count(text) == len(encoding.encode(text, disallowed_special=())), text[:120]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=400))
+def test_arbitrary_text_with_o200ks_pattern_is_counted_as_tiktoken_counts_it(text):
+    counter, encoding = _o200k_shaped()
+    assert counter.count(text) == len(encoding.encode(text, disallowed_special=()))
 
 
 @settings(max_examples=300, deadline=None)
