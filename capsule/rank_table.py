@@ -81,10 +81,9 @@ class RankTable:
     def dumps(self) -> bytes:
         """Magic, slot and token numbers, then slots, offsets, ranks and the blob; the numbers
         little-endian whatever this machine's order (a state home may be read by another)."""
-        import struct
-
-        numbers = [len(self._slots), len(self._ranks), *self._slots, *self._offsets, *self._ranks]
-        return MAGIC + struct.pack(f"<{len(numbers)}I", *numbers) + bytes(self._blob)
+        counts = array("I", [len(self._slots), len(self._ranks)])
+        numbers = (counts, self._slots, self._offsets, self._ranks)
+        return MAGIC + b"".join(_little(part) for part in numbers) + bytes(self._blob)
 
     @classmethod
     def loads(cls, buffer: bytes) -> RankTable:
@@ -114,3 +113,13 @@ def _words(view: memoryview):
     import struct
 
     return struct.unpack(f"<{len(view) // _WORD}I", view)
+
+
+def _little(numbers) -> bytes:
+    """Unsigned 32-bit numbers as little-endian bytes: an array's or a view's own bytes where
+    that is this machine's order (a 2.5 MB table in ~2 ms), else packed one by one."""
+    if sys.byteorder == "little" and getattr(numbers, "itemsize", 0) == _WORD:
+        return numbers.tobytes()
+    import struct
+
+    return struct.pack(f"<{len(numbers)}I", *numbers)

@@ -562,6 +562,7 @@ def test_the_rank_table_is_stored_little_endian_and_read_on_any_byte_order(monke
     monkeypatch.setattr(sys, "byteorder", "big")
     again = RankTable.loads(raw)
     assert again.as_dict() == {b"a": 1, b"b": 70_000, b"zz": 3} and again[b"b"] == 70_000
+    assert table.dumps() == raw and again.dumps() == raw  # written little-endian there too
 
 
 # --- counts kept from an earlier boundary (capsule.known_counts) -------------------------------
