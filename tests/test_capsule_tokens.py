@@ -459,6 +459,22 @@ def test_a_checked_file_reads_back_only_what_was_written_whole(tmp_path):
     assert not list(path.parent.glob(".*.tmp"))  # no temporary file left behind
 
 
+def test_a_checked_file_that_cannot_be_mapped_is_read(tmp_path, monkeypatch):
+    """A file system that refuses to map the file: it is read instead, never taken as absent
+    (the tokenizer's file would be parsed again at every boundary)."""
+    import mmap
+
+    from capsule import checked_file
+
+    def refuse(*args, **kwargs):
+        raise OSError("mmap not supported here")
+
+    path = tmp_path / "blob.bin"
+    assert checked_file.write(path, b"kept between boundaries")
+    monkeypatch.setattr(mmap, "mmap", refuse)
+    assert bytes(checked_file.read(path)) == b"kept between boundaries"
+
+
 def test_earlier_ranks_cache_files_are_removed_when_the_table_is_written(tmp_path):
     data = b"\n".join(base64.b64encode(bytes([i])) + b" " + str(i).encode() for i in range(256))
     sha = hashlib.sha256(data).hexdigest()
