@@ -7,6 +7,14 @@ from pathlib import Path
 import pytest
 
 SHARED_FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures"
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (a capsule worker needs two)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
 PROJECT_FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 

@@ -25,6 +25,7 @@ from capsule.source import CapsuleSource, SourceNotice
 from continuation import boundary, capsule_source, capsule_worker, checkpoints
 from continuation.capsule_worker import CapsuleWorker
 from continuation.engine import Engine
+from conftest import usable_cpus
 
 ROOT = str(Path(capsule_worker.__file__).resolve().parents[1])
 WORDS = ("rename", "module", "tests", "fix", "the", "build", "ünïcode", "日本語", "path/to/file.py",
@@ -246,13 +247,6 @@ def test_a_bad_request_gets_an_error_reply_not_a_dead_worker(engine):
         worker.close()
 
 
-def _cpus() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count() or 1
-
-
 def _should_use(env: dict) -> bool:
     r = subprocess.run([sys.executable, "-P", "-c", "from continuation.capsule_worker import "
                         "should_use; print(should_use())"], capture_output=True, text=True,
@@ -263,7 +257,7 @@ def _should_use(env: dict) -> bool:
 @pytest.mark.skipif(os.name != "posix", reason="the worker is POSIX-only")
 def test_when_the_worker_is_used():
     env = {k: v for k, v in os.environ.items() if k != "CONTINUATION_CAPSULE_WORKER"}
-    assert _should_use(env) is (_cpus() >= 2)
+    assert _should_use(env) is (usable_cpus() >= 2)
     assert _should_use({**env, "CONTINUATION_CAPSULE_WORKER": "0"}) is False
     assert capsule_worker.should_use() is False  # this process holds pydantic: build in place
 
@@ -323,7 +317,7 @@ def _imported(stderr: bytes) -> set[str]:
             if line.startswith("import time:")}
 
 
-@pytest.mark.skipif(os.name != "posix" or _cpus() < 2, reason="the worker needs POSIX and 2 CPUs")
+@pytest.mark.skipif(os.name != "posix" or usable_cpus() < 2, reason="the worker needs POSIX and 2 CPUs")
 @pytest.mark.parametrize("start", ["", "spawn"], ids=["default", "spawn"])
 def test_precompact_and_rewind_processes_leave_pydantic_to_the_worker(tmp_path, start):
     """The PreCompact hook, and ``rewind --files --yes``, run as installed: their own process

@@ -16,6 +16,7 @@ from continuation import phase_marks
 from continuation.engine import Engine
 from continuation.install import default_command
 from workspace_repos import git_home, make_repo  # noqa: F401 (git_home is a fixture)
+from conftest import usable_cpus
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -51,13 +52,6 @@ def test_a_mark_that_cannot_be_written_is_dropped(tmp_path, monkeypatch):
     assert not (tmp_path / "missing").exists()
 
 
-def _cpus() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count() or 1
-
-
 @pytest.fixture
 def hook_env(git_home, tmp_path):
     home, repo = git_home, make_repo(tmp_path / "repo", {"a.py": "one\n"})
@@ -78,7 +72,7 @@ def _hook(env, payload: dict) -> subprocess.CompletedProcess:
                           timeout=120)
 
 
-@pytest.mark.skipif(sys.platform != "linux" or _cpus() < 2,
+@pytest.mark.skipif(sys.platform != "linux" or usable_cpus() < 2,
                     reason="the forked capsule worker needs Linux and 2 CPUs")
 def test_a_precompact_hook_marks_its_phases_in_the_order_they_happen(hook_env):
     env, repo, marks = hook_env
