@@ -44,11 +44,6 @@ def counts_path(folder, encoding: str) -> Path:
     return Path(folder) / f"token-counts-{encoding}.marshal"
 
 
-def load(folder, encoding: str) -> dict[bytes, int]:
-    """The counts kept for ``encoding``, or none when the file is missing or not ours."""
-    return load_kept(folder, encoding)[0]
-
-
 def load_kept(folder, encoding: str) -> tuple[dict[bytes, int], dict[bytes, int]]:
     """The counts and the split pieces kept for ``encoding`` (each none when missing or not
     ours: a file of an earlier version has counts and no pieces)."""

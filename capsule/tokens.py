@@ -342,7 +342,8 @@ class _RememberingCounter:
         return {}
 
     def recall_pieces(self, pieces: dict[bytes, int]) -> None:
-        """Take the tokens of pieces an earlier counter of the same encoding found."""
+        """Pieces an earlier counter of the same encoding split: unused here (it splits nothing
+        itself)."""
 
     def known(self) -> dict[bytes, int]:
         return self._known
@@ -426,9 +427,10 @@ class VocabularyCounter(_RememberingCounter):
     module's and the merge is tiktoken's own reference implementation
     (``tiktoken._educational.bpe_encode``), as tiktoken's educational encoder does; each
     distinct piece's count is remembered (the vocabulary is a table the cache holds whole:
-    :class:`capsule.rank_table.RankTable`; a capsule build splits into ~700 distinct pieces), and
-    the next boundary's counter recalls them (:meth:`recall_pieces`). A piece longer than :data:`REFERENCE_MERGE_MAX_BYTES`, and every piece once the reference merge has
-    taken :data:`REFERENCE_MERGE_BUDGET_BYTES`, goes to tiktoken's encoder, loaded for it.
+    :class:`capsule.rank_table.RankTable`; a capsule build splits into ~700 distinct pieces),
+    and the next boundary's counter recalls them (:meth:`recall_pieces`). A piece longer than
+    :data:`REFERENCE_MERGE_MAX_BYTES`, and every piece once the reference merge has taken
+    :data:`REFERENCE_MERGE_BUDGET_BYTES`, goes to tiktoken's encoder, loaded for it.
     Its ``name`` is the encoding's: ``tests/test_capsule_tokens.py`` holds its counts equal to
     tiktoken's on real session text, generated text and arbitrary Unicode."""
 

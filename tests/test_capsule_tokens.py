@@ -230,15 +230,11 @@ def test_every_assigned_character_is_split_as_tiktoken_splits_it():
     this Python's own Unicode data) is counted as tiktoken counts it; any other one, which the
     ``regex`` module's newer tables may class differently (measured: 17,480 such code points
     off by one token), sends its text to tiktoken's encoder, so it is counted right too."""
-    from capsule.unicode_assigned import assigned
-
+    verify = _verify_split()  # its code points and first probe text, counted here
     counter, reference = tokens.VocabularyCounter(tokens._offline_vocabulary()), _tiktoken_counter()
     wrong = []
-    for code in range(0x110000):
-        if 0xD800 <= code < 0xE000 or not assigned(code):
-            continue
-        ch = chr(code)
-        text = f"a{ch}b {ch}c 1{ch}2 {ch}{ch} \n{ch}'s {ch}\n"
+    for code in verify.assigned_codes():
+        text = verify.probe_texts(chr(code))[0]
         if counter.count(text) != reference.count(text):
             wrong.append(hex(code))
     assert not wrong, wrong[:20]
@@ -590,8 +586,8 @@ def test_kept_counts_read_back_and_anything_else_is_ignored(tmp_path):
     earlier = {known_counts.digest("old"): 7, known_counts.digest("one"): 99}
     known_counts.save(tmp_path, "cl100k_base", newest, earlier)
     path = known_counts.counts_path(tmp_path, "cl100k_base")
-    assert known_counts.load(tmp_path, "cl100k_base") == {**earlier, **newest}  # newest wins
-    assert known_counts.load(tmp_path, "o200k_base") == {}  # another encoding's: none written
+    assert known_counts.load_kept(tmp_path, "cl100k_base")[0] == {**earlier, **newest}  # newest wins
+    assert known_counts.load_kept(tmp_path, "o200k_base")[0] == {}  # another encoding's: none written
     raw = path.read_bytes()
     assert (path.stat().st_mode & 0o777) == 0o600
     damaged = raw[:-3] + bytes([raw[-3] ^ 1]) + raw[-2:]
@@ -612,9 +608,9 @@ def test_kept_counts_read_back_and_anything_else_is_ignored(tmp_path):
                 written({"version": 1, "encoding": "cl100k_base", "counts": {b"short": 1}}),
                 written([1, 2, 3])):
         path.write_bytes(bad)
-        assert known_counts.load(tmp_path, "cl100k_base") == {}, bad[:60]
+        assert known_counts.load_kept(tmp_path, "cl100k_base")[0] == {}, bad[:60]
     path.write_bytes(written({"version": 1, "encoding": "cl100k_base", "counts": {key: 3}}))
-    assert known_counts.load(tmp_path, "cl100k_base") == {key: 3}
+    assert known_counts.load_kept(tmp_path, "cl100k_base")[0] == {key: 3}
 
 
 def test_kept_counts_are_bounded_newest_first(tmp_path, monkeypatch):
@@ -624,7 +620,7 @@ def test_kept_counts_are_bounded_newest_first(tmp_path, monkeypatch):
     newest = {known_counts.digest(t): 1 for t in ("a", "b")}
     earlier = {known_counts.digest(t): 2 for t in ("c", "d", "e")}
     known_counts.save(tmp_path, "enc", newest, earlier)
-    kept = known_counts.load(tmp_path, "enc")
+    kept = known_counts.load_kept(tmp_path, "enc")[0]
     assert len(kept) == 3 and newest.items() <= kept.items()
 
 
@@ -669,7 +665,6 @@ def test_kept_pieces_read_back_newest_bounded_and_checked(tmp_path, monkeypatch)
         assert known_counts.load_kept(tmp_path, "enc") == ({key: 3}, {}), bad
     checked_file.write(path, marshal.dumps({"version": 1, "encoding": "enc", "counts": {key: 3}}))
     assert known_counts.load_kept(tmp_path, "enc") == ({key: 3}, {})
-    assert known_counts.load(tmp_path, "enc") == {key: 3}
 
 
 def test_a_vocabulary_counter_uses_the_pieces_it_recalls():
