@@ -233,3 +233,19 @@ def test_parallel_tool_calls_get_distinct_ids_and_all_close(home, transcript, tm
         calls = {c.call_id: c.status for c in t.tool_calls()}
     assert calls == {f"prompt-1:call-{k}": "ok" for k in range(1, 6)}
     assert not (home / "logs" / "hooks.log").exists()
+
+
+def test_only_a_compaction_that_is_a_boundary_starts_a_capsule_worker_early(monkeypatch):
+    """Gemini CLI fires an ``auto`` PreCompress before every model request: a worker started
+    for each would import the capsule stack per request. Its boundaries (past the threshold)
+    start their own; a manual ``/compress`` and the other runtimes' PreCompact start one early."""
+    from continuation import hooks
+
+    started = []
+    monkeypatch.setattr(hooks, "_start_capsule_worker", lambda: started.append(True))
+    for event, trigger, starts in (("PreCompact", "auto", True), ("PreCompact", "manual", True),
+                                   ("PreCompress", "manual", True), ("PreCompress", "auto", False),
+                                   ("PreToolUse", None, False), ("BeforeAgent", None, False)):
+        started.clear()
+        hooks._start_worker_for_payload({"hook_event_name": event, "trigger": trigger})
+        assert started == ([True] if starts else []), (event, trigger)

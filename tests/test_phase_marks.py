@@ -165,3 +165,38 @@ def test_the_trace_script_traces_a_files_rewind():
              "rewind: recorded", "boundary: committed", "rewind: done"]
     assert [p for p in phases if p in order] == order
     assert "snapshot: committed" in phases and "snapshot: committed #2" in phases
+
+
+def _modules_once_the_worker_ended(marks: Path) -> dict[str, set[str]]:
+    """The module lists of a boundary; the worker writes its own as it ends, after the hook's
+    process (which closes its request pipe)."""
+    import time
+
+    deadline = time.monotonic() + 60
+    while True:
+        found = phase_marks.modules_marked(marks)
+        if "the worker" in found or time.monotonic() > deadline:
+            return found
+        time.sleep(0.05)
+
+
+@pytest.mark.skipif(sys.platform != "linux" or usable_cpus() < 2,
+                    reason="the forked capsule worker needs Linux and 2 CPUs")
+def test_what_a_precompact_hook_and_its_worker_both_import_is_imported_before_the_fork(hook_env):
+    """A module both processes import after the fork is imported twice, on the two cores a
+    boundary shares with git (``capsule_worker.SHARED_MODULES``)."""
+    from continuation.capsule_worker import SHARED_MODULES
+
+    env, repo, marks = hook_env
+    r = _hook(env, {"session_id": "s", "hook_event_name": "PreCompact", "trigger": "auto",
+                    "cwd": str(repo), "transcript_path": ""})
+    assert r.returncode == 0 and json.loads(r.stdout) == {}, r.stderr[-2000:]
+    found = _modules_once_the_worker_ended(marks)
+    at_fork, hook, worker = (found["the boundary at its worker's fork"], found["the boundary"],
+                             found["the worker"])
+    assert {name for name in SHARED_MODULES if name in hook} <= at_fork
+    # each process imported what only it needs after the fork (the lists are whole)
+    assert "pydantic" in worker - hook and "sqlite3" in hook - worker
+    assert at_fork <= hook and at_fork <= worker
+    both = sorted((hook & worker) - at_fork)
+    assert both == [], " ".join(both)

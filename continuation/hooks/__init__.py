@@ -150,13 +150,19 @@ def boundary_deadline(raw: bytes) -> float | None:
         return min(found)
 
 
-#: the events whose hook commits a checkpoint first thing (Claude Code / Codex, Gemini CLI)
-COMPACTIONS = ("PreCompact", "PreCompress")
+def _is_compaction(payload: dict) -> bool:
+    """The payload's hook commits a checkpoint first thing: Claude Code's and Codex's
+    PreCompact, Gemini CLI's manual PreCompress (``/compress``). Not Gemini's ``auto`` one: it
+    fires before every model request and is a boundary only past the CLI's own threshold
+    (:mod:`.gemini_compress`); a worker started for each would import the capsule stack on
+    every request, so the boundary, when there is one, starts its own."""
+    event = payload.get("hook_event_name")
+    return event == "PreCompact" or (event == "PreCompress" and payload.get("trigger") == "manual")
 
 
 def _start_worker_for_payload(payload: dict) -> None:
     """:func:`_start_capsule_worker` when ``payload`` is a compaction's."""
-    if payload.get("hook_event_name") in COMPACTIONS:
+    if _is_compaction(payload):
         _start_capsule_worker()
 
 
@@ -238,6 +244,9 @@ def main(argv: list[str]) -> int:
     sys.stdout.flush()
     if deadline is not None:
         mark("hook: answered")
+        from ..phase_marks import mark_modules
+
+        mark_modules("the boundary")
     end_process(code)  # also leaves behind a boundary worker stuck past its deadline
     return code  # only where the process did not end (tests replacing end_process)
 

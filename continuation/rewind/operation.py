@@ -26,7 +26,7 @@ from statemachine import events as ev
 
 from .. import checkpoints as cps
 from ..engine import Engine, Thread
-from ..phase_marks import mark
+from ..phase_marks import mark, mark_modules
 from ..store.view import SqlStateView
 from .errors import RewindError
 from .timeline import WORKSPACE_RESTORED
@@ -385,6 +385,7 @@ def apply_rewind(engine: Engine, plan: RewindPlan) -> RewindResult:
         if plan.builder is not None:  # ended by the checkpoint, or here when it was not reached
             plan.builder.close()
     mark("rewind: done")
+    mark_modules("the boundary")
     return RewindResult(plan, int(anchor.seq), cp, files)
 
 
