@@ -32,6 +32,8 @@ def _run(args, action):
             report = uninstall(args.runtime, args.scope, **kwargs)
     except InstallError as exc:
         raise CommandError(str(exc)) from None
+    if action == "install":
+        _prepare_tokenizer(kwargs["state_home"], report.warnings)
     if args.json:
         emit_json(report.model_dump(mode="json"))
     else:
@@ -47,3 +49,16 @@ def cmd_install(args) -> int:
 
 def cmd_uninstall(args) -> int:
     return _run(args, "uninstall")
+
+
+def _prepare_tokenizer(state_home: Path, warnings: list[str]) -> None:
+    """The tokenizer's parsed ranks into the state home now, not at the first compaction
+    (``continuation.tokenizer_cache``). A failure is a warning: the hooks are installed, and
+    the first boundary that counts prepares them itself."""
+    from ..tokenizer_cache import prepare
+
+    try:
+        prepare(state_home)
+    except Exception as exc:  # noqa: BLE001 - never fails the install
+        warnings.append(f"the tokenizer was not prepared ({type(exc).__name__}: {exc}); "
+                        "the first compaction prepares it")
