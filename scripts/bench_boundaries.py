@@ -18,7 +18,7 @@ round interleaves the operations with their baselines so both see the same load:
   100,000 events: to a checkpoint 1,000 events back, then to one half the thread back.
 
 Prints one line per measure with both medians, the ratio and the spread of the runs.
-Usage: python scripts/bench_boundaries.py [--files 20000] [--events 100000] [--runs 9]
+Usage: python scripts/bench_boundaries.py [--files 20000] [--events 100000] [--runs 9] [--busy N]
        [--warm-rounds 2] [--keep]
 """
 from __future__ import annotations
@@ -31,6 +31,7 @@ import shutil
 import subprocess
 import sys
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -38,7 +39,7 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
 from benchlib import (  # noqa: E402
-    in_scratch_folder, install, isolated_git_home, median_ms, spread, text_blob, timed)
+    busy_cores, in_scratch_folder, install, isolated_git_home, median_ms, spread, text_blob, timed)
 
 SMALL, BIG = "bench-small", "bench-big"
 
@@ -162,14 +163,19 @@ def main() -> int:
     ap.add_argument("--warm-rounds", type=int, default=2,
                     help="rounds run first and not counted, ours and the baselines' alike "
                          "(see _dirty_kb)")
+    ap.add_argument("--busy", type=int, default=0, metavar="N",
+                    help="measure beside N processes spinning on a core each (a shared "
+                         "machine's neighbours; the setup runs without them)")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--keep", action="store_true")
     args = ap.parse_args()
 
-    return in_scratch_folder("bench-boundaries-", args.keep, lambda base: run(args, base))
+    with ExitStack() as measuring:
+        return in_scratch_folder("bench-boundaries-", args.keep,
+                                 lambda base: run(args, base, measuring))
 
 
-def run(args, base: Path) -> int:
+def run(args, base: Path, measuring: ExitStack) -> int:
     rng = random.Random(1234)
     gitenv_home = isolated_git_home(base)
     t0 = time.perf_counter()
@@ -207,6 +213,9 @@ def run(args, base: Path) -> int:
                "for s, n in c.execute('SELECT state, count(*) FROM inputs WHERE thread_key=?"
                " GROUP BY state ORDER BY state', (sys.argv[2],)):\n"
                "    print(s, n)\n", str(home / "store.sqlite3"), big_key]
+    if args.busy:
+        print(f"measured beside {args.busy} process(es) spinning on a core each (--busy)")
+        measuring.enter_context(busy_cores(args.busy))
     # warm-up: first snapshots of both threads, the file cache, git's index refresh
     git(repo, "status", "--porcelain")
     for session in (SMALL, BIG):

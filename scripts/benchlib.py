@@ -22,6 +22,7 @@ import sys
 import sysconfig
 import tempfile
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -94,6 +95,19 @@ def isolated_git_home(base: Path) -> Path:
     os.environ.update({"HOME": str(home), "GIT_CONFIG_GLOBAL": str(home / ".gitconfig"),
                        "GIT_CONFIG_NOSYSTEM": "1"})
     return home
+
+
+@contextmanager
+def busy_cores(count: int):
+    """``count`` processes spinning on a core each while the block runs: the neighbours of a
+    shared machine, for measuring how the ratios hold up beside them (then stopped)."""
+    spinning = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+    try:
+        yield spinning
+    finally:
+        for process in spinning:
+            process.kill()
+            process.wait()
 
 
 def in_scratch_folder(prefix: str, keep: bool, run) -> int:

@@ -55,3 +55,23 @@ def test_each_benchmark_runs_at_its_own_target_sizes_unless_quick(monkeypatch, c
     calls.clear()
     assert bench_all.main(["--full", *only]) == 0  # the former flag: the same as the default
     assert calls == [("bench_boundaries.py", [], False)]
+
+
+def test_busy_cores_spin_while_the_block_runs_and_stop_after():
+    """``bench_boundaries.py --busy N``: the neighbours of a shared machine, for as long as
+    the measurement runs."""
+    import time
+
+    sys.path.insert(0, str(SCRIPTS))
+    try:
+        from benchlib import busy_cores
+    finally:
+        sys.path.remove(str(SCRIPTS))
+    with busy_cores(2) as spinning:
+        time.sleep(0.3)
+        assert len(spinning) == 2 and all(p.poll() is None for p in spinning)
+        for p in spinning:  # on a core: user time accumulates (/proc/<pid>/stat, field 14)
+            if Path(f"/proc/{p.pid}/stat").exists():
+                fields = Path(f"/proc/{p.pid}/stat").read_text().rsplit(")", 1)[1].split()
+                assert int(fields[11]) > 0
+    assert all(p.returncode is not None for p in spinning)
