@@ -13,12 +13,11 @@
 """
 from __future__ import annotations
 
-import hashlib
 import os
 
 from statemachine import events as ev
 
-from . import capsule_worker, checkpoints
+from . import capsule_worker, checkpoints, transcript_hash
 from .atomic import atomic_write
 from .engine import Thread
 from .phase_marks import mark
@@ -89,22 +88,6 @@ def _start_snapshot(thread: Thread, generation: int, tree_after_restore=None) ->
                             tree_after_restore)
 
 
-def transcript_pointer(path: str | None) -> dict | None:
-    """Path, byte size and sha256 of the transcript prefix read at the boundary."""
-    if not path:
-        return None
-    from .userfiles import hash_prefix
-
-    p = os.fspath(path)
-    try:
-        h = hashlib.sha256()
-        size = hash_prefix(p, h)  # a regular file only, up to its size when opened
-        return {"transcript_path": p, "transcript_offset": size,
-                "transcript_prefix_sha256": h.hexdigest()}
-    except OSError:
-        return {"transcript_path": p}
-
-
 #: commits lost to racing checkpoints of the same thread before one gives up (each loss means
 #: another checkpoint was committed, so the thread always advances)
 COMMIT_ATTEMPTS = 32
@@ -140,7 +123,7 @@ def commit_checkpoint(thread: Thread, *, reason: str, transcript_path: str | Non
         worker = capsule_worker.CapsuleWorker.start(thread.engine.home)
     exact: bool | None = None  # whether the build counts exactly: asked once, below
     try:
-        transcript = transcript_pointer(transcript_path)
+        transcript = transcript_hash.pointer(transcript_path)
         floor = 0
         for _ in range(COMMIT_ATTEMPTS):
             generation = max(int(thread.row["generation"]) + 1, floor)

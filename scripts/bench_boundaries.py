@@ -2,7 +2,9 @@
 """Boundaries and reads against git and sqlite baselines, measured side by side in one run.
 
 Builds a repository (default 20,000 files of 4 KiB, about 82 MB) and a state home holding two
-threads on it: one of 1,000 events and one of 100,000 (20,000 inputs). Every command runs as a
+threads on it: one of 1,000 events and one of 100,000 (20,000 inputs), and a session file of 8
+MB that the hooks' payloads name as their transcript (``--transcript-mb``: a boundary records
+where the transcript stood, the sha256 of its prefix). Every command runs as a
 process through an installed copy of ``continuation`` (see ``benchlib.install``), and each
 round interleaves the operations with their baselines so both see the same load:
 
@@ -18,8 +20,8 @@ round interleaves the operations with their baselines so both see the same load:
   100,000 events: to a checkpoint 1,000 events back, then to one half the thread back.
 
 Prints one line per measure with both medians, the ratio and the spread of the runs.
-Usage: python scripts/bench_boundaries.py [--files 20000] [--events 100000] [--runs 9] [--busy N]
-       [--warm-rounds 2] [--keep]
+Usage: python scripts/bench_boundaries.py [--files 20000] [--events 100000] [--runs 9]
+       [--transcript-mb 8] [--busy N] [--warm-rounds 2] [--keep]
 """
 from __future__ import annotations
 
@@ -103,9 +105,30 @@ def populate(home: Path, session: str, events: int, workspace: Path, checkpoint_
         return thread.key
 
 
-def hook_payload(session: str, repo: Path, event: str, **extra) -> bytes:
+def hook_payload(session: str, repo: Path, event: str, transcript: Path | None = None,
+                 **extra) -> bytes:
     return json.dumps({"session_id": session, "cwd": str(repo), "hook_event_name": event,
-                       "transcript_path": "", **extra}).encode()
+                       "transcript_path": str(transcript or ""), **extra}).encode()
+
+
+def write_transcript(path: Path, megabytes: float, rng: random.Random) -> Path | None:
+    """A Claude Code-shaped session file of about ``megabytes`` MB (user prompts, assistant
+    text, tool uses and their results), for the hooks' ``transcript_path``: a boundary
+    records where its transcript stood (its size and the sha256 of that prefix), work that
+    grows with the session. None for 0."""
+    if megabytes <= 0:
+        return None
+    words = [f"word{i}" for i in range(500)]
+    with open(path, "w", encoding="utf-8") as out:
+        written, n = 0, 0
+        while written < megabytes * 1e6:
+            text = " ".join(rng.choices(words, k=rng.randint(20, 600)))
+            kind = ("user", "assistant")[n % 2]
+            line = json.dumps({"type": kind, "uuid": f"u{n}", "sessionId": "bench",
+                               "message": {"role": kind, "content": [{"type": "text", "text": text}]}})
+            out.write(line + "\n")
+            written, n = written + len(line) + 1, n + 1
+    return path
 
 
 def newest_checkpoint(home: Path, thread_key: str) -> tuple[str, str]:
@@ -163,6 +186,9 @@ def main() -> int:
     ap.add_argument("--warm-rounds", type=int, default=2,
                     help="rounds run first and not counted, ours and the baselines' alike "
                          "(see _dirty_kb)")
+    ap.add_argument("--transcript-mb", type=float, default=8.0,
+                    help="size of the session file the hooks' payloads name (0: none); a "
+                         "session a few compactions in (see write_transcript)")
     ap.add_argument("--busy", type=int, default=0, metavar="N",
                     help="measure beside N processes spinning on a core each (a shared "
                          "machine's neighbours; the setup runs without them)")
@@ -189,21 +215,25 @@ def run(args, base: Path, measuring: ExitStack) -> int:
     small_key = populate(home, SMALL, args.small_events, repo)
     big_key = populate(home, BIG, args.events, repo, checkpoint_before=1_000,
                        far_checkpoint_before=args.events // 2)
+    transcript = write_transcript(base / "session.jsonl", args.transcript_mb, rng)
     total_mb = sum(p.stat().st_size for p in paths) / 1e6
     dirty = _dirty_kb()
     os.sync()  # see _dirty_kb
     print(f"setup: {args.files} files, {total_mb:.0f} MB; threads of {args.small_events} and "
-          f"{args.events} events; {time.perf_counter() - t0:.0f}s"
+          f"{args.events} events; a {args.transcript_mb:g} MB transcript; "
+          f"{time.perf_counter() - t0:.0f}s"
           + (f"; {dirty / 1024:.0f} MB of it flushed before measuring" if dirty else ""))
 
     cmd = [inst.command]
     hook = [*inst.hook, "hook", "--runtime", "claude"]  # as `continuation install` writes it
 
     def precompact(session):
-        return timed(hook, env, hook_payload(session, repo, "PreCompact", trigger="auto"))[0]
+        return timed(hook, env, hook_payload(session, repo, "PreCompact", transcript,
+                                             trigger="auto"))[0]
 
     def session_start(session):
-        took, proc = timed(hook, env, hook_payload(session, repo, "SessionStart", source="compact"))
+        took, proc = timed(hook, env, hook_payload(session, repo, "SessionStart", transcript,
+                                                   source="compact"))
         assert b"additionalContext" in proc.stdout, proc.stdout[:200]
         return took
 

@@ -3,11 +3,11 @@
 timeline of its phases.
 
 Sets up what ``bench_boundaries.py`` measures PreCompact on (an installed copy, a 20,000-file
-repository, a 1,000-event Claude Code thread; smaller with the options), then runs rounds of
-three edits and one PreCompact hook with ``CONTINUATION_PHASE_MARKS`` set
+repository, a 1,000-event Claude Code thread, an 8 MB transcript; smaller with the options),
+then runs rounds of three edits and one PreCompact hook with ``CONTINUATION_PHASE_MARKS`` set
 (``continuation.phase_marks``), and prints for each phase the median time since the hook
-process was started (just before ``subprocess.run``), with the range over the rounds, and which process
-reached it: the hook's (its snapshot's thread included) or its capsule worker's. Beside them,
+process was started (just before ``subprocess.run``), with the range over the rounds, and which
+process reached it: the hook's (its snapshot's thread included) or its capsule worker's. Beside them,
 the median of ``git stash create`` run in the same rounds, the PreCompact target's baseline.
 
 ``--rewind``: rounds of 25 damaged files and ``continuation rewind CP --files --yes`` to the
@@ -30,7 +30,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_boundaries import build_repo, hook_payload, newest_checkpoint, populate  # noqa: E402
+from bench_boundaries import (  # noqa: E402
+    build_repo, hook_payload, newest_checkpoint, populate, write_transcript)
 from benchlib import in_scratch_folder, install, isolated_git_home, timed  # noqa: E402
 from continuation import phase_marks  # noqa: E402
 
@@ -62,6 +63,8 @@ def main() -> int:
     ap.add_argument("--files", type=int, default=20_000)
     ap.add_argument("--size", type=int, default=4096)
     ap.add_argument("--events", type=int, default=1_000)
+    ap.add_argument("--transcript-mb", type=float, default=8.0,
+                    help="size of the session file the payload names (0: none)")
     ap.add_argument("--rounds", type=int, default=12)
     ap.add_argument("--warm-rounds", type=int, default=3)
     ap.add_argument("--rewind", action="store_true",
@@ -83,7 +86,8 @@ def run(args, base: Path) -> int:
     os.sync()  # the setup's writes flushed before measuring (see bench_boundaries._dirty_kb)
     env = {**inst.env, "HOME": str(git_home), "CONTINUATION_HOME": str(base / "state")}
     hook = [*inst.hook, "hook", "--runtime", "claude"]
-    payload = hook_payload(SESSION, repo, "PreCompact", trigger="auto")
+    transcript = write_transcript(base / "session.jsonl", args.transcript_mb, rng)
+    payload = hook_payload(SESSION, repo, "PreCompact", transcript, trigger="auto")
     marks_file = base / "marks"
     if args.rewind:
         for _ in range(2):  # the checkpoint rewound to (and its snapshot)

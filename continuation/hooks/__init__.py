@@ -127,6 +127,15 @@ def run(runtime: str, raw: bytes, *, ending: bool = False) -> tuple[str, int]:
             return CONTINUE, 2
         answer = _with_notices(None, notices)
         return (jsontext.dumps(answer, ensure_ascii=False) if answer else CONTINUE), 0
+    finally:
+        if not ending:  # a process handling more payloads: no hash outlives its own
+            _discard_early_hash()
+
+
+def _discard_early_hash() -> None:
+    module = sys.modules.get(__name__.rsplit(".", 1)[0] + ".transcript_hash")
+    if module is not None:
+        module.discard_early()
 
 
 #: boundary hooks (they read transcripts, snapshot the workspace, verify edits) and the seconds
@@ -161,8 +170,16 @@ def _is_compaction(payload: dict) -> bool:
 
 
 def _start_worker_for_payload(payload: dict) -> None:
-    """:func:`_start_capsule_worker` when ``payload`` is a compaction's."""
+    """When ``payload`` is a compaction's: the child hashing its transcript (first: it works
+    on the core this process leaves idle until the worker is forked; see
+    ``continuation.transcript_hash``), then :func:`_start_capsule_worker`."""
     if _is_compaction(payload):
+        try:
+            from .. import transcript_hash
+
+            transcript_hash.start_early(payload.get("transcript_path"))
+        except Exception:  # noqa: BLE001 - the boundary hashes it itself
+            pass
         _start_capsule_worker()
 
 

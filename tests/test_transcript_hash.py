@@ -1,0 +1,140 @@
+"""A compaction's transcript pointer hashed by a child forked as the hook parses its payload
+(continuation.transcript_hash): the same pointer the boundary computed itself, from the child
+when it hashed the same path, computed in process otherwise; no child outlives its payload."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from continuation import transcript_hash
+from continuation.engine import Engine
+from continuation.install import default_command
+from workspace_repos import git_home, make_repo  # noqa: F401 (git_home is a fixture)
+
+ROOT = Path(__file__).resolve().parents[1]
+needs_fork = pytest.mark.skipif(not sys.platform.startswith("linux"),
+                                reason="the child is forked on Linux only")
+
+
+def _transcript(tmp_path: Path, size: int = 3 << 20) -> Path:
+    path = tmp_path / "session.jsonl"
+    line = json.dumps({"type": "user", "message": {"content": "x" * 500}}).encode() + b"\n"
+    path.write_bytes(line * (size // len(line)))
+    return path
+
+
+def _expected(path: Path) -> dict:
+    data = path.read_bytes()
+    return {"transcript_path": str(path), "transcript_offset": len(data),
+            "transcript_prefix_sha256": hashlib.sha256(data).hexdigest()}
+
+
+@needs_fork
+def test_the_early_childs_pointer_is_the_one_computed_in_process(tmp_path, monkeypatch):
+    path = _transcript(tmp_path)
+    computed = []
+    real_compute = transcript_hash.compute
+    transcript_hash.start_early(str(path))
+    assert transcript_hash._early is not None
+    # the child hashed it: this process computes nothing
+    monkeypatch.setattr(transcript_hash, "compute", lambda p: computed.append(p) or real_compute(p))
+    assert transcript_hash.pointer(str(path)) == _expected(path)
+    assert computed == [] and transcript_hash._early is None
+
+
+@needs_fork
+def test_another_path_or_no_child_is_hashed_in_process(tmp_path):
+    path, other = _transcript(tmp_path), tmp_path / "other.jsonl"
+    other.write_bytes(b'{"type": "user"}\n')
+    transcript_hash.start_early(str(path))
+    assert transcript_hash.pointer(str(other)) == _expected(other)  # the child is reaped too
+    assert transcript_hash._early is None
+    assert transcript_hash.pointer(str(path)) == _expected(path)  # no child: in process
+    assert transcript_hash.pointer(None) is None and transcript_hash.pointer("") is None
+
+
+@needs_fork
+def test_a_transcript_that_cannot_be_read_gives_its_path_alone(tmp_path):
+    for missing in (tmp_path / "gone.jsonl", tmp_path):  # absent; a folder
+        transcript_hash.start_early(str(missing))
+        assert transcript_hash.pointer(str(missing)) == {"transcript_path": str(missing)}
+        assert transcript_hash.compute(str(missing)) == {"transcript_path": str(missing)}
+
+
+@pytest.mark.parametrize("answer", [b"", b"12", b"12 abc", b"x " + b"0" * 64, b"5 " + b"G" * 64])
+def test_an_answer_that_is_not_a_pointer_is_not_used(tmp_path, answer):
+    """A child that died, or wrote something else, leaves the hashing to this process."""
+    path = _transcript(tmp_path, 4096)
+    read_end, write_end = os.pipe()
+    os.write(write_end, answer)
+    os.close(write_end)
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()  # (reaped already: _answer's own wait finds no child, and says nothing)
+    assert transcript_hash._answer(str(path), child.pid, read_end) is None
+    transcript_hash._early = (str(path), child.pid, os.open(os.devnull, os.O_RDONLY))
+    assert transcript_hash.pointer(str(path)) == _expected(path)  # hashed here instead
+
+
+@needs_fork
+def test_a_child_nobody_took_is_reaped_by_discard(tmp_path):
+    path = _transcript(tmp_path)
+    transcript_hash.start_early(str(path))
+    _, pid, _ = transcript_hash._early
+    transcript_hash.discard_early()
+    assert transcript_hash._early is None
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)  # already reaped
+
+
+@needs_fork
+def test_in_process_hooks_leave_no_child_for_a_later_payload(tmp_path, monkeypatch):
+    """``hooks.run`` that does not end the process: a compaction whose boundary never took the
+    child's answer (here: no thread to checkpoint) does not hand it to a later boundary."""
+    from continuation import hooks
+
+    monkeypatch.setenv("CONTINUATION_HOME", str(tmp_path / "state"))
+    monkeypatch.setenv("CONTINUATION_CAPSULE_WORKER", "0")
+    path = _transcript(tmp_path)
+    started = []
+    real_start = transcript_hash.start_early
+    def start_and_note(p):
+        real_start(p)
+        started.append((p, transcript_hash._early is not None))  # a child was forked
+
+    monkeypatch.setattr(transcript_hash, "start_early", start_and_note)
+    monkeypatch.setattr("continuation.hooks.handlers.handle", lambda *a, **k: None)
+    out, code = hooks.run("claude", json.dumps({
+        "session_id": "s", "hook_event_name": "PreCompact", "trigger": "auto", "cwd": str(tmp_path),
+        "transcript_path": str(path)}).encode())
+    assert code == 0 and started == [(str(path), True)]
+    assert transcript_hash._early is None
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or (os.cpu_count() or 1) < 2,
+                    reason="the forked child and worker need Linux and 2 CPUs")
+def test_a_precompact_hooks_checkpoint_points_at_the_transcript_prefix(git_home, tmp_path):
+    home, repo = git_home, make_repo(tmp_path / "repo", {"a.py": "one\n"})
+    with Engine(home) as e:
+        t = e.thread("claude", "s", workspace_root=str(repo))
+        t.admit("tidy the module", turn_id="t1", source="test")
+    path = _transcript(tmp_path)
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("CONTINUATION_STORE", "CONTINUATION_CAPSULE_WORKER")}
+    env.update(CONTINUATION_HOME=str(home), PYTHONPATH=str(ROOT))
+    r = subprocess.run([*default_command(), "hook", "--runtime", "claude"], input=json.dumps({
+        "session_id": "s", "hook_event_name": "PreCompact", "trigger": "auto", "cwd": str(repo),
+        "transcript_path": str(path)}).encode(), capture_output=True, env=env, timeout=120)
+    assert r.returncode == 0 and json.loads(r.stdout) == {}, r.stderr[-2000:]
+    with Engine(home) as e:
+        from continuation import checkpoints
+
+        cp = checkpoints.newest_checkpoint(e.find_thread("claude", "s"))
+        source = json.loads(bytes(cp.capsule_bytes))["source"]
+    expected = _expected(path)
+    assert {k: source[k] for k in expected} == expected
