@@ -28,17 +28,32 @@ def _text(content) -> str:
     return ""
 
 
-def _tail_records(path: str):
+#: what a line must hold to matter besides a wanted call id: the Codex turn markers
+TURN_MARKERS = (b'"turn_context"', b'"task_started"')
+#: a call id written into JSON as itself (no escapes): what :func:`_needles` can look for
+_PLAIN_ID = re.compile(r"[A-Za-z0-9_.:-]+")
+
+
+def _needles(ids) -> tuple[bytes, ...] | None:
+    """The byte strings a line that answers one of ``ids`` (or marks a turn) contains; None
+    when an id could be written escaped (then every line is read)."""
+    if not all(isinstance(i, str) and _PLAIN_ID.fullmatch(i) for i in ids):
+        return None
+    return (*(f'"{i}"'.encode() for i in ids), *TURN_MARKERS)
+
+
+def _tail_records(path: str, needles: tuple[bytes, ...] | None = None):
+    """The records of the transcript's tail; with ``needles``, only those of lines holding
+    one of them, found by searching the tail rather than splitting it into lines (a 4.6 MB
+    Codex rollout: ~22 ms to parse every line, ~10 ms this way; on a compaction's path when a
+    running turn has calls without exit codes)."""
     from ..userfiles import read_tail
 
     try:
         data, start = read_tail(path, TAIL_BYTES)
     except OSError:  # gone, unreadable, or a FIFO / device named as the transcript
         return
-    lines = data.split(b"\n")
-    if start > 0:
-        lines = lines[1:]  # a partial first line
-    for line in lines:
+    for line in _lines(data, needles, partial_first=start > 0):
         if not line.strip():
             continue
         try:
@@ -47,6 +62,25 @@ def _tail_records(path: str):
             continue  # a torn last line while the runtime writes
         if isinstance(record, dict):
             yield record
+
+
+def _lines(data: bytes, needles: tuple[bytes, ...] | None, *, partial_first: bool) -> list[bytes]:
+    """The lines of ``data`` in order (all of them, or those holding a needle), without the
+    first when it is a partial line (the tail began inside it)."""
+    if needles is None:
+        lines = data.split(b"\n")
+        return lines[1:] if partial_first else lines
+    spans = set()
+    for needle in needles:
+        found = data.find(needle)
+        while found != -1:
+            begin = data.rfind(b"\n", 0, found) + 1
+            end = data.find(b"\n", found)
+            end = len(data) if end == -1 else end
+            if begin or not partial_first:
+                spans.add((begin, end))
+            found = data.find(needle, end)
+    return [data[begin:end] for begin, end in sorted(spans)]
 
 
 def _wanted(calls) -> dict[str, list[tuple[str, str | None, bool]]]:
@@ -84,7 +118,7 @@ def find_outcomes(path: str | None, calls) -> dict[str, dict]:
             if _matches(turn, strict, current):
                 found[key] = outcome
 
-    for record in _tail_records(path):
+    for record in _tail_records(path, _needles(wanted)):
         message = record.get("message")
         payload = record.get("payload")
         if isinstance(payload, dict) and isinstance(payload.get("turn_id"), str) and (
