@@ -93,10 +93,14 @@ def _start_snapshot(thread: Thread, generation: int, tree_after_restore=None) ->
 COMMIT_ATTEMPTS = 32
 
 
+class _Unset:
+    """Not taken yet (a transcript pointer may be None)."""
+
+
 def commit_checkpoint(thread: Thread, *, reason: str, transcript_path: str | None = None,
                       snapshot: bool = True, notices=(), tree_after_restore=None,
                       worker: capsule_worker.CapsuleWorker | None = None,
-                      then=None) -> checkpoints.Checkpoint:
+                      then=None, before_gathering=None) -> checkpoints.Checkpoint:
     """Snapshot the workspace and commit the capsule under one generation.
 
     ``tree_after_restore``: a restore just ran (a rewind); its ``RestoreResult.tree_after`` is
@@ -115,15 +119,20 @@ def commit_checkpoint(thread: Thread, *, reason: str, transcript_path: str | Non
     fails, it is built in this process. Either way the same capsule: one build function.
 
     ``then(checkpoint_id, generation)``: the boundary fact (type, data, source) committed with
-    the checkpoint, in its transaction (``checkpoints.commit``)."""
+    the checkpoint, in its transaction (``checkpoints.commit``). ``before_gathering()``: work
+    that changes the log the capsule is gathered from (a compaction settles calls from its
+    transcript: ``hooks.handlers``), run once while git scans, before the first gathering; the
+    transcript's pointer is taken then too (its hash may still be coming from the child
+    ``transcript_hash`` forked). A failure before the capsule is committed gives back the
+    snapshot's claim, as a lost race does."""
     mark("boundary: started")
     given, notices = notices, None
     worker = worker or capsule_worker.take_early(thread.engine.home)
     if worker is None:
         worker = capsule_worker.CapsuleWorker.start(thread.engine.home)
     exact: bool | None = None  # whether the build counts exactly: asked once, below
+    transcript: dict | None | type[_Unset] = _Unset
     try:
-        transcript = transcript_hash.pointer(transcript_path)
         floor = 0
         for _ in range(COMMIT_ATTEMPTS):
             generation = max(int(thread.row["generation"]) + 1, floor)
@@ -131,30 +140,42 @@ def commit_checkpoint(thread: Thread, *, reason: str, transcript_path: str | Non
             # no worker, builds the schemas and tokenizer the capsule will need): the boundary
             # costs the longer of the two, not their sum
             pending = _start_snapshot(thread, generation, tree_after_restore) if snapshot else None
-            if pending is not None and tree_after_restore is None:  # (a restore's tree: no scan)
-                pending.wait_for_scan()
-                mark("boundary: snapshot's git scan started")
-            if worker is not None and exact is None:
-                # asked while git scans: the worker reads the answer after its models, and
-                # reading the newest capsule (and the tokenizer's names) is ~5-8 ms of Python;
-                # a worker its caller prepared (a rewind, before its git work) knows it already
-                exact = worker.exact
-                if exact is None:
-                    exact = checkpoints.newest_counted_exactly(thread)
-                    worker.prepare(exact)
-            if notices is None:
-                notices = (*given, *_reconciliation_notices(thread))
-            seq = int(thread.row["last_seq"])  # read before gathering: the capsule covers it
-            if worker is not None:
-                source = checkpoints.gather_plain_source(thread, generation=generation,
-                                                         reason=reason, transcript=transcript,
-                                                         notices=notices)
-            else:
-                source = checkpoints.gather_source(thread, generation=generation, reason=reason,
-                                                   transcript=transcript, notices=notices)
-                if pending is not None:
-                    checkpoints.warm_up(thread)
-            mark("boundary: source gathered")
+            try:
+                if pending is not None and tree_after_restore is None:  # (a restore's tree: no scan)
+                    pending.wait_for_scan()
+                    mark("boundary: snapshot's git scan started")
+                if before_gathering is not None:
+                    before_gathering()
+                    before_gathering = None
+                if transcript is _Unset:
+                    transcript = transcript_hash.pointer(transcript_path)
+                if worker is not None and exact is None:
+                    # asked while git scans: the worker reads the answer after its models, and
+                    # reading the newest capsule (and the tokenizer's names) is ~5-8 ms of
+                    # Python; a worker its caller prepared (a rewind, before its git work)
+                    # knows it already
+                    exact = worker.exact
+                    if exact is None:
+                        exact = checkpoints.newest_counted_exactly(thread)
+                        worker.prepare(exact)
+                if notices is None:
+                    notices = (*given, *_reconciliation_notices(thread))
+                seq = int(thread.row["last_seq"])  # read before gathering: the capsule covers it
+                if worker is not None:
+                    source = checkpoints.gather_plain_source(thread, generation=generation,
+                                                             reason=reason, transcript=transcript,
+                                                             notices=notices)
+                else:
+                    source = checkpoints.gather_source(thread, generation=generation,
+                                                       reason=reason, transcript=transcript,
+                                                       notices=notices)
+                    if pending is not None:
+                        checkpoints.warm_up(thread)
+                mark("boundary: source gathered")
+            except BaseException:
+                if pending is not None:  # no capsule for this snapshot: its claim goes back
+                    _release(thread, pending.result())
+                raise
             workspace = pending.result() if pending is not None else None
             mark("boundary: snapshot done")
             claimed = (workspace or {}).get("generation")
@@ -245,9 +266,10 @@ def with_notice(answer: dict | None, notice: str) -> dict | None:
 
 
 def before_compaction(thread: Thread, *, trigger: str, source_tag: str,
-                      transcript_path: str | None = None) -> checkpoints.Checkpoint:
+                      transcript_path: str | None = None,
+                      before_gathering=None) -> checkpoints.Checkpoint:
     return commit_checkpoint(
-        thread, reason=trigger, transcript_path=transcript_path,
+        thread, reason=trigger, transcript_path=transcript_path, before_gathering=before_gathering,
         then=lambda cp_id, generation: (ev.BOUNDARY, {"kind": "compact", "trigger": trigger,
                                                       "generation": generation,
                                                       "checkpoint_id": cp_id}, source_tag))

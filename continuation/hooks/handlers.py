@@ -349,9 +349,11 @@ def on_pre_compact(ctx: HookContext) -> None:
 
     trigger = str(ctx.payload.get("trigger") or "auto")
     # the checkpoint must not call a failed command ok: settle what the transcript already says
-    _settle_from_transcript(ctx, _running_turns(ctx))
+    # (read while git scans the work tree: up to 4 MB of a Codex rollout's tail)
     boundary.before_compaction(ctx.thread, trigger=trigger, source_tag=ctx.source,
-                               transcript_path=ctx.payload.get("transcript_path"))
+                               transcript_path=ctx.payload.get("transcript_path"),
+                               before_gathering=lambda: _settle_from_transcript(
+                                   ctx, _running_turns(ctx)))
     return None
 
 
