@@ -9,6 +9,8 @@ process through an installed copy of ``continuation`` (see ``benchlib.install``)
 round interleaves the operations with their baselines so both see the same load:
 
 - PreCompact hook (capsule + incremental snapshot after a few edits) vs ``git stash create``;
+  and a Codex one mid-turn: three more calls finished without exit codes (as Codex's
+  PostToolUse records them) whose outputs the boundary reads back from the rollout's tail;
 - SessionStart(compact) answer vs ``python -c pass``;
 - ``rewind CP --files --yes`` restoring 25 changed files vs ``git restore --source=<snapshot
   commit> --worktree -- .`` restoring the same 25, at 1,000 and at 100,000 events;
@@ -43,7 +45,7 @@ sys.path.insert(0, str(HERE))
 from benchlib import (  # noqa: E402
     busy_cores, in_scratch_folder, install, isolated_git_home, median_ms, spread, text_blob, timed)
 
-SMALL, BIG = "bench-small", "bench-big"
+SMALL, BIG, CODEX = "bench-small", "bench-big", "bench-codex"
 
 
 def git(repo: Path, *args: str, env=None) -> str:
@@ -66,15 +68,15 @@ def build_repo(repo: Path, files: int, size: int, rng: random.Random) -> list[Pa
 
 
 def populate(home: Path, session: str, events: int, workspace: Path, checkpoint_before: int = 0,
-             far_checkpoint_before: int = 0):
-    """A Claude Code thread of ``events`` events (input, tool start/finish, claim, turn end per
-    turn); with ``checkpoint_before``, a checkpoint (no snapshot) that many events before the end,
-    and with ``far_checkpoint_before`` an earlier one."""
+             far_checkpoint_before: int = 0, runtime: str = "claude"):
+    """A Claude Code (or ``runtime``) thread of ``events`` events (input, tool start/finish,
+    claim, turn end per turn) whose last turn runs; with ``checkpoint_before``, a checkpoint (no
+    snapshot) that many events before the end, and with ``far_checkpoint_before`` an earlier one."""
     from continuation import boundary
     from continuation.engine import Engine
 
     with Engine(home) as engine:
-        thread = engine.thread("claude", session, workspace_root=str(workspace))
+        thread = engine.thread(runtime, session, workspace_root=str(workspace))
         turn, batch = 0, []
         marks = sorted(events - before for before in (checkpoint_before, far_checkpoint_before)
                        if before)
@@ -103,6 +105,53 @@ def populate(home: Path, session: str, events: int, workspace: Path, checkpoint_
         flush()
         thread.admit("finish the migration and report", turn_id="tlast", source="bench")
         return thread.key
+
+
+def write_rollout(path: Path, megabytes: float, rng: random.Random, turn: str) -> Path:
+    """A Codex rollout-shaped session file of about ``megabytes`` MB (assistant messages) whose
+    running turn ``turn`` is marked at its end; :func:`add_codex_calls` appends call outputs."""
+    words = [f"word{i}" for i in range(500)]
+    with open(path, "w", encoding="utf-8") as out:
+        written = 0
+        while written < megabytes * 1e6:
+            line = json.dumps({"type": "response_item", "payload": {
+                "type": "message", "role": "assistant", "content": [
+                    {"type": "output_text", "text": " ".join(rng.choices(words, k=rng.randint(20, 600)))}]}})
+            out.write(line + "\n")
+            written += len(line) + 1
+        out.write(json.dumps({"type": "turn_context", "payload": {"turn_id": turn}}) + "\n")
+    return path
+
+
+def add_codex_calls(home: Path, session: str, rollout: Path, turn: str, first: int, count: int) -> None:
+    """``count`` calls finished in the Codex thread's running ``turn`` as its hooks record them
+    (PostToolUse carries no exit code) and their outputs, exit codes included, appended to the
+    rollout: what a compaction mid-turn reads back from the transcript's tail and settles."""
+    from continuation.engine import Engine
+
+    lines = []
+    with Engine(home) as engine:
+        thread = engine.find_thread("codex", session)
+        for n in range(first, first + count):
+            call = f"call_{n}"
+            thread.tool_started(call, "Bash", {"command": f"make step-{n}"}, turn_id=turn,
+                                source="bench")
+            thread.tool_finished(call, "ok", output="done", turn_id=turn, source="bench")
+            lines.append(json.dumps({"type": "response_item", "payload": {
+                "type": "function_call_output", "call_id": call,
+                "output": f"Exit code: {n % 2}\nWall time: 0.2 seconds\nOutput:\ndone\n"}}))
+    with open(rollout, "a", encoding="utf-8") as out:
+        out.write("\n".join(lines) + "\n")
+
+
+def _sql(home: Path, query: str, *args) -> list[tuple]:
+    import sqlite3
+
+    conn = sqlite3.connect(home / "store.sqlite3")
+    try:
+        return conn.execute(query, args).fetchall()
+    finally:
+        conn.close()
 
 
 def hook_payload(session: str, repo: Path, event: str, transcript: Path | None = None,
@@ -215,7 +264,9 @@ def run(args, base: Path, measuring: ExitStack) -> int:
     small_key = populate(home, SMALL, args.small_events, repo)
     big_key = populate(home, BIG, args.events, repo, checkpoint_before=1_000,
                        far_checkpoint_before=args.events // 2)
+    codex_key = populate(home, CODEX, args.small_events, repo, runtime="codex")  # its last turn runs
     transcript = write_transcript(base / "session.jsonl", args.transcript_mb, rng)
+    rollout = write_rollout(base / "rollout.jsonl", args.transcript_mb, rng, turn="tlast")
     total_mb = sum(p.stat().st_size for p in paths) / 1e6
     dirty = _dirty_kb()
     os.sync()  # see _dirty_kb
@@ -230,6 +281,14 @@ def run(args, base: Path, measuring: ExitStack) -> int:
     def precompact(session):
         return timed(hook, env, hook_payload(session, repo, "PreCompact", transcript,
                                              trigger="auto"))[0]
+
+    codex_hook = [*inst.hook, "hook", "--runtime", "codex"]
+    codex_calls = iter(range(0, 1 << 30, 3))
+
+    def precompact_codex():
+        add_codex_calls(home, CODEX, rollout, "tlast", next(codex_calls), 3)  # not timed
+        return timed(codex_hook, env, hook_payload(CODEX, repo, "PreCompact", rollout,
+                                                   trigger="auto", turn_id="tlast"))[0]
 
     def session_start(session):
         took, proc = timed(hook, env, hook_payload(session, repo, "SessionStart", transcript,
@@ -251,10 +310,12 @@ def run(args, base: Path, measuring: ExitStack) -> int:
     for session in (SMALL, BIG):
         precompact(session)
         session_start(session)
+    precompact_codex()
     timed(groupby, env)
     timed([*cmd, "status", "--thread", BIG], env)
 
-    s = {k: [] for k in ("stash", "pass", "pc_small", "pc_big", "ss", "status", "groupby")}
+    s = {k: [] for k in ("stash", "pass", "pc_small", "pc_codex", "pc_big", "ss", "status",
+                         "groupby")}
     rounds = args.warm_rounds + args.runs
     edits = iter(rng.sample(paths, rounds * 3))
     for _ in range(rounds):
@@ -262,6 +323,7 @@ def run(args, base: Path, measuring: ExitStack) -> int:
             path.write_bytes(path.read_bytes() + b"# edited\n")
         s["stash"].append(timed(["git", "stash", "create"], env, cwd=repo)[0])
         s["pc_small"].append(precompact(SMALL))
+        s["pc_codex"].append(precompact_codex())
         s["pass"].append(timed([inst.python, "-c", "pass"], env)[0])
         s["ss"].append(session_start(SMALL))
         s["pc_big"].append(precompact(BIG))
@@ -269,6 +331,14 @@ def run(args, base: Path, measuring: ExitStack) -> int:
         s["groupby"].append(timed(groupby, env)[0])
         s["status"].append(timed([*cmd, "status", "--thread", BIG], env)[0])
     s = {k: v[args.warm_rounds:] for k, v in s.items()}  # see --warm-rounds
+    unsettled = _sql(home, "SELECT count(*) FROM tool_calls WHERE thread_key=? AND status='ok'"
+                           " AND json_extract(data, '$.turn_id')='tlast'"
+                           " AND json_extract(data, '$.outcome.exit_code') IS NULL", codex_key)
+    settled = _sql(home, "SELECT count(*) FROM tool_calls WHERE thread_key=?"
+                         " AND json_extract(data, '$.turn_id')='tlast'"
+                         " AND json_extract(data, '$.outcome.exit_code') IS NOT NULL", codex_key)
+    assert unsettled == [(0,)] and settled == [(next(codex_calls),)], (
+        f"the Codex compactions settled {settled} calls and left {unsettled} without exit codes")
 
     # rewind --files to the newest checkpoints (taken just above, same worktree state)
     precompact(SMALL)
@@ -333,6 +403,8 @@ def run(args, base: Path, measuring: ExitStack) -> int:
 
     rows = [
         row("PreCompact hook (capsule + snapshot), incremental", s["pc_small"],
+            "`git stash create`", s["stash"], "<= 3x"),
+        row("PreCompact mid-turn, Codex: 3 new calls settled from the rollout", s["pc_codex"],
             "`git stash create`", s["stash"], "<= 3x"),
         row("SessionStart(compact) answer", s["ss"], "`python -c pass`", s["pass"], "<= 4x"),
         row(f"rewind CP --files --yes, 25 files, {args.small_events}-event thread", r["small"],
