@@ -1,5 +1,5 @@
 """Outcomes read back from a transcript's tail (continuation.hooks.outcomes): only the lines
-holding a wanted call id or a Codex turn marker are parsed, and the answer is the one parsing
+holding a call's output or a Codex turn marker are parsed, and the answer is the one parsing
 every line gives, on both runtimes' real transcripts, made ones and arbitrary ones."""
 from __future__ import annotations
 
@@ -17,10 +17,15 @@ REAL = [SHARED / "codex" / "rollout-2026-11-29T09-44-16-01a226b0-e445-74a1-b671-
         SHARED / "claude-real" / "69f7cc13-8194-4e19-9222-92d4ebe52422.jsonl"]
 
 
+def _all_lines(data: bytes, *, partial_first: bool) -> list[bytes]:
+    lines = data.split(b"\n")
+    return [line for line in (lines[1:] if partial_first else lines) if line.strip()]
+
+
 def _every_line(path, calls, monkeypatch) -> dict:
-    """The answer when every line is parsed (as before the needles)."""
+    """The answer when every line is parsed (as before the search for record kinds)."""
     with monkeypatch.context() as m:
-        m.setattr(outcomes, "_needles", lambda ids: None)
+        m.setattr(outcomes, "_lines_of_kinds", _all_lines)
         return outcomes.find_outcomes(str(path), calls)
 
 
@@ -63,14 +68,18 @@ def test_a_tail_that_begins_inside_a_line_skips_that_line(tmp_path, monkeypatch)
     assert outcomes.find_outcomes(str(path), ["c1"]) == _every_line(path, ["c1"], monkeypatch) == {}
 
 
-def test_an_id_json_would_escape_reads_every_line(tmp_path):
-    assert outcomes._needles(["call_1", "toolu_01AB:2.x-y"]) is not None
-    for odd in ('call"1', "call\\1", "call/1", "ç", "a b", ""):
-        assert outcomes._needles(["call_1", odd]) is None
+def test_ids_of_any_spelling_and_any_number_are_found(tmp_path, monkeypatch):
+    """The search is for record kinds, not ids: an id JSON writes escaped is found, and a
+    turn asking for many calls costs one search."""
+    odd = ['we"ird', "back\\slash", "ünï", "a/b"]
     path = tmp_path / "t.jsonl"
-    path.write_text(json.dumps({"type": "response_item", "payload": {
-        "type": "function_call_output", "call_id": 'we"ird', "output": "Exit code: 1"}}) + "\n")
-    assert outcomes.find_outcomes(str(path), ['we"ird'])['we"ird']["exit_code"] == 1
+    path.write_text("".join(json.dumps({"type": "response_item", "payload": {
+        "type": "function_call_output", "call_id": cid, "output": f"Exit code: {n}"}}) + "\n"
+        for n, cid in enumerate(odd + [f"call_{i}" for i in range(200)])))
+    calls = odd + [f"call_{i}" for i in range(0, 200, 2)]
+    found = outcomes.find_outcomes(str(path), calls)
+    assert [found[cid]["exit_code"] for cid in odd] == [0, 1, 2, 3]
+    assert len(found) == len(calls) and found == _every_line(path, calls, monkeypatch)
 
 
 _record = st.one_of(
@@ -102,12 +111,12 @@ def test_arbitrary_transcripts_answer_as_when_every_line_is_parsed(tmp_path_fact
     outcomes.TAIL_BYTES = tail
     try:
         fast = outcomes.find_outcomes(str(path), calls)
-        real_needles = outcomes._needles
-        outcomes._needles = lambda ids: None
+        real_search = outcomes._lines_of_kinds
+        outcomes._lines_of_kinds = _all_lines
         try:
             slow = outcomes.find_outcomes(str(path), calls)
         finally:
-            outcomes._needles = real_needles
+            outcomes._lines_of_kinds = real_search
     finally:
         outcomes.TAIL_BYTES = old
     assert fast == slow

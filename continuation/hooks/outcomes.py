@@ -28,34 +28,25 @@ def _text(content) -> str:
     return ""
 
 
-#: what a line must hold to matter besides a wanted call id: the Codex turn markers
-TURN_MARKERS = (b'"turn_context"', b'"task_started"')
-#: a call id written into JSON as itself (no escapes): what :func:`_needles` can look for
-_PLAIN_ID = re.compile(r"[A-Za-z0-9_.:-]+")
+#: what a line must hold to matter: a call's output (Codex's ``function_call_output`` /
+#: ``custom_tool_call_output``, Claude Code's ``tool_result``) or a Codex turn marker; the
+#: record kinds rather than the wanted ids, so one search covers any number of calls (a Codex
+#: turn's calls get no exit code from its hooks: a long turn asks for dozens at once)
+RECORD_KINDS = re.compile(rb'"(?:function_call_output|custom_tool_call_output|tool_result|'
+                          rb'turn_context|task_started)"')
 
 
-def _needles(ids) -> tuple[bytes, ...] | None:
-    """The byte strings a line that answers one of ``ids`` (or marks a turn) contains; None
-    when an id could be written escaped (then every line is read)."""
-    if not all(isinstance(i, str) and _PLAIN_ID.fullmatch(i) for i in ids):
-        return None
-    return (*(f'"{i}"'.encode() for i in ids), *TURN_MARKERS)
-
-
-def _tail_records(path: str, needles: tuple[bytes, ...] | None = None):
-    """The records of the transcript's tail; with ``needles``, only those of lines holding
-    one of them, found by searching the tail rather than splitting it into lines (a 4.6 MB
-    Codex rollout: ~22 ms to parse every line, ~10 ms this way; on a compaction's path when a
-    running turn has calls without exit codes)."""
+def _tail_records(path: str):
+    """The records of the transcript's tail that :data:`RECORD_KINDS` can be in, found by
+    searching the tail rather than parsing every line (a 4.6 MB Codex rollout: ~22 ms to parse
+    every line, ~8 ms this way; on a compaction's path whenever a Codex turn runs)."""
     from ..userfiles import read_tail
 
     try:
         data, start = read_tail(path, TAIL_BYTES)
     except OSError:  # gone, unreadable, or a FIFO / device named as the transcript
         return
-    for line in _lines(data, needles, partial_first=start > 0):
-        if not line.strip():
-            continue
+    for line in _lines_of_kinds(data, partial_first=start > 0):
         try:
             record = json.loads(line.decode("utf-8", "replace"))
         except ValueError:
@@ -64,23 +55,19 @@ def _tail_records(path: str, needles: tuple[bytes, ...] | None = None):
             yield record
 
 
-def _lines(data: bytes, needles: tuple[bytes, ...] | None, *, partial_first: bool) -> list[bytes]:
-    """The lines of ``data`` in order (all of them, or those holding a needle), without the
-    first when it is a partial line (the tail began inside it)."""
-    if needles is None:
-        lines = data.split(b"\n")
-        return lines[1:] if partial_first else lines
-    spans = set()
-    for needle in needles:
-        found = data.find(needle)
-        while found != -1:
-            begin = data.rfind(b"\n", 0, found) + 1
-            end = data.find(b"\n", found)
-            end = len(data) if end == -1 else end
-            if begin or not partial_first:
-                spans.add((begin, end))
-            found = data.find(needle, end)
-    return [data[begin:end] for begin, end in sorted(spans)]
+def _lines_of_kinds(data: bytes, *, partial_first: bool) -> list[bytes]:
+    """The lines of ``data`` holding one of :data:`RECORD_KINDS`, in order, without the first
+    when it is a partial line (the tail began inside it)."""
+    lines, after = [], 0
+    for match in RECORD_KINDS.finditer(data):
+        if match.start() < after:
+            continue  # another kind in a line already taken
+        begin = data.rfind(b"\n", 0, match.start()) + 1
+        end = data.find(b"\n", match.end())
+        after = len(data) if end == -1 else end
+        if begin or not partial_first:
+            lines.append(data[begin:after])
+    return lines
 
 
 def _wanted(calls) -> dict[str, list[tuple[str, str | None, bool]]]:
@@ -118,7 +105,7 @@ def find_outcomes(path: str | None, calls) -> dict[str, dict]:
             if _matches(turn, strict, current):
                 found[key] = outcome
 
-    for record in _tail_records(path, _needles(wanted)):
+    for record in _tail_records(path):
         message = record.get("message")
         payload = record.get("payload")
         if isinstance(payload, dict) and isinstance(payload.get("turn_id"), str) and (
