@@ -473,3 +473,42 @@ def test_hook_processes_left_open_keep_the_wal_bounded(tmp_path, mode):
     with Engine(home) as engine:
         calls = engine.store.tool_calls(engine.store.thread("s")["thread_key"])
     assert sorted(c.call_id for c in calls) == sorted(f"c{n}" for n in range(24))
+
+
+def test_a_long_codex_turn_is_settled_in_one_transaction(home, tmp_path, monkeypatch):
+    """A compaction mid-turn reads back the exit codes of every call of the running turn (Codex's
+    hooks carry none): dozens at once, committed together, not one durable commit per call; the
+    live session's marker is refreshed with them."""
+    from continuation.store.sqlite import SqliteStore
+
+    rollout = tmp_path / "rollout.jsonl"
+    calls = [f"call_{i}" for i in range(30)]
+    rollout.write_text("".join(json.dumps({"type": "response_item", "payload": {
+        "type": "function_call_output", "call_id": c,
+        "output": f"Exit code: {i % 3}\nOutput:\n"}}) + "\n" for i, c in enumerate(calls)))
+    base = {"session_id": "long", "turn_id": "t1", "transcript_path": str(rollout),
+            "cwd": str(tmp_path)}
+    feed("codex", [{**base, "hook_event_name": "UserPromptSubmit", "prompt": "migrate it all"}]
+         + [p for c in calls for p in (
+             {**base, "hook_event_name": "PreToolUse", "tool_name": "Bash",
+              "tool_input": {"command": c}, "tool_use_id": c},
+             {**base, "hook_event_name": "PostToolUse", "tool_name": "Bash",
+              "tool_input": {"command": c}, "tool_use_id": c, "tool_response": "out"})])
+    batches = []
+    real_many = SqliteStore.append_many
+
+    def counted(self, key, items, **kw):
+        items = list(items)
+        batches.append([t for t, _ in items])
+        return real_many(self, key, items, **kw)
+
+    monkeypatch.setattr(SqliteStore, "append_many", counted)
+    feed("codex", [{**base, "hook_event_name": "PreCompact", "trigger": "auto"}])
+    assert [b for b in batches if "tool_exit_code" in b] == [["tool_exit_code"] * 30]
+    with Engine(home) as e:
+        t = e.find_thread("codex", "long")
+        codes = {c.call_id: c.outcome.get("exit_code") for c in t.tool_calls()}
+        assert codes == {c: i % 3 for i, c in enumerate(calls)}
+        # every exit code came in that one batch (none by a commit of its own)
+        assert len(e.store.events_of_types(t.key, ["tool_exit_code"])) == 30
+        assert e.store.sessions(t.key)  # the live session's marker

@@ -442,3 +442,17 @@ def test_a_turns_calls_are_read_through_the_turn_index_by_codex_and_gemini_hooks
         plans = _plans_on_tool_calls(e.store.conn, traced)
         assert len([p for p in plans if "tool_calls_by_turn" in p]) == 2, plans
         assert not [p for p in plans if "SCAN tool_calls" in p or "PRIMARY KEY (thread_key=?)" in p], plans
+
+
+def test_append_many_refreshes_the_live_session_marker_once_with_its_events(store):
+    key = store.ensure_thread("codex", "batch")
+    marker = {"pid": 4242, "proc_start": "9", "host": "h"}
+    store.append_many(key, [("input_admitted", {"input_id": "i1", "text": "go", "turn_id": "t"})],
+                      source="test")
+    assert store.sessions(key) == []  # no marker given: none written
+    store.append_many(key, [("tool_started", {"call_id": f"c{i}", "tool": "Bash", "args": {},
+                                              "turn_id": "t"}) for i in range(3)],
+                      source="test", session=marker, ts=1000.0)
+    [row] = store.sessions(key)
+    assert (row["pid"], row["heartbeat"]) == (4242, 1000.0)
+    assert store.thread(key)["last_seq"] == 4

@@ -172,14 +172,24 @@ def _settle_from_transcript(ctx: HookContext, turns) -> None:
     wanted = [(key, rec.runtime_call_id or key, rec.turn_id)
               for key, rec in records.items() if rec is not None]
     found = find_outcomes(ctx.payload.get("transcript_path"), wanted)
+    finished, exit_codes = [], []
     for call_id, outcome in found.items():
         if call_id in open_calls:
-            ctx.thread.tool_finished(call_id, outcome["status"], exit_code=outcome["exit_code"],
-                                     output=_excerpt(outcome["output"]),
-                                     turn_id=records[call_id].turn_id,
-                                     source=f"{ctx.source}:transcript", session=ctx.session)
+            data = {"call_id": call_id, "status": outcome["status"],
+                    "turn_id": records[call_id].turn_id, "output": _excerpt(outcome["output"])}
+            if outcome["exit_code"] is not None:
+                data["exit_code"] = outcome["exit_code"]
+            finished.append((ev.TOOL_FINISHED, data))
         elif outcome["exit_code"] is not None:
-            ctx.record(ev.TOOL_EXIT_CODE, {"call_id": call_id, "exit_code": outcome["exit_code"]})
+            exit_codes.append((ev.TOOL_EXIT_CODE, {"call_id": call_id,
+                                                   "exit_code": outcome["exit_code"]}))
+    # one transaction each, not one per call: a long Codex turn settles dozens at once
+    store = ctx.thread.store
+    if finished:
+        store.append_many(ctx.thread.key, finished, source=f"{ctx.source}:transcript",
+                          session=ctx.session)
+    if exit_codes:
+        store.append_many(ctx.thread.key, exit_codes, source=ctx.source, session=ctx.session)
 
 
 def _carry_into(ctx: HookContext, turn: str) -> None:

@@ -344,15 +344,19 @@ class SqliteStore:
         return result
 
     def append_many(self, thread_key: str, items, *, source: str,
-                    ts: float | None = None) -> list[Appended]:
+                    ts: float | None = None, session: dict | None = None) -> list[Appended]:
         """Append several events in one transaction (all or none). ``items`` may be a generator
         that reads the store: it runs after the transaction holds the thread's write lock, so
-        what it reads cannot change before its events are written (the importers rely on it)."""
+        what it reads cannot change before its events are written (the importers rely on it).
+        ``session``: as :meth:`append`'s, refreshed once."""
         with self.transaction() as c:
             if self._LOCK_THREAD:  # SQLite: BEGIN IMMEDIATE took the lock already
                 c.execute("SELECT last_seq FROM threads WHERE thread_key=?" + self._LOCK_THREAD,
                           (thread_key,))
-            return [self._append_in(c, thread_key, t, d, source, ts) for t, d in items]
+            appended = [self._append_in(c, thread_key, t, d, source, ts) for t, d in items]
+            if session is not None:
+                self._heartbeat_in(c, thread_key, session, ts or time.time())
+            return appended
 
     def _append_in(self, c, thread_key, etype, data, source, ts) -> Appended:
         row = c.execute("SELECT last_seq FROM threads WHERE thread_key=?" + self._LOCK_THREAD,
