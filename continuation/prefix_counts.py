@@ -117,11 +117,15 @@ class PrefixCounts:
         """Keep the counts for the next boundary (best effort: a cache)."""
         if not self._changed:
             return
+        from .paths import ensure_private_dir
+
         tmp = f"{self._path}.{os.getpid()}.tmp"
         try:
-            os.makedirs(os.path.dirname(self._path), mode=0o700, exist_ok=True)
-            with open(tmp, "w", encoding="utf-8") as fh:
-                json.dump(self._entries, fh)
+            # owner-only, like everything under the state home (``counts/`` was left 0755)
+            ensure_private_dir(os.path.dirname(self._path))
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with open(fd, "w", encoding="utf-8") as fh:
+                fh.write(json.dumps(self._entries))  # dumps: the C encoder (dump is Python's)
             os.replace(tmp, self._path)
             self._changed = False
         except OSError:

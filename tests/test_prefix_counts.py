@@ -193,3 +193,23 @@ def test_a_rewind_to_a_recent_boundary_reads_only_the_rows_past_it(engine, small
         (*args, last, *ranges[0], *ranges[1])).fetchone()
     assert kept == scratch == tuple(on_branch) and kept[0] == 404  # the newest is at `last`
     assert warm * 10 < cold, (warm, cold)
+
+
+def test_the_kept_counts_are_owner_only(engine, small_windows):
+    """Under the state home everything is private: the folders and the file, whatever the
+    umask (``counts/`` was created 0755)."""
+    import os
+    import stat
+
+    t = engine.thread("claude", "private")
+    turns(t, 0, 20)
+    old = os.umask(0o022)
+    try:
+        cuts(t)
+    finally:
+        os.umask(old)
+    path = cache_file(engine, t)
+    for p in (path.parent.parent, path.parent, path):
+        assert stat.S_IMODE(p.stat().st_mode) in (0o700, 0o600), (p, oct(p.stat().st_mode))
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert json.loads(path.read_text(encoding="utf-8"))  # written whole, as JSON
