@@ -56,8 +56,13 @@ def start_early(path) -> None:
         if not can_fork():
             return
         read_end, write_end = os.pipe()
-        pid = os.fork()
     except Exception:  # noqa: BLE001 - the boundary hashes it itself
+        return
+    try:
+        pid = os.fork()
+    except OSError:  # no process to be had: the boundary hashes it itself
+        os.close(read_end)
+        os.close(write_end)
         return
     if pid == 0:  # the child: never returns into the hook's code
         try:

@@ -138,3 +138,18 @@ def test_a_precompact_hooks_checkpoint_points_at_the_transcript_prefix(git_home,
         source = json.loads(bytes(cp.capsule_bytes))["source"]
     expected = _expected(path)
     assert {k: source[k] for k in expected} == expected
+
+
+@needs_fork
+def test_a_fork_that_fails_leaves_no_descriptor_and_the_boundary_hashes(tmp_path, monkeypatch):
+    path = _transcript(tmp_path, 4096)
+    before = set(os.listdir("/proc/self/fd"))
+
+    def no_fork():
+        raise OSError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(os, "fork", no_fork)
+    transcript_hash.start_early(str(path))
+    assert transcript_hash._early is None
+    assert set(os.listdir("/proc/self/fd")) == before
+    assert transcript_hash.pointer(str(path)) == _expected(path)
