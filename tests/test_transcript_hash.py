@@ -153,3 +153,30 @@ def test_a_fork_that_fails_leaves_no_descriptor_and_the_boundary_hashes(tmp_path
     assert transcript_hash._early is None
     assert set(os.listdir("/proc/self/fd")) == before
     assert transcript_hash.pointer(str(path)) == _expected(path)
+
+
+@needs_fork
+def test_the_child_holds_none_of_the_hooks_standard_descriptors(tmp_path):
+    """The runtime reads the hook's stdout and stderr to EOF: the child, still hashing, holds
+    /dev/null there, not the hook's pipes."""
+    path = tmp_path / "big.jsonl"
+    with open(path, "wb") as fh:
+        fh.truncate(256 << 20)  # sparse: hashing it takes a while, writing it does not
+    transcript_hash.start_early(str(path))
+    _, pid, _ = transcript_hash._early
+    import time
+
+    try:
+        deadline, seen = time.monotonic() + 5, {}
+        while time.monotonic() < deadline:  # the child redirects them first thing after fork
+            try:
+                seen = {fd: os.readlink(f"/proc/{pid}/fd/{fd}") for fd in (0, 1, 2)}
+            except OSError:
+                break  # ended: it never showed /dev/null while alive
+            if set(seen.values()) == {"/dev/null"}:
+                break
+            time.sleep(0.0005)
+        assert set(seen.values()) == {"/dev/null"}, seen  # seen while it still hashed
+    finally:
+        found = transcript_hash.pointer(str(path))
+    assert found["transcript_offset"] == 256 << 20
