@@ -18,8 +18,19 @@ from continuation.install import default_command
 from workspace_repos import git_home, make_repo  # noqa: F401 (git_home is a fixture)
 
 ROOT = Path(__file__).resolve().parents[1]
-needs_fork = pytest.mark.skipif(not sys.platform.startswith("linux"),
-                                reason="the child is forked on Linux only")
+
+
+@pytest.fixture
+def forking():
+    """This process may fork the child now (Linux, one thread: an earlier test's daemon thread
+    still running would make ``start_early`` hash nothing, as it should)."""
+    from continuation.capsule_worker import can_fork
+
+    if not can_fork():
+        pytest.skip("the child is forked on Linux, from a process running one thread")
+
+
+needs_fork = pytest.mark.usefixtures("forking")
 
 
 def _transcript(tmp_path: Path, size: int = 3 << 20) -> Path:
