@@ -25,10 +25,11 @@ UNREADABLE = b"-"
 _early: tuple[str, int, int] | None = None  # (path, child pid, read end of its pipe)
 
 
-def compute(path: str | None) -> dict | None:
+def compute(path) -> dict | None:
     """Path, byte size and sha256 of the transcript prefix read (the file's size when opened);
-    the path alone when it cannot be read."""
-    if not path:
+    the path alone when it cannot be read; None without a path (a payload's value that is no
+    string names none)."""
+    if not path or not isinstance(path, str):
         return None
     import hashlib
 
@@ -40,7 +41,7 @@ def compute(path: str | None) -> dict | None:
         size = hash_prefix(p, h)  # a regular file only, up to its size when opened
         return {"transcript_path": p, "transcript_offset": size,
                 "transcript_prefix_sha256": h.hexdigest()}
-    except OSError:
+    except (OSError, ValueError):  # gone, not a regular file, or a NUL in the name
         return {"transcript_path": p}
 
 
@@ -80,7 +81,7 @@ def start_early(path) -> None:
     _early = (path, pid, read_end)
 
 
-def pointer(path: str | None) -> dict | None:
+def pointer(path) -> dict | None:
     """The transcript pointer of ``path``: the early child's when it hashed this path, else
     :func:`compute`."""
     global _early

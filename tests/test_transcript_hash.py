@@ -191,3 +191,33 @@ def test_the_child_holds_none_of_the_hooks_standard_descriptors(tmp_path):
     finally:
         found = transcript_hash.pointer(str(path))
     assert found["transcript_offset"] == 256 << 20
+
+
+@pytest.mark.parametrize("bad", [5, ["x"], {"p": 1}, "a\x00b", True])
+def test_a_transcript_path_that_names_no_file_still_gets_its_checkpoint(tmp_path, monkeypatch,
+                                                                         bad):
+    """A payload's ``transcript_path`` that is no string, or a string no file can have, is no
+    transcript: the compaction's checkpoint is committed and the Stop completes its turn all the
+    same (both hooks failed on it before)."""
+    from continuation import checkpoints, hooks
+
+    monkeypatch.setenv("CONTINUATION_HOME", str(tmp_path / "state"))
+    monkeypatch.setenv("CONTINUATION_CAPSULE_WORKER", "0")
+    base = {"session_id": "odd", "turn_id": "t1", "cwd": str(tmp_path), "transcript_path": bad}
+    for payload in ({**base, "hook_event_name": "UserPromptSubmit", "prompt": "go on"},
+                    {**base, "hook_event_name": "PreToolUse", "tool_name": "Bash",
+                     "tool_input": {"command": "ls"}, "tool_use_id": "c1"},
+                    {**base, "hook_event_name": "PostToolUse", "tool_name": "Bash",
+                     "tool_input": {"command": "ls"}, "tool_use_id": "c1", "tool_response": "x"},
+                    {**base, "hook_event_name": "PreCompact", "trigger": "auto"},
+                    {**base, "hook_event_name": "Stop", "last_assistant_message": "done"}):
+        out, code = hooks.run("codex", json.dumps(payload).encode())
+        assert (out, code) == ("{}", 0)
+    with Engine(tmp_path / "state") as e:
+        thread = e.find_thread("codex", "odd")
+        cp = checkpoints.newest_checkpoint(thread)
+        source = json.loads(bytes(cp.capsule_bytes))["source"]
+        assert [r.state for r in thread.inputs()] == ["handled"]  # the Stop completed the turn
+    assert cp is not None
+    assert source.get("transcript_offset") is None  # no file was read
+    assert not (tmp_path / "state" / "logs" / "hooks.log").exists()
