@@ -176,10 +176,10 @@ def gather_plain(thread: Thread, *, generation: int, reason: str, upto_seq: int 
                    pointer=pointer(key, c["seq"]), checks=note)
               for c, note in zip(claims_src, checks)]
     attachments = [dict(ref=str(a.get("ref", a)) if isinstance(a, dict) else str(a),
-                        kind=a.get("kind") if isinstance(a, dict) else None,
+                        kind=_text_or_none(a.get("kind")) if isinstance(a, dict) else None,
                         input_id=r.input_id, pointer=pointer(key, r.admitted_seq))
                    for r in inputs if r.state not in ("rolled_back",) for a in r.attachments]
-    settings = meta.get("settings", {})
+    settings = {k: _text_or_none(v) for k, v in (meta.get("settings") or {}).items()}
     plan = meta.get("plan_updated")
     return dict(
         thread=dict(runtime=row["runtime"], session_id=row["session_id"], thread_id=key),
@@ -211,6 +211,17 @@ def gather_plain(thread: Thread, *, generation: int, reason: str, upto_seq: int 
         not_gathered=not_gathered,
         input_counts=input_counts,
     )
+
+
+def _text_or_none(value) -> str | None:
+    """A recorded value for a capsule's text field: a runtime's payload may hold a number or
+    anything else where a name is expected (``"model": 5``), and one such value must not fail
+    the whole capsule. Scalars become their text; anything else is left out."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, (int, float)):  # bool included
+        return str(value)
+    return None
 
 
 def source_workspace(row: dict, workspace: dict | None) -> dict | None:

@@ -512,3 +512,29 @@ def test_a_long_codex_turn_is_settled_in_one_transaction(home, tmp_path, monkeyp
         # every exit code came in that one batch (none by a commit of its own)
         assert len(e.store.events_of_types(t.key, ["tool_exit_code"])) == 30
         assert e.store.sessions(t.key)  # the live session's marker
+
+
+ODD_VALUES = [5, 1.5, True, ["x"], {"p": 1}, "a\x00b", ""]
+
+
+@pytest.mark.parametrize("value", ODD_VALUES, ids=repr)
+@pytest.mark.parametrize("runtime", ["claude", "codex"])
+def test_odd_field_values_never_cost_an_input_or_a_context(home, tmp_path, runtime, value):
+    """A runtime's payload may hold a number, a list or an object where a name or an id is
+    expected. The prompt is still admitted (an odd ``prompt_id``: an id derived as for an older
+    Claude Code), and a compaction still gets its context (an odd ``model`` or
+    ``permission_mode`` recorded earlier had failed every later capsule)."""
+    base = {"session_id": "odd", "turn_id": "t1", "cwd": str(tmp_path), "transcript_path": ""}
+    answers = feed(runtime, [
+        {**base, "hook_event_name": "SessionStart", "source": "startup", "model": value,
+         "permission_mode": value},
+        {**base, "hook_event_name": "UserPromptSubmit", "prompt": "tidy the module",
+         "prompt_id": value},
+        {**base, "hook_event_name": "PreCompact", "trigger": "auto", "transcript_path": value},
+        {**base, "hook_event_name": "SessionStart", "source": "compact", "model": value}])
+    assert all(code == 0 for _, code in answers)
+    context = json.loads(answers[-1][0])["hookSpecificOutput"]["additionalContext"]
+    assert "tidy the module" in context
+    assert not (home / "logs" / "hooks.log").exists()
+    with Engine(home) as e:
+        assert [r.text for r in e.find_thread(runtime, "odd").inputs()] == ["tidy the module"]

@@ -42,6 +42,16 @@ def workspace_root(cwd: str | None) -> str | None:
         folder = parent
 
 
+def _runtime_id(value) -> str | None:
+    """An id a runtime sent, as text: a string, or a number's text; anything else (a list, an
+    object) names nothing, and the id is derived as for a runtime that sends none."""
+    if isinstance(value, str):
+        return value or None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)
+    return None
+
+
 def _turn_id(runtime: str, thread: Thread, payload: dict) -> str | None:
     turn = payload.get("turn_id") or payload.get("prompt_id")
     if turn:
@@ -250,7 +260,7 @@ def on_user_prompt(ctx: HookContext) -> dict | None:
         return None  # a <task-notification> Claude Code sends itself: a runtime fact, no input
     turn = _turn_id(ctx.runtime, ctx.thread, p)
     conn = ctx.thread.store.conn
-    input_id = p.get("prompt_id") if ctx.runtime == "claude" else None
+    input_id = _runtime_id(p.get("prompt_id")) if ctx.runtime == "claude" else None
     steer = False
     if input_id:
         row = conn.execute("SELECT data FROM inputs WHERE thread_key=? AND input_id=?",
