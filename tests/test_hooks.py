@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from continuation import hooks
 from continuation.engine import Engine
@@ -538,3 +540,33 @@ def test_odd_field_values_never_cost_an_input_or_a_context(home, tmp_path, runti
     assert not (home / "logs" / "hooks.log").exists()
     with Engine(home) as e:
         assert [r.text for r in e.find_thread(runtime, "odd").inputs()] == ["tidy the module"]
+
+
+_EVENTS = [("UserPromptSubmit", {"prompt": "hello"}), ("PreCompact", {"trigger": "auto"}),
+           ("PostCompact", {"compact_summary": "s"}), ("SessionStart", {"source": "compact"}),
+           ("SessionStart", {"source": "resume"}), ("Stop", {}), ("SessionEnd", {"reason": "exit"}),
+           ("PreToolUse", {"tool_name": "Bash", "tool_input": {"command": "ls"}, "tool_use_id": "c"}),
+           ("PostToolUse", {"tool_name": "Bash", "tool_input": {"command": "ls"},
+                            "tool_use_id": "c", "tool_response": "x"})]
+_FIELDS = ["transcript_path", "trigger", "source", "cwd", "turn_id", "prompt_id", "reason",
+           "last_assistant_message", "model", "permission_mode", "compact_summary", "prompt",
+           "tool_use_id", "call_id", "tool_name", "tool_input", "tool_response", "error",
+           "effort", "attachments"]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(runtime=st.sampled_from(["claude", "codex"]), event=st.sampled_from(_EVENTS),
+       field=st.sampled_from(_FIELDS), value=st.sampled_from(ODD_VALUES + [None, -1, 2**70]))
+def test_no_hook_fails_on_an_odd_field_value(tmp_path_factory, monkeypatch, runtime, event,
+                                             field, value):
+    """Whatever type a field arrives with, the hook records what it can and answers: no error
+    in the log (where a failing hook's facts would be)."""
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("CONTINUATION_HOME", str(home))
+    monkeypatch.setenv("CONTINUATION_CAPSULE_WORKER", "0")
+    name, extra = event
+    base = {"session_id": "s", "cwd": str(home), "turn_id": "t1", "transcript_path": ""}
+    feed(runtime, [{**base, "hook_event_name": "UserPromptSubmit", "prompt": "start"}])
+    [(_, code)] = feed(runtime, [{**base, "hook_event_name": name, **extra, field: value}])
+    log = home / "logs" / "hooks.log"
+    assert code == 0 and not log.exists(), log.read_text()[-600:] if log.exists() else ""
