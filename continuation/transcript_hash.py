@@ -41,7 +41,7 @@ def compute(path) -> dict | None:
         size = hash_prefix(p, h)  # a regular file only, up to its size when opened
         return {"transcript_path": p, "transcript_offset": size,
                 "transcript_prefix_sha256": h.hexdigest()}
-    except (OSError, ValueError):  # gone, not a regular file, or a NUL in the name
+    except OSError:  # gone, not a regular file, or a name no file can have (a NUL in it)
         return {"transcript_path": p}
 
 

@@ -27,6 +27,11 @@ class FileTooLarge(OSError):
     """The file is larger than the caller's bound."""
 
 
+class NoSuchName(OSError):
+    """The name cannot name a file at all (a NUL in it, or not a path): for the callers, who
+    handle ``OSError``, the same as a file that is not there."""
+
+
 def _kind(mode: int) -> str:
     for test, name in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"),
                        (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
@@ -38,8 +43,15 @@ def _kind(mode: int) -> str:
 
 def open_regular(path):
     """A binary file object for ``path``, which must be a regular file (symbolic links are
-    followed to what they name). Raises :class:`NotRegularFile` (an ``OSError``) otherwise."""
-    path = os.fspath(path)
+    followed to what they name). Raises :class:`NotRegularFile` (an ``OSError``) otherwise,
+    and :class:`NoSuchName` (one too) for a name that cannot be a path (a hook payload's value
+    may be anything: ``os`` raises ``TypeError`` or ``ValueError`` for those)."""
+    try:
+        path = os.fspath(path)
+        if "\0" in (path if isinstance(path, str) else path.decode("latin-1")):
+            raise ValueError("embedded null byte")
+    except (TypeError, ValueError) as exc:
+        raise NoSuchName(f"{path!r} names no file ({exc})") from None
     if not _NONBLOCK:
         mode = os.stat(path).st_mode
         if not stat.S_ISREG(mode):

@@ -249,3 +249,18 @@ def test_only_a_compaction_that_is_a_boundary_starts_a_capsule_worker_early(monk
         started.clear()
         hooks._start_worker_for_payload({"hook_event_name": event, "trigger": trigger})
         assert started == ([True] if starts else []), (event, trigger)
+
+
+@pytest.mark.parametrize("value", [5, ["x"], "a\x00b", None, True], ids=repr)
+def test_an_odd_transcript_path_is_no_transcript_for_precompress(tmp_path, monkeypatch, value):
+    """The compression check reads the session file the payload names: a name that cannot be a
+    path (a NUL in it raised ValueError) is a session with nothing recorded, not a failure."""
+    from continuation import hooks
+
+    monkeypatch.setenv("CONTINUATION_HOME", str(tmp_path / "state"))
+    base = {"session_id": "g", "cwd": str(tmp_path), "transcript_path": value, "timestamp": "t"}
+    for p in ({**base, "hook_event_name": "BeforeAgent", "prompt": "hi"},
+              {**base, "hook_event_name": "PreCompress", "trigger": "auto"}):
+        out, code = hooks.run("gemini", json.dumps(p).encode())
+        assert code == 0
+    assert not (tmp_path / "state" / "logs" / "hooks.log").exists()

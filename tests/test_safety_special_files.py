@@ -160,3 +160,16 @@ def test_install_and_doctor_refuse_a_fifo_as_the_runtime_config(tmp_path):
     r, took = _run(["doctor"], env, cwd=tmp_path)
     assert r.returncode == 1 and "not a regular file" in r.stdout.decode()
     assert "Traceback" not in r.stderr.decode()
+
+
+@pytest.mark.parametrize("name", [5, ["x"], {"p": 1}, None, True, "a\x00b", b"a\x00b"], ids=repr)
+def test_a_name_that_cannot_be_a_path_reads_as_no_file(name):
+    """A hook payload's ``transcript_path`` may be anything: every reader handles ``OSError``,
+    and such a name raises one (not ``TypeError`` or ``ValueError``, which failed the hooks)."""
+    from continuation.userfiles import NoSuchName, open_regular, read_bounded, read_tail
+
+    for read in (open_regular, lambda n: read_tail(n, 100), lambda n: read_bounded(n, 100)):
+        with pytest.raises(NoSuchName):
+            read(name)
+        with pytest.raises(OSError):
+            read(name)

@@ -44,7 +44,7 @@ def _tail_records(path: str):
 
     try:
         data, start = read_tail(path, TAIL_BYTES)
-    except (OSError, ValueError):  # gone, unreadable, a FIFO / device, or a NUL in the name
+    except OSError:  # gone, unreadable, a FIFO / device, or a name no file can have
         return
     for line in _lines_of_kinds(data, partial_first=start > 0):
         try:
