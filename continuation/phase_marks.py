@@ -28,6 +28,8 @@ VARIABLE = "CONTINUATION_PHASE_MARKS"
 
 #: the boundary's process id a worker's marks go under (set in the worker; None: this process)
 boundary_pid: int | None = None
+#: how a mark of :func:`mark_modules` begins (:func:`read` leaves those out)
+MODULES_PREFIX = "modules of "
 
 
 def mark(label: str) -> None:
@@ -51,9 +53,6 @@ def mark_modules(whom: str) -> None:
         import sys
 
         mark(f"{MODULES_PREFIX}{whom}: " + " ".join(sorted(sys.modules)))
-
-
-MODULES_PREFIX = "modules of "
 
 
 def modules_marked(path) -> dict[str, set[str]]:
