@@ -156,7 +156,7 @@ def commit_checkpoint(thread: Thread, *, reason: str, transcript_path: str | Non
                     # knows it already
                     exact = worker.exact
                     if exact is None:
-                        exact = checkpoints.newest_counted_exactly(thread)
+                        exact = checkpoints.counts_exactly(thread)
                         worker.prepare(exact)
                 if notices is None:
                     notices = (*given, *_reconciliation_notices(thread))

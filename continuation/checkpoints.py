@@ -210,20 +210,20 @@ def build(thread: Thread, *, generation: int, reason: str, workspace: dict | Non
 
         source = CapsuleSource.model_validate(source)
     set_ranks_cache(thread.engine.home / "cache")
-    return build_fitted(source, budget or Budget(), exact_first=newest_counted_exactly(thread))
+    return build_fitted(source, budget or Budget(), exact_first=counts_exactly(thread))
 
 
 def warm_up(thread: Thread) -> None:
     """Do ahead what the next build in this process will need (no capsule worker builds it),
     while a boundary waits for git: the capsule models' schemas (pydantic builds them on first
-    use) and, when this thread's newest capsule was counted exactly, the tokenizer.
+    use) and, when this thread's next capsule will be counted exactly, the tokenizer.
     Called in the boundary's own thread: a background load would hold the interpreter lock
     against the git worker's process starts."""
     from capsule.model import build_schemas
     from capsule.tokens import get_token_counter, set_ranks_cache
 
     build_schemas()
-    if newest_counted_exactly(thread):
+    if counts_exactly(thread):
         set_ranks_cache(thread.engine.home / "cache")
         try:
             get_token_counter()
@@ -231,14 +231,23 @@ def warm_up(thread: Thread) -> None:
             pass
 
 
-def newest_counted_exactly(thread: Thread) -> bool:
-    """This thread's newest capsule was counted exactly (it needed cuts; a thread only grows,
-    so its next one will be too)."""
+#: a thread with no capsule yet has its first one counted exactly from this many events on: the
+#: byte bound (a token per byte) holds only the smallest capsules (measured 2026-12-02, turns of a
+#: prompt, a call and a claim: 10 events fit it, 25 did not); a first compaction is of a session
+#: long enough to fill a context window, whose build otherwise tried the bound in vain and loaded
+#: the tokenizer mid-build (a worker loads it while it waits for git instead)
+EXACT_FROM_EVENTS = 20
+
+
+def counts_exactly(thread: Thread) -> bool:
+    """Whether this thread's next capsule will be counted exactly: as its newest one was (a
+    thread only grows, so its next one will be too); with none yet, when the thread has
+    :data:`EXACT_FROM_EVENTS` events or more."""
     from capsule.tokens import is_bound
 
     rows = thread.store.checkpoint_rows(thread.key, newest_first=True, limit=1)
     if not rows:
-        return False
+        return int(thread.row["last_seq"]) >= EXACT_FROM_EVENTS
     try:
         encoding = json.loads(bytes(rows[0]["capsule"]))["budget"]["encoding"]
     except (ValueError, KeyError, TypeError):
@@ -247,13 +256,12 @@ def newest_counted_exactly(thread: Thread) -> bool:
 
 
 def prefetch_tokenizer(thread: Thread) -> bool:
-    """Load the tokenizer in the background when this thread's next capsule will need it: its
-    newest capsule was counted exactly (it needed cuts; a thread only grows, so the next one
-    will too). Called before git work that the load then overlaps. True when a load was
-    started."""
+    """Load the tokenizer in the background when this thread's next capsule will need it
+    (:func:`counts_exactly`). Called before git work that the load then overlaps. True when a
+    load was started."""
     from capsule.tokens import preload_in_background, set_ranks_cache
 
-    if not newest_counted_exactly(thread):
+    if not counts_exactly(thread):
         return False
     set_ranks_cache(thread.engine.home / "cache")
     preload_in_background()

@@ -199,8 +199,8 @@ def test_a_boundary_asks_whether_to_count_exactly_only_of_a_worker_not_prepared(
     restore takes the worker's answer instead of reading the thread's newest capsule again
     (~1.5 ms on the rewind's path); a worker not prepared yet is asked as before."""
     asked = []
-    real = checkpoints.newest_counted_exactly
-    monkeypatch.setattr(checkpoints, "newest_counted_exactly",
+    real = checkpoints.counts_exactly
+    monkeypatch.setattr(checkpoints, "counts_exactly",
                         lambda thread: asked.append(thread.key) or real(thread))
     monkeypatch.setattr(checkpoints, "commit", lambda thread, **kw: kw["built"])  # no build here
     t = _thread(engine, "s", 6, 15)
@@ -209,7 +209,8 @@ def test_a_boundary_asks_whether_to_count_exactly_only_of_a_worker_not_prepared(
         worker.prepare(False)
     assert boundary.commit_checkpoint(t, reason="manual", snapshot=False, worker=worker) is None
     assert asked == ([] if prepared else [t.key])
-    assert worker.exact is False
+    # prepared: what it was told; else the thread's answer (no capsule yet: its length says)
+    assert worker.exact is (False if prepared else real(t))
 
 
 def test_a_worker_that_never_answers_times_out(engine, monkeypatch):

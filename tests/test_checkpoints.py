@@ -730,3 +730,25 @@ def test_a_compactions_checkpoint_and_its_boundary_are_one_transaction(engine, m
         boundary.before_compaction(t, trigger="auto", source_tag="test")
     assert [row["generation"] for row in store.checkpoint_rows(t.key)] == [cp.generation]
     assert t.events()[-1]["type"] == "boundary" and t.row["generation"] == cp.generation
+
+
+def test_a_threads_first_capsule_is_counted_exactly_once_the_thread_is_long(engine):
+    """The byte bound (a token per byte) holds only the smallest capsules: a thread with no
+    capsule yet goes straight to exact counts from ``EXACT_FROM_EVENTS`` events on (its first
+    compaction would otherwise try the bound in vain and load the tokenizer mid-build); after
+    that, its newest capsule says."""
+    from capsule.tokens import is_bound
+
+    short, long_ = engine.thread("claude", "short"), engine.thread("claude", "long")
+    for k in range(3):
+        short.admit(f"request {k}", turn_id=f"t{k}")
+    for k in range(checkpoints.EXACT_FROM_EVENTS):
+        long_.admit(f"request {k}: tidy module {k} and rerun its tests", turn_id=f"t{k}")
+    assert checkpoints.counts_exactly(short) is False
+    assert checkpoints.counts_exactly(long_) is True
+    for thread in (short, long_):
+        cp = boundary.commit_checkpoint(thread, reason="manual", snapshot=False)
+        encoding = checkpoints.load(thread, cp.generation).capsule.budget.encoding
+        # the prediction held: the short one fit the bound, the long one needed exact counts
+        assert is_bound(encoding) is (thread is short)
+        assert checkpoints.counts_exactly(thread) is (thread is long_)

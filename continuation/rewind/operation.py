@@ -216,7 +216,7 @@ def _start_builder(thread: Thread):
 
     worker = capsule_worker.CapsuleWorker.start(thread.engine.home)
     if worker is not None:  # it waits for the restore: it can find the temporary folder itself
-        worker.prepare(cps.newest_counted_exactly(thread), tell_temp_folder=False)
+        worker.prepare(cps.counts_exactly(thread), tell_temp_folder=False)
     return worker
 
 
