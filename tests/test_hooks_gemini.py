@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from continuation import hooks
 from continuation.engine import Engine
@@ -264,3 +266,36 @@ def test_an_odd_transcript_path_is_no_transcript_for_precompress(tmp_path, monke
         out, code = hooks.run("gemini", json.dumps(p).encode())
         assert code == 0
     assert not (tmp_path / "state" / "logs" / "hooks.log").exists()
+
+
+_GEMINI_EVENTS = [
+    ("BeforeAgent", {"prompt": "hello"}), ("PreCompress", {"trigger": "auto"}),
+    ("PreCompress", {"trigger": "manual"}), ("SessionStart", {"source": "startup"}),
+    ("SessionStart", {"source": "resume"}), ("AfterAgent", {"prompt_response": "ok"}),
+    ("SessionEnd", {"reason": "exit"}),
+    ("BeforeTool", {"tool_name": "run_shell_command", "tool_input": {"command": "ls"}}),
+    ("AfterTool", {"tool_name": "run_shell_command", "tool_input": {"command": "ls"},
+                   "tool_response": {"llmContent": "x"}})]
+_GEMINI_FIELDS = ["transcript_path", "trigger", "source", "cwd", "prompt", "reason", "timestamp",
+                  "tool_name", "tool_input", "tool_response", "prompt_response", "stop_hook_active"]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(event=st.sampled_from(_GEMINI_EVENTS), field=st.sampled_from(_GEMINI_FIELDS),
+       value=st.sampled_from([5, 1.5, True, None, ["x"], {"p": 1}, "a\x00b", "", 2**70]))
+def test_no_gemini_hook_fails_on_an_odd_field_value(tmp_path_factory, monkeypatch, event, field,
+                                                    value):
+    """As for the other runtimes (tests/test_hooks.py): whatever type a field arrives with, the
+    hook records what it can and answers, with no error in the log."""
+    from continuation import hooks
+
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("CONTINUATION_HOME", str(home))
+    monkeypatch.setenv("CONTINUATION_CAPSULE_WORKER", "0")
+    name, extra = event
+    base = {"session_id": "g", "cwd": str(home), "transcript_path": "", "timestamp": "t"}
+    hooks.run("gemini", json.dumps({**base, "hook_event_name": "BeforeAgent", "prompt": "start"}).encode())
+    _, code = hooks.run("gemini", json.dumps({**base, "hook_event_name": name, **extra,
+                                               field: value}).encode())
+    log = home / "logs" / "hooks.log"
+    assert code == 0 and not log.exists(), log.read_text()[-600:] if log.exists() else ""
