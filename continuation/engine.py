@@ -18,6 +18,18 @@ from .store import STORE_FILE, Appended, UnknownThread, open_store
 __all__ = ["STORE_FILE", "Engine", "Thread", "newest_running_turn"]
 
 
+def tool_finished_event(call_id: str, status: str = "ok", *, exit_code: int | None = None,
+                        output: str | None = None, turn_id: str | None = None) -> tuple[str, dict]:
+    """(type, data) of a call's outcome, as :meth:`Thread.tool_finished` records it; for
+    several appended in one transaction (``store.append_many``)."""
+    data: dict = {"call_id": call_id, "status": status, "turn_id": turn_id}
+    if exit_code is not None:
+        data["exit_code"] = exit_code
+    if output is not None:
+        data["output"] = output
+    return ev.TOOL_FINISHED, data
+
+
 def newest_running_turn(conn, thread_key: str) -> str | None:
     """The id of the thread's most recently started turn still running, or ``None``: the turn a
     hook payload without a turn id (Claude Code without ``prompt_id``, Gemini CLI, an API steer)
@@ -139,12 +151,8 @@ class Thread:
 
     def tool_finished(self, call_id: str, status: str = "ok", *, exit_code: int | None = None,
                       output: str | None = None, turn_id: str | None = None, **kw) -> Appended:
-        data: dict = {"call_id": call_id, "status": status, "turn_id": turn_id}
-        if exit_code is not None:
-            data["exit_code"] = exit_code
-        if output is not None:
-            data["output"] = output
-        return self.record(ev.TOOL_FINISHED, data, **kw)
+        return self.record(*tool_finished_event(call_id, status, exit_code=exit_code,
+                                                output=output, turn_id=turn_id), **kw)
 
     def turn_completed(self, turn_id: str, **kw) -> Appended:
         return self.record(ev.TURN_COMPLETED, {"turn_id": turn_id}, **kw)

@@ -35,14 +35,13 @@ def compute(path) -> dict | None:
 
     from .userfiles import hash_prefix
 
-    p = os.fspath(path)
     try:
         h = hashlib.sha256()
-        size = hash_prefix(p, h)  # a regular file only, up to its size when opened
-        return {"transcript_path": p, "transcript_offset": size,
+        size = hash_prefix(path, h)  # a regular file only, up to its size when opened
+        return {"transcript_path": path, "transcript_offset": size,
                 "transcript_prefix_sha256": h.hexdigest()}
     except OSError:  # gone, not a regular file, or a name no file can have (a NUL in it)
-        return {"transcript_path": p}
+        return {"transcript_path": path}
 
 
 def start_early(path) -> None:

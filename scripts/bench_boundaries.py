@@ -182,13 +182,9 @@ def write_transcript(path: Path, megabytes: float, rng: random.Random) -> Path |
 
 def newest_checkpoint(home: Path, thread_key: str) -> tuple[str, str]:
     """(checkpoint id, snapshot commit) of the thread's newest checkpoint."""
-    import sqlite3
-
-    conn = sqlite3.connect(home / "store.sqlite3")
-    cp_id, workspace = conn.execute(
-        "SELECT checkpoint_id, workspace FROM checkpoints WHERE thread_key=?"
-        " ORDER BY generation DESC LIMIT 1", (thread_key,)).fetchone()
-    conn.close()
+    [(cp_id, workspace)] = _sql(home, "SELECT checkpoint_id, workspace FROM checkpoints"
+                                      " WHERE thread_key=? ORDER BY generation DESC LIMIT 1",
+                                thread_key)
     ws = json.loads(workspace or "{}")
     return cp_id, ws.get("commit") or ws.get("snapshot_commit") or ws.get("snapshot_ref") or ""
 
@@ -388,13 +384,9 @@ def run(args, base: Path, measuring: ExitStack) -> int:
                         out[side].append(time.perf_counter() - t)
         return out
 
-    import sqlite3
-
-    conn = sqlite3.connect(home / "store.sqlite3")
-    far, near = (cp for (cp,) in conn.execute(
-        "SELECT checkpoint_id FROM checkpoints WHERE thread_key=? AND reason='manual'"
-        " ORDER BY generation", (big_key,)))
-    conn.close()
+    far, near = (cp for (cp,) in _sql(home, "SELECT checkpoint_id FROM checkpoints WHERE"
+                                            " thread_key=? AND reason='manual' ORDER BY generation",
+                                      big_key))
     timed([*cmd, "rewind", near, "--conversation", "--yes"], env)
     plain, rewound = paired_builds(args.runs)
     # then half the thread back: every boundary until a turn completes summarises that branch

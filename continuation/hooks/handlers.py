@@ -18,7 +18,7 @@ from statemachine import events as ev
 
 from .. import jsontext
 from ..claude_synthetic import notification_kind
-from ..engine import Engine, Thread, newest_running_turn, session_marker
+from ..engine import Engine, Thread, newest_running_turn, session_marker, tool_finished_event
 
 OUTPUT_EXCERPT = 2000
 
@@ -185,11 +185,9 @@ def _settle_from_transcript(ctx: HookContext, turns) -> None:
     finished, exit_codes = [], []
     for call_id, outcome in found.items():
         if call_id in open_calls:
-            data = {"call_id": call_id, "status": outcome["status"],
-                    "turn_id": records[call_id].turn_id, "output": _excerpt(outcome["output"])}
-            if outcome["exit_code"] is not None:
-                data["exit_code"] = outcome["exit_code"]
-            finished.append((ev.TOOL_FINISHED, data))
+            finished.append(tool_finished_event(
+                call_id, outcome["status"], exit_code=outcome["exit_code"],
+                output=_excerpt(outcome["output"]), turn_id=records[call_id].turn_id))
         elif outcome["exit_code"] is not None:
             exit_codes.append((ev.TOOL_EXIT_CODE, {"call_id": call_id,
                                                    "exit_code": outcome["exit_code"]}))
