@@ -469,6 +469,7 @@ class _Builder:
             inputs=ordered("inputs"),
             tool_calls=ordered("tool_calls"),
             work_done=ordered("work_done"),
+            work_record=sk.work_record,
             runtime_facts=ordered("runtime_facts"),
             assistant_claims=ordered("assistant_claims"),
             workspace=workspace,

@@ -38,6 +38,7 @@ from .model import (
     RuntimeFact,
     SourcePointers,
     WorkDone,
+    WorkRecord,
 )
 from .source import (
     ACTIONABLE_STATES,
@@ -48,6 +49,7 @@ from .source import (
     ThreadKey,
 )
 from .ledger import group_calls
+from .work_line import call_text
 from .spill_order import KEY_FACT_KINDS
 from .textclip import clip_json_bytes, json_size, scrub, short_id
 from .workspace_view import workspace_view
@@ -158,6 +160,7 @@ class Skeleton:
     plan: Plan | None  # header only
     replaced_surrogates: int
     supersedes_generation: int | None = None
+    work_record: WorkRecord | None = None  # always kept: where every finished call is
 
 
 class _Scrubber:
@@ -234,10 +237,17 @@ def _final_claims(claims) -> set[int]:
     return set(sorted(last.values())[-FINAL_CLAIM_TURNS:])
 
 
-def _ledger(source: CapsuleSource, s: _Scrubber) -> list[Element]:
-    """The finished calls of each turn, grouped (capsule.ledger), one element per group. Groups
-    of a turn that has an actionable input are kept nearly last; the others go early. Inside a
-    tier the oldest group goes first."""
+def _seq_of(pointer: str | None) -> int | None:
+    """The event number a pointer ``event:<thread>:<seq>`` names (None for any other)."""
+    tail = (pointer or "").rpartition(":")[2]
+    return int(tail) if pointer and pointer.startswith("event:") and tail.isdigit() else None
+
+
+def _ledger(source: CapsuleSource, s: _Scrubber, record: WorkRecord | None) -> list[Element]:
+    """The finished calls of each turn, grouped (capsule.ledger), one element per group, each a
+    :mod:`capsule.work_line` line. Groups of a turn that has an actionable input are kept nearly
+    last, failed ones after the others (a failure is never only a number); the others go early.
+    Inside a tier the oldest group goes first."""
     inputs_of: dict[str | None, list[str]] = {}
     active_turns: set[str | None] = set()
     for item in source.inputs:
@@ -250,26 +260,34 @@ def _ledger(source: CapsuleSource, s: _Scrubber) -> list[Element]:
     for call in source.tool_calls:
         if call.status not in UNSETTLED_TOOL_STATUSES:
             by_turn.setdefault(call.turn_id, []).append(call)
+    labels = {t.turn_id: t.label for t in record.turns} if record is not None else {}
+    several = len(by_turn) > 1
+    shell_tool = record.shell_tool if record is not None else None
     elements: list[Element] = []
     k = 0
     for turn_id, calls in by_turn.items():
         active = turn_id in active_turns
-        groups = group_calls((c.tool, c.status, c.exit_code, c.args, c.pointer) for c in calls)
+        label = labels.get(turn_id) if several else None
+        groups = group_calls(((c.tool, c.status, c.exit_code, call_text(c.tool, c.args), c.pointer)
+                              for c in calls), text_of=str)
         for g in groups:
+            first, last = _seq_of(g.pointers[0]), _seq_of(g.pointers[-1]) if g.count > 1 else None
             row_fields = dict(
-                turn_id=s.ident(turn_id), input_ids=inputs_of.get(turn_id, [])[:MAX_ROW_INPUTS],
-                tool=s.ident(g.tool, 64), status=g.status, exit_code=g.exit_code, count=g.count,
-                values=g.values_text, files=[s.ident(f, REF_MAX) for f in g.files],
-                pointer=s.ident(g.pointers[0], POINTER_MAX),
-                last_pointer=s.ident(g.pointers[-1], POINTER_MAX) if g.count > 1 else None,
+                turn=label, tool=s.ident(g.tool, 64), status=g.status, exit_code=g.exit_code,
+                count=g.count, values=g.values_text, seq=first, last_seq=last,
+                # a pointer of another form than event:<thread>:<seq> is kept as it is
+                pointer="" if first is not None else s.ident(g.pointers[0], POINTER_MAX),
             )
+            failed = g.status == "error" or (g.exit_code not in (None, 0))
+            pointer = s.ident(g.pointers[0], POINTER_MAX)
             elements.append(Element(
-                rank=(T_LEDGER_ACTIVE if active else T_SETTLED_CALL, 0, k), slot="work_done", index=k,
+                rank=(T_LEDGER_ACTIVE if active or failed else T_SETTLED_CALL, 1 if failed else 0, k),
+                slot="work_done", index=k,
                 group=G_LEDGER_ACTIVE if active else G_LEDGER_HIST,
-                build=lambda t, _f=row_fields: WorkDone(**_f, args=t),
-                line=lambda o, c: render.work_done_line(o, clipped=c),
+                build=lambda t, _f=row_fields: WorkDone(**_f, call=t),
+                line=lambda o, c, _t=shell_tool: render.work_done_line(o, clipped=c, shell_tool=_t),
                 full=s.text(g.args), original=g.args,
-                field=f"work_done[{row_fields['pointer']}].args", pointer=row_fields["pointer"],
+                field=f"work_done[{pointer}].call", pointer=pointer,
                 items=g.count,
             ))
             k += 1
@@ -378,7 +396,8 @@ def collect(source: CapsuleSource) -> tuple[Skeleton, list[Element]]:
             build=build_call, line=call_line, full=s.text(args_text), original=args_text,
             field=f"tool_calls[{call_fields['call_id']}].args", pointer=call_fields["pointer"], parent=row,
         ))
-    elements += _ledger(source, s)
+    record = WorkRecord.model_validate(source.work_record) if source.work_record else None
+    elements += _ledger(source, s, record)
 
     # -- facts and claims ----------------------------------------------------------------------
     for k, fact in enumerate(source.facts):
@@ -538,6 +557,7 @@ def collect(source: CapsuleSource) -> tuple[Skeleton, list[Element]]:
         plan=plan_header, replaced_surrogates=0,
         supersedes_generation=source.supersedes_generation
         if source.supersedes_generation is not None and source.supersedes_generation != source.generation else None,
+        work_record=record,
     )
     skeleton.replaced_surrogates = s.replaced
     return skeleton, elements

@@ -164,12 +164,14 @@ def _varying_together(family: _Family) -> list[int] | None:
     return varying
 
 
-def group_calls(calls: Iterable[tuple[str, str, int | None, Any, str]]) -> list[CallGroup]:
-    """Group ``(tool, status, exit_code, args, pointer)`` finished calls of one turn, in order."""
+def group_calls(calls: Iterable[tuple[str, str, int | None, Any, str]],
+                text_of=args_text) -> list[CallGroup]:
+    """Group ``(tool, status, exit_code, args, pointer)`` finished calls of one turn, in order;
+    ``text_of(args)``: the text compared and templated (default: the canonical arguments)."""
     families: dict[tuple, _Family] = {}
     order: list[tuple] = []
     for tool, status, exit_code, args, pointer in calls:
-        text = args_text(args)
+        text = text_of(args)
         pieces = _NUMBER.split(text)
         numbers = tuple(_NUMBER.findall(text))
         templatable = PLACEHOLDER not in text

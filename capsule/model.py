@@ -1,4 +1,4 @@
-"""The versioned handoff capsule (schema 3) and its canonical encoding.
+"""The versioned handoff capsule (schema 4) and its canonical encoding.
 
 A capsule is keyed by thread and context generation. It keeps three kinds of information apart
 (user inputs, runtime facts, assistant claims) and says what was cut: ``cuts`` lists every text
@@ -11,6 +11,8 @@ those bytes (it is solved as a fixed point, so the number counts its own digits)
 
 Schema 3 added the work ledger (``work_done``: the finished tool calls of each turn, grouped;
 ``tool_calls`` lists only the unsettled ones) and a workspace reduced to what a model needs.
+Schema 4 added the work record (``work_record``: the page files that hold every finished call,
+named inline) and compact ledger rows (see :class:`WorkDone`).
 
 Reading (:func:`decode_capsule`): any supported version (1, 2, 3) is upgraded to the current model;
 unknown fields are ignored; a newer version raises :class:`CapsuleVersionError`; anything else
@@ -23,13 +25,13 @@ import json
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_serializer
 
 from .source import InputState, ThreadKey, ToolStatus
 from .textclip import scrub
 
-SCHEMA_VERSION = 3
-SUPPORTED_VERSIONS = (1, 2, 3)
+SCHEMA_VERSION = 4
+SUPPORTED_VERSIONS = (1, 2, 3, 4)
 
 
 class CapsuleFormatError(ValueError):
@@ -113,7 +115,13 @@ class WorkDone(_Part):
     """One group of finished tool calls of a turn (see :mod:`capsule.ledger`): ``count`` calls
     of ``tool`` with these arguments, or, when ``values`` is set, with ``{N}`` in ``args``
     replaced by each listed number in turn. ``files``: files the calls' arguments name as
-    written."""
+    written.
+
+    Schema 4 writes a row as ``call`` (the call as :mod:`capsule.work_line` writes it: ``$
+    <command>`` or ``<Tool> <json>``), ``seq`` / ``last_seq`` (the first and last call's start
+    event) and ``turn`` (a label of ``Capsule.work_record.turns``, which holds the turn's ids
+    once), and leaves out every field at its default: a row of a 60-character command is ~110
+    bytes instead of ~330. Rows of older capsules keep ``args``, ``turn_id``, ``pointer``."""
 
     turn_id: str | None = None
     input_ids: list[str] = []  # the inputs of that turn
@@ -126,6 +134,63 @@ class WorkDone(_Part):
     files: list[str] = []
     pointer: str = ""  # the first call's
     last_pointer: str | None = None  # the last call's, when count > 1
+    seq: int | None = None
+    last_seq: int | None = None
+    turn: str | None = None
+    call: str | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_defaults(self, handler):
+        data = handler(self)
+        return {k: v for k, v in data.items() if k in ("tool", "status") or v != _WORK_DEFAULTS.get(k)}
+
+
+_WORK_DEFAULTS = {"turn_id": None, "input_ids": [], "exit_code": None, "count": 1, "args": None,
+                  "values": None, "files": [], "pointer": "", "last_pointer": None, "seq": None,
+                  "last_seq": None, "turn": None, "call": None}
+
+
+class WorkTurn(_Part):
+    """A turn of the work record: its short ``label`` (``T1``...), ids written once."""
+
+    label: str
+    turn_id: str | None = None
+    input_ids: list[str] = []
+    open: bool = False  # it has an actionable input
+    calls: int = 0
+    failed: int = 0
+    first_seq: int | None = None
+    last_seq: int | None = None
+
+
+class WorkPage(_Part):
+    """One page file of the work record: the finished calls whose start events are
+    ``first_seq``..``last_seq``."""
+
+    name: str
+    first_seq: int | None = None
+    last_seq: int | None = None
+    calls: int = 0
+    failed: int = 0
+
+
+class WorkRecord(_Part):
+    """Every finished call of the turns a model may still be shown, persisted at the boundary
+    as page files outside the capsule's budget (:mod:`capsule.work_record`): ``folder`` holds
+    the pages and ``manifest`` (their names and sha256; each page ends with its own). ``pages``
+    lists the pages named inline (all of them up to a bound, then the first, the newest and
+    those holding a failure; ``pages_total`` counts every page)."""
+
+    folder: str
+    manifest: str = ""
+    manifest_sha256: str = ""
+    calls: int = 0
+    failed: int = 0
+    pages_total: int = 0
+    pages: list[WorkPage] = []
+    turns: list[WorkTurn] = []
+    shell_tool: str | None = None  # the tool ``$`` lines ran in unless a line names another
+    source_command: str = ""  # how to print any event: the command, then the pointer
 
 
 class RuntimeFact(_Part):
@@ -249,6 +314,7 @@ class Capsule(_Part):
     inputs: list[CapsuleInput] = []
     tool_calls: list[CapsuleToolCall] = []  # unsettled (schema 3)
     work_done: list[WorkDone] = []
+    work_record: WorkRecord | None = None  # schema 4
     runtime_facts: list[RuntimeFact] = []
     assistant_claims: list[AssistantClaim] = []
     workspace: dict[str, Any] | None = None
@@ -341,6 +407,8 @@ def decode_capsule(data: bytes | str | dict[str, Any]) -> Capsule:
             from .v2 import upgrade_v2
 
             obj = upgrade_v2(obj)
+        if obj.get("schema_version") == 3:  # schema 4 only added optional fields
+            obj = {**obj, "schema_version": 4}
         return Capsule.model_validate(obj)
     except ValidationError as exc:
         raise CapsuleFormatError(

@@ -34,9 +34,11 @@ from .model import (
     PlanItem,
     RuntimeFact,
     WorkDone,
+    WorkRecord,
     canonical_json,
 )
 from .textclip import render_json, render_literal
+from .work_line import work_line
 
 MARKER = "CONTINUATION-CHECKPOINT"
 CLIPPED = " [clipped: full text at pointer]"
@@ -120,7 +122,18 @@ def tool_call_line(call: CapsuleToolCall, *, clipped: bool = False) -> str:
     )
 
 
-def work_done_line(row: WorkDone, *, clipped: bool = False) -> str:
+def work_done_line(row: WorkDone, *, clipped: bool = False, shell_tool: str | None = None) -> str:
+    """A ledger row as :mod:`capsule.work_line` writes it; a row of an older capsule (``args``,
+    ``pointer``, no ``call``) keeps its older spelling."""
+    if row.call is None and (row.args is not None or row.seq is None):
+        return _legacy_work_done_line(row, clipped=clipped)
+    text = "(omitted: see cuts)" if row.call is None else row.call
+    return work_line(row.seq, row.status, row.exit_code, text, last_seq=row.last_seq, count=row.count,
+                     values=row.values, turn=row.turn, shell_tool=shell_tool, tool=row.tool,
+                     clipped=CLIPPED if clipped else "")
+
+
+def _legacy_work_done_line(row: WorkDone, *, clipped: bool = False) -> str:
     exit_code = "" if row.exit_code is None else f" exit_code={row.exit_code}"
     files = f" files_changed={render_json(row.files)}" if row.files else ""
     values = "" if row.values is None else f" N={row.values}"
@@ -131,6 +144,47 @@ def work_done_line(row: WorkDone, *, clipped: bool = False) -> str:
         f"ran={row.count}x status={row.status}{exit_code}{files} pointer={render_literal(row.pointer)}{last}"
         f"{values} args={args}"
     )
+
+
+def work_legend(record: WorkRecord | None, thread_id: str) -> list[str]:
+    """The ledger's legend: the thread's pointer form once, and each turn's ids once."""
+    shell = record.shell_tool if record is not None and record.shell_tool else "Bash"
+    lines = [
+        f"legend: #N is event N of thread {render_literal(thread_id)}; \"$ <command>\" is the command exactly "
+        f"as it ran in the shell tool {render_literal(shell)} (to the end of the line, no quoting); "
+        "<Tool> {...} is another tool with its arguments as JSON; ran=Kx: K identical calls; "
+        "N=...: one call per listed number, in place of {N}"
+    ]
+    if record is not None:
+        for t in record.turns:
+            failed = f" failed={t.failed}" if t.failed else ""
+            lines.append(
+                f"- turn {t.label} id={_opt(t.turn_id)} inputs={render_json(t.input_ids)} "
+                f"open={'yes' if t.open else 'no'} calls={t.calls}{failed} events=#{_num(t.first_seq)}..#{_num(t.last_seq)}")
+    return lines
+
+
+def work_record_lines(record: WorkRecord | None, thread_id: str) -> list[str]:
+    """Where every finished call is: the page files, the ranges each holds, how to print any."""
+    if record is None:
+        return []
+    src = record.source_command or "continuation source"
+    lines = [
+        f"folder={render_literal(record.folder)} calls={record.calls} failed={record.failed} "
+        f"pages={record.pages_total} manifest={render_literal(record.manifest)}",
+        f"Every finished call of these turns is listed in the page files below, oldest first, one "
+        f"call per line; each page is one read of a file tool (or: {src} work:{thread_id}:<generation>:<page>). "
+        "Read them before running any step again.",
+    ]
+    named = {p.name for p in record.pages}
+    for p in record.pages:
+        failed = f" failed={p.failed}" if p.failed else ""
+        lines.append(f"- page {render_literal(p.name)} calls=#{_num(p.first_seq)}..#{_num(p.last_seq)} "
+                     f"count={p.calls}{failed}")
+    if record.pages_total > len(named):
+        lines.append(f"- {record.pages_total - len(named)} more page(s) in the same folder: the manifest names them all")
+    lines.append(f"Any event in full: {src} event:{thread_id}:<N>; a range: {src} event:{thread_id}:<A>..<B>")
+    return lines
 
 
 def fact_line(fact: RuntimeFact, *, clipped: bool = False) -> str:
@@ -204,6 +258,12 @@ def _section(title: str, lines: Iterable[str], always: bool = False) -> list[str
     return [f"## {title}"] + (body or ["(none)"])
 
 
+def _ledger_clipped(row: WorkDone, cut: set[str]) -> bool:
+    if row.call is None:
+        return f"work_done[{row.pointer}].args" in cut
+    return any(f.startswith("work_done[") and f.endswith(f":{row.seq}].call") for f in cut)
+
+
 def clipped_fields(capsule: Capsule) -> set[str]:
     return {c.field for c in capsule.cuts if c.kept_bytes > 0}
 
@@ -242,11 +302,16 @@ def render_body(capsule: Capsule) -> list[str]:
         (tool_call_line(x, clipped=f"tool_calls[{x.call_id}].args" in cut) for x in c.tool_calls),
         always=True,
     )
-    lines += _section(
-        "work already done (finished tool calls of each turn, grouped: ran=Kx is K identical calls; "
-        "with N=..., args has {N} where each listed number goes, one call per number; do not redo them)",
-        (work_done_line(x, clipped=f"work_done[{x.pointer}].args" in cut) for x in c.work_done),
-    )
+    record = c.work_record
+    shell_tool = record.shell_tool if record is not None else None
+    if c.work_done:
+        legend = work_legend(record, t.thread_id) if any(x.call is not None for x in c.work_done) else []
+        lines += _section(
+            "work already done (finished tool calls of each turn, oldest first; do not redo them)",
+            [*legend, *(work_done_line(x, clipped=_ledger_clipped(x, cut), shell_tool=shell_tool)
+                        for x in c.work_done)],
+        )
+    lines += _section("work record (every finished call, in page files)", work_record_lines(record, t.thread_id))
     counts = " ".join(f"{k}={v}" for k, v in sorted(c.input_counts.items()))
     lines += _section(
         f"user inputs (total by state: {counts or 'none'}; listed {len(c.inputs)})",

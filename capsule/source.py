@@ -194,3 +194,6 @@ class CapsuleSource(_Source):
     # every input of the thread by state, when ``inputs`` holds only some of them (the gatherer
     # reads the open ones and only the newest historical ones); None: ``inputs`` is all of them
     input_counts: dict[str, int] | None = None
+    # the work record's index (``capsule.model.WorkRecord`` as plain data: the page files the
+    # engine wrote for this generation, ``continuation.work_pages``); None: no finished call
+    work_record: dict[str, Any] | None = None

@@ -15,6 +15,7 @@ from capsule.notice import notice_data
 from statemachine.reducer import resolve_call
 
 from .engine import Thread
+from . import work_pages
 from .prefix_counts import PrefixCounts
 from .store.view import SqlStateView, rows_in_states
 from .rewind.summary import notices_of
@@ -136,7 +137,8 @@ def gather_plain(thread: Thread, *, generation: int, reason: str, upto_seq: int 
     rewind_notices = [notice_data(n) for n in notices_of(store, key, upto=upto_seq)
                       if n.title not in titles]
     facts_src = _newest_live(store, key, FACT_TYPES, upto_seq, MAX_FACTS, ranges)
-    cursor_src = _newest_live(store, key, CURSOR_TYPES, upto_seq, 1, ranges)
+    # a few: a reconcile that leaves the call's work to do is no completed step (see _cursor)
+    cursor_src = _newest_live(store, key, CURSOR_TYPES, upto_seq, 4, ranges)
     background_src = [e for e in store.events_of_types(key, ["background_task"], upto=upto_seq)
                       if ranges is None or in_ranges(e["seq"], ranges)]
     counts = PrefixCounts(thread.engine.home, key)
@@ -155,6 +157,9 @@ def gather_plain(thread: Thread, *, generation: int, reason: str, upto_seq: int 
              pointer=pointer(key, r.admitted_seq))
         for r in inputs
     ]
+    # a call reconciled as not applied or retry-safe is work still to do: never finished work
+    # (the decision notice tells the model); only its record and the notice name it
+    calls = [c for c in calls if c.status != "reconciled" or c.decision == "applied"]
     src_calls = [
         dict(call_id=c.call_id, tool=c.tool or "?", args=c.args or {},
              status=_tool_status(c), started_at=_when(c.started_at), turn_id=c.turn_id,
@@ -210,7 +215,22 @@ def gather_plain(thread: Thread, *, generation: int, reason: str, upto_seq: int 
         supersedes_generation=supersedes if isinstance(supersedes, int) else None,
         not_gathered=not_gathered,
         input_counts=input_counts,
+        work_record=finish_work_record(thread, generation, work_pages.gather(store, key, inputs)),
     )
+
+
+def finish_work_record(thread: Thread, generation: int, gathered: dict) -> dict | None:
+    """Write the work record's pages for ``generation`` (``continuation.work_pages``) and
+    return the capsule's index of them (None: no finished call). A page that cannot be
+    written leaves the capsule without the index rather than failing the boundary: the ledger
+    and ``continuation source`` still hold the calls."""
+    pages, index = work_pages.build(thread.key, generation, gathered)
+    if index is None:
+        return None
+    try:
+        return work_pages.write(thread.engine.home, thread.key, generation, pages, index)
+    except OSError:
+        return None
 
 
 def _text_or_none(value) -> str | None:
@@ -435,7 +455,9 @@ def _rollback_points(events: list[dict]) -> list[int]:
 
 
 def _cursor(key: str, last: list[dict], calls: dict) -> dict:
-    """The last completed step (a finished tool call or an ended turn) and its outcome."""
+    """The last completed step (a finished tool call or an ended turn) and its outcome. A call
+    reconciled as not applied or retry-safe did not complete: the cursor stays before it."""
+    last = [e for e in last if e["type"] != "reconciled" or e["data"].get("decision") == "applied"]
     if not last:
         return dict()
     e = last[-1]

@@ -179,6 +179,15 @@ def with_workspace(thread: Thread, source, *, generation: int, workspace: dict |
     from .capsule_source import source_workspace
 
     update = {"generation": generation, "workspace": source_workspace(thread.row, workspace)}
+    before = source["generation"] if isinstance(source, dict) else source.generation
+    recorded = source.get("work_record") if isinstance(source, dict) else source.work_record
+    if recorded is not None and before != generation:  # a lost race: the pages of this generation
+        from . import work_pages
+        from .capsule_source import _bounded_inputs, finish_work_record
+
+        inputs = _bounded_inputs(thread.store, thread.key)[0]
+        update["work_record"] = finish_work_record(
+            thread, generation, work_pages.gather(thread.store, thread.key, inputs))
     if isinstance(source, dict):
         return {**source, **update}
     return source.model_copy(update=update)

@@ -14,6 +14,12 @@ block the hook answered with), and the agent decides from it alone:
 
 That rule ("do every request that looks actionable") is what makes repeated tool calls and lost
 requests measurable: the agent is only as good as what it is told.
+
+It reads as a model with a runtime's file tool does: the inline context, then each file the
+context names (the spilled full text, the work record's pages), each with one read that
+returns at most :data:`READ_LIMIT` characters (Codex cuts a tool's output at 10,000 bytes), and
+nothing else. A finished call counts when a line shows it (:mod:`capsule.work_line`, or an
+older capsule's ``- done`` line) with the exact call text the agent would run.
 """
 from __future__ import annotations
 
@@ -32,6 +38,10 @@ _BEGIN = re.compile(r"^<<<CONTINUATION-CHECKPOINT (\w+) BEGIN>>>$")
 _FIELD = re.compile(r'(\w+)=("(?:[^"\\]|\\.)*"|\([^)]*\)|\S+)')
 #: the inline part of a context shortened to fit a runtime's limit names the file with all of it
 _SPILL = re.compile(r'The full text \(\d+ characters\) is in the file ("(?:[^"\\]|\\.)*")')
+_FOLDER = re.compile(r'^folder=("(?:[^"\\]|\\.)*")')
+_PAGE = re.compile(r'^- page ("(?:[^"\\]|\\.)*")')
+#: what one read of a file returns at most (a runtime tool's output limit)
+READ_LIMIT = 10_000
 
 
 @dataclass
@@ -87,19 +97,28 @@ class ParsedContext:
     full_texts: dict = field(default_factory=dict)
 
 
-def read_context(text: str) -> ParsedContext | None:
+def read_file_limited(path: str, limit: int = READ_LIMIT) -> str:
+    """One read of a file through a runtime's tool: at most ``limit`` characters ('' if it
+    cannot be read)."""
+    try:
+        return Path(path).read_text(encoding="utf-8", errors="surrogateescape")[:limit]
+    except OSError:
+        return ""
+
+
+def read_context(text: str, reader=read_file_limited) -> ParsedContext | None:
     """The checkpoint block of an additionalContext, or None if there is none.
 
     Only lines between the BEGIN marker and the END marker carrying the same nonce count; a
-    spilled context (the inline part points to a file) is read from that file, as the model
-    is told to."""
+    spilled context (the inline part points to a file) is read from that file, and every work
+    record page the block names is read too, each with one ``reader`` call."""
     if not text:
         return None
     spill = _SPILL.search(text)
     if spill:
         try:
-            text = Path(json.loads(spill.group(1))).read_text(encoding="utf-8", errors="surrogateescape")
-        except (OSError, ValueError):
+            text = reader(json.loads(spill.group(1))) or text
+        except ValueError:
             pass
     lines = text.splitlines()
     nonce = None
@@ -119,6 +138,7 @@ def read_context(text: str) -> ParsedContext | None:
         return None
     inputs, calls, objective = [], [], None
     section = ""
+    folder, pages = None, []
     for line in body:
         if line.startswith("## "):
             section = line[3:]
@@ -136,14 +156,44 @@ def read_context(text: str) -> ParsedContext | None:
             calls.append(f)
         elif line.startswith("- done "):
             calls += _ledger_calls(_fields(line))
+        elif section.startswith("work already done") and (line.startswith("- #") or line.startswith("- T")):
+            calls += _work_line_calls(line)
+        elif section.startswith("work record"):
+            m = _FOLDER.match(line) or _PAGE.match(line)
+            if m is not None and m.re is _FOLDER:
+                folder = _literal(m.group(1))
+            elif m is not None:
+                pages.append(_literal(m.group(1)))
         elif section.startswith("objective") and line.startswith("input="):
             objective = _fields(line)
+    seen = {(c.get("seq"), c.get("text")) for c in calls if c.get("seq")}
+    for name in pages if isinstance(folder, str) else []:
+        for line in reader(str(Path(folder) / name)).splitlines():
+            for call in _work_line_calls(line):
+                if (call.get("seq"), call.get("text")) not in seen:  # inline already
+                    seen.add((call.get("seq"), call.get("text")))
+                    calls.append(call)
     # the full text of open inputs follows the block, one delimited block per input id
     full_texts = {m.group(2): m.group(3) for m in re.finditer(
         r'<<<CONTINUATION-USER-INPUT (\w+) BEGIN user input id="([^"]*)"[^\n]*>>>\n(.*?)\n'
         r'<<<CONTINUATION-USER-INPUT \1 END>>>', "\n".join(rest), re.S)}
     objective_text = full_texts.get(str((objective or {}).get("input")))
     return ParsedContext(inputs, calls, objective, objective_text, full_texts)
+
+
+def _work_line_calls(line: str) -> list[dict]:
+    """The finished calls a :mod:`capsule.work_line` line stands for, each with its call text."""
+    from capsule.ledger import expand_group
+    from capsule.work_line import parse_work_line
+
+    f = parse_work_line(line)
+    if f is None or not f["text"] or f["text"].startswith("(omitted"):
+        return []
+    texts = expand_group(f["text"], f["values"])
+    if f["values"] is None:
+        texts = texts * f["count"]
+    return [{"call": None, "tool": f["tool"], "status": f["status"], "text": text,
+             "seq": f["first"] if len(texts) == 1 else None} for text in texts]
 
 
 def _ledger_calls(f: dict) -> list[dict]:
@@ -201,6 +251,20 @@ class Catalog:
                 return key
         return None
 
+    def key_for_text(self, text: str) -> str | None:
+        """Which request plans a call written as :func:`capsule.work_line.call_text` writes it."""
+        for key, r in self.requests.items():
+            if any(planned_text(t) == text for t in r.get("tools", [])):
+                return key
+        return None
+
+
+def planned_text(tool: dict) -> str:
+    """A planned call as a work line writes it."""
+    from capsule.work_line import call_text
+
+    return call_text(tool.get("tool", "Bash"), tool["input"])
+
 
 def memory_from_context(ctx: ParsedContext, catalog: Catalog) -> list[Item]:
     """What the continuation context tells the agent: each input with its engine state, and
@@ -220,14 +284,19 @@ def memory_from_context(ctx: ParsedContext, catalog: Catalog) -> list[Item]:
                           input_id=f.get("input")))
     by_key = {i.key: i for i in items if i.key}
     for call in ctx.calls:
-        key = catalog.key_for_args(call.get("args"))
+        if "text" in call:  # a work line: the call as it ran
+            key = catalog.key_for_text(call["text"])
+            done = call["text"]
+        else:
+            key = catalog.key_for_args(call.get("args"))
+            done = canon(call.get("args"))
         item = by_key.get(key)
         if item is None:
             continue
         if call.get("status") in ("ok", "error", "reconciled"):
-            item.done_args.append(canon(call.get("args")))
+            item.done_args.append(done)
         elif call.get("status") in ("in_flight", "unknown"):
-            item.unknown_args.append(canon(call.get("args")))
+            item.unknown_args.append(done)
     return items
 
 
@@ -275,11 +344,14 @@ def decide(memory: list[Item], catalog: Catalog) -> list[Decision]:
 
         done = Counter(item.done_args)  # each finished listing covers one planned call
         for i, tool in enumerate(catalog.tools(item.key)):
-            c = canon(tool["input"])
+            c, text = canon(tool["input"]), planned_text(tool)
             if done[c] > 0:
                 done[c] -= 1
                 continue
-            if c in item.unknown_args:
+            if done[text] > 0:
+                done[text] -= 1
+                continue
+            if c in item.unknown_args or text in item.unknown_args:
                 continue
             out.append(Decision(item.key, "execute", i, tool))
     return out

@@ -1,0 +1,118 @@
+"""The work record's pages on disk: gathered from the store, written at each boundary.
+
+Which calls: every finished call (ok, error, or reconciled as applied) of the turns of every
+input a model may still be shown: the open ones, and the handled ones of the thread among the
+newest gathered (the runtime keeps a finished prompt in its own history after a compaction, and
+an agent that finds it there with nothing saying it was done redoes it). A call reconciled as
+not applied or retry-safe is not finished work: the decision notice says so, and it is never
+listed as done. At most :data:`MAX_RECORD_CALLS`, the newest.
+
+Where: ``<state home>/contexts/<thread>/g<generation>.work<NNN>.md`` beside the spilled context,
+with ``g<generation>.work.json`` listing every page and its sha256. ``continuation install``
+grants each runtime's own file tools this folder (Claude Code: ``permissions.
+additionalDirectories``; Gemini CLI: ``context.includeDirectories``; Codex reads it with its
+shell), so a model reads a page with one call, and ``continuation source work:<thread>:<g>:<n>``
+prints it too (verified against its hash).
+"""
+from __future__ import annotations
+
+import json
+import os
+
+from capsule import work_record
+
+from .atomic import atomic_write
+from .store.view import SqlStateView
+
+MAX_RECORD_CALLS = 5_000
+#: pages named one by one in the capsule; beyond, the first and the newest, and one line for the rest
+MAX_NAMED_PAGES = 16
+SOURCE_COMMAND = "continuation source"
+_RECORD_STATUSES = ("ok", "error", "reconciled")
+_NOT_SHOWN = ("superseded", "rolled_back")
+
+
+def folder(home, thread_key: str) -> str:
+    return os.path.join(os.fspath(home), "contexts", thread_key)
+
+
+def is_done(call) -> bool:
+    """A call the record lists as finished work (a reconcile decision other than applied
+    leaves its work to do)."""
+    return call.status in ("ok", "error") or (call.status == "reconciled" and call.decision == "applied")
+
+
+def status_of(call) -> str:
+    return "ok" if call.status == "reconciled" else call.status
+
+
+def gather(store, thread_key: str, inputs) -> dict:
+    """Plain data for :func:`build`: the inputs shown and their turns' finished calls."""
+    shown = [r for r in inputs if r.state not in _NOT_SHOWN and r.turn_id]
+    turns = list(dict.fromkeys(r.turn_id for r in shown))
+    view = SqlStateView(store.conn, thread_key)
+    records = [c for c in view.calls_of_turns(turns, _RECORD_STATUSES) if is_done(c)]
+    calls = [dict(seq=c.started_seq, tool=c.tool or "?", args=c.args or {}, status=status_of(c),
+                  exit_code=(c.outcome or {}).get("exit_code"), turn_id=c.turn_id)
+             for c in records[-MAX_RECORD_CALLS:]]
+    return dict(
+        calls=calls, omitted=max(0, len(records) - MAX_RECORD_CALLS),
+        inputs=[dict(id=r.input_id, state=r.state, text=r.text, seq=r.admitted_seq, turn_id=r.turn_id)
+                for r in shown])
+
+
+def build(thread_key: str, generation: int, gathered: dict):
+    """(pages, index): the pages' texts and the capsule's ``work_record`` (plain data), or
+    (``[]``, None) when no call is finished."""
+    calls, inputs = gathered["calls"], gathered["inputs"]
+    if not calls:
+        return [], None
+    turns = work_record.label_turns(calls, inputs)
+    with_calls = {t.turn_id for t in turns}
+    shell = work_record.shell_tool_of(calls)
+    pages = work_record.build_pages(
+        thread_key=thread_key, generation=generation, calls=calls,
+        inputs=[i for i in inputs if i["turn_id"] in with_calls], turns=turns, shell_tool=shell,
+        source_command=SOURCE_COMMAND)
+    named = pages if len(pages) <= MAX_NAMED_PAGES else [pages[0], *pages[-(MAX_NAMED_PAGES - 1):]]
+    failed_pages = [p for p in pages if p.failed and p not in named]
+    index = dict(
+        folder="", manifest=work_record.manifest_name(generation), calls=len(calls),
+        failed=sum(p.failed for p in pages), pages_total=len(pages),
+        pages=[dict(name=p.name, first_seq=p.first_seq, last_seq=p.last_seq, calls=p.calls,
+                    failed=p.failed)
+               for p in sorted([*named, *failed_pages], key=lambda p: p.first_seq)],
+        turns=[t._asdict() for t in turns[-8:]], shell_tool=shell, source_command=SOURCE_COMMAND)
+    return pages, index
+
+
+def write(home, thread_key: str, generation: int, pages, index: dict) -> dict:
+    """Write the pages and their manifest (each atomically); returns ``index`` with its folder
+    and the manifest's sha256."""
+    import hashlib
+
+    where = folder(home, thread_key)
+    for page in pages:
+        atomic_write(os.path.join(where, page.name), page.text.encode("utf-8", "surrogatepass"))
+    manifest = json.dumps({"thread": thread_key, "generation": generation,
+                           "pages": [{"name": p.name, "first_seq": p.first_seq, "last_seq": p.last_seq,
+                                      "calls": p.calls, "failed": p.failed, "sha256": p.sha256}
+                                     for p in pages]}, indent=1).encode("utf-8")
+    atomic_write(os.path.join(where, index["manifest"]), manifest)
+    return {**index, "folder": where, "manifest_sha256": hashlib.sha256(manifest).hexdigest()}
+
+
+def read_page(home, thread_key: str, generation: int, number: int) -> str:
+    """A page's text, verified against the manifest; OSError / ValueError say why not."""
+    where = folder(home, thread_key)
+    with open(os.path.join(where, work_record.manifest_name(generation)), "rb") as f:
+        manifest = json.loads(f.read())
+    pages = manifest.get("pages") or []
+    if not 1 <= number <= len(pages):
+        raise ValueError(f"generation {generation} of thread {thread_key} has {len(pages)} work "
+                         f"record page(s), not a page {number}")
+    with open(os.path.join(where, pages[number - 1]["name"]), "rb") as f:
+        text = f.read().decode("utf-8", "surrogatepass")
+    if not work_record.verify_page(text):
+        raise ValueError(f"work record page {pages[number - 1]['name']} does not match its sha256")
+    return text
