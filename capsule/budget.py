@@ -274,7 +274,7 @@ class _Builder:
         )
         return (
             len(canonical_json(probe.model_dump(mode="json"))) + 1,
-            self.counter.count(render.cut_line(probe)) + 1,
+            self.counter.count(render.cut_line(probe, self.skeleton.thread.thread_id)) + 1,
         )
 
     # -- element costs -------------------------------------------------------------------------
@@ -347,7 +347,7 @@ class _Builder:
         )
         return (
             len(canonical_json(probe.model_dump(mode="json"))) + 1,
-            self.counter.count(render.cut_line(probe)) + 1,
+            self.counter.count(render.cut_line(probe, self.skeleton.thread.thread_id)) + 1,
         )
 
     def suffix_costs(self, merge: bool) -> list[tuple[int, int]]:

@@ -244,8 +244,9 @@ def _seq_of(pointer: str | None) -> int | None:
 
 
 def _ledger(source: CapsuleSource, s: _Scrubber, record: WorkRecord | None) -> list[Element]:
-    """The finished calls of each turn, grouped (capsule.ledger), one element per group, each a
-    :mod:`capsule.work_line` line. Groups of a turn that has an actionable input are kept nearly
+    """The finished calls of each turn, identical ones grouped (capsule.ledger: ``ran=Kx``; no
+    ``{N}`` templates, so that every command is written as it ran), one element per group, each
+    a :mod:`capsule.work_line` line. Groups of a turn that has an actionable input are kept nearly
     last, failed ones after the others (a failure is never only a number); the others go early.
     Inside a tier the oldest group goes first."""
     inputs_of: dict[str | None, list[str]] = {}
@@ -269,7 +270,7 @@ def _ledger(source: CapsuleSource, s: _Scrubber, record: WorkRecord | None) -> l
         active = turn_id in active_turns
         label = labels.get(turn_id) if several else None
         groups = group_calls(((c.tool, c.status, c.exit_code, call_text(c.tool, c.args), c.pointer)
-                              for c in calls), text_of=str)
+                              for c in calls), text_of=str, template=False)
         for g in groups:
             first, last = _seq_of(g.pointers[0]), _seq_of(g.pointers[-1]) if g.count > 1 else None
             row_fields = dict(
@@ -303,6 +304,7 @@ def collect(source: CapsuleSource) -> tuple[Skeleton, list[Element]]:
         session_id=s.ident(source.thread.session_id),
         thread_id=s.ident(source.thread.thread_id),
     )
+    tid = thread.thread_id  # pointers into this thread render as #N
 
     # -- inputs --------------------------------------------------------------------------------
     objective_input, actionable = pick_objective(source.inputs)
@@ -326,7 +328,7 @@ def collect(source: CapsuleSource) -> tuple[Skeleton, list[Element]]:
             return CapsuleInput(**_f, text=text)
 
         def input_line(obj: CapsuleInput, clipped: bool, _o: str | None = objective_id) -> str:
-            return render.input_line(obj, objective_id=_o, clipped=clipped)
+            return render.input_line(obj, objective_id=_o, clipped=clipped, thread_id=tid)
 
         if k == objective_index:
             row_rank = (T_ACTIONABLE_ROW, 9, k) if actionable else (T_HIST_ROW, 9, k)
@@ -384,7 +386,7 @@ def collect(source: CapsuleSource) -> tuple[Skeleton, list[Element]]:
             return CapsuleToolCall(**_f, args=text)
 
         def call_line(obj: CapsuleToolCall, clipped: bool) -> str:
-            return render.tool_call_line(obj, clipped=clipped)
+            return render.tool_call_line(obj, clipped=clipped, thread_id=tid)
 
         row = Element(
             rank=(T_UNSETTLED_ROW, 0, k), slot="tool_calls", index=k, group=G_CALL_ROW,
@@ -405,7 +407,7 @@ def collect(source: CapsuleSource) -> tuple[Skeleton, list[Element]]:
         elements.append(Element(
             rank=(T_FACT, 1 if fact.kind in KEY_FACT_KINDS else 0, k), slot="runtime_facts", index=k, group=G_FACTS,
             build=lambda t, _f=fact_fields: RuntimeFact(**_f, text=t or ""),
-            line=lambda o, c: render.fact_line(o, clipped=c),
+            line=lambda o, c: render.fact_line(o, clipped=c, thread_id=tid),
             full=s.text(fact.text), original=fact.text,
             field=f"runtime_facts[{fact_fields['pointer']}].text", pointer=fact_fields["pointer"],
         ))
@@ -416,7 +418,7 @@ def collect(source: CapsuleSource) -> tuple[Skeleton, list[Element]]:
         elements.append(Element(
             rank=(T_FINAL_CLAIM if k in final else T_CLAIM, 0, k), slot="assistant_claims", index=k, group=G_CLAIMS,
             build=lambda t, _f=claim_fields: AssistantClaim(**_f, text=t or ""),
-            line=lambda o, c: render.claim_line(o, clipped=c),
+            line=lambda o, c: render.claim_line(o, clipped=c, thread_id=tid),
             full=s.text(claim.text), original=claim.text,
             field=f"assistant_claims[{claim_fields['pointer']}].text", pointer=claim_fields["pointer"],
         ))
@@ -433,7 +435,7 @@ def collect(source: CapsuleSource) -> tuple[Skeleton, list[Element]]:
             rank=(T_NOTICE_HIGH if high else T_NOTICE_LOW, notice.priority, k), slot="notices", index=k,
             group=G_NOTICES,
             build=lambda t, _f=notice_fields: Notice(**_f, lines=t.split("\n") if t else []),
-            line=lambda o, c: "\n".join(render.notice_lines(o, clipped=c)),
+            line=lambda o, c: "\n".join(render.notice_lines(o, clipped=c, thread_id=tid)),
             full=s.text(body), original=body,
             field=f"notices[{notice_fields['pointer']}].lines", pointer=notice_fields["pointer"],
         ))
@@ -467,7 +469,7 @@ def collect(source: CapsuleSource) -> tuple[Skeleton, list[Element]]:
         elements.append(Element(
             rank=(T_BACKGROUND, 0, k), slot="background", index=k, group=G_BACKGROUND,
             build=lambda t, _f=work_fields: BackgroundWork(**_f, description=t or ""),
-            line=lambda o, c: render.background_line(o, clipped=c),
+            line=lambda o, c: render.background_line(o, clipped=c, thread_id=tid),
             full=s.text(work.description), original=work.description,
             field=f"background[{work_fields['handle']}].description", pointer=work_fields["pointer"],
         ))
@@ -480,7 +482,7 @@ def collect(source: CapsuleSource) -> tuple[Skeleton, list[Element]]:
         )
         elements.append(Element(
             rank=(T_ATTACHMENT, 0, k), slot="attachments", index=k, group=G_ATTACHMENTS,
-            build=lambda t, _o=att_obj: _o, line=lambda o, c: render.attachment_line(o),
+            build=lambda t, _o=att_obj: _o, line=lambda o, c: render.attachment_line(o, tid),
             original=att.ref, pointer=att_obj.pointer,
         ))
 

@@ -165,16 +165,17 @@ def _varying_together(family: _Family) -> list[int] | None:
 
 
 def group_calls(calls: Iterable[tuple[str, str, int | None, Any, str]],
-                text_of=args_text) -> list[CallGroup]:
+                text_of=args_text, template: bool = True) -> list[CallGroup]:
     """Group ``(tool, status, exit_code, args, pointer)`` finished calls of one turn, in order;
-    ``text_of(args)``: the text compared and templated (default: the canonical arguments)."""
+    ``text_of(args)``: the text compared and templated (default: the canonical arguments);
+    ``template`` False: only identical calls are grouped (every text stays verbatim)."""
     families: dict[tuple, _Family] = {}
     order: list[tuple] = []
     for tool, status, exit_code, args, pointer in calls:
         text = text_of(args)
         pieces = _NUMBER.split(text)
         numbers = tuple(_NUMBER.findall(text))
-        templatable = PLACEHOLDER not in text
+        templatable = template and PLACEHOLDER not in text
         key = (tool, status, exit_code, tuple(pieces) if templatable else ("=", text))
         if key not in families:
             families[key] = _Family(tool, status, exit_code, tuple(pieces))

@@ -13,8 +13,10 @@ Priorities (higher stays inline longer):
 
 =======================================================  ========
 preamble, thread, objective, next action, cursor          always
+the work ledger's legend and turns, the work record       always
 unsettled tool calls                                      95
 open inputs (pending, interrupted, reconciling, queued)   92
+failed calls (work already done)                          91
 work already done for an open input                       90
 notices from the engine                                   85
 background work                                           70
@@ -40,13 +42,15 @@ from collections.abc import Callable
 ALWAYS = 1000
 _SECTION_PRIORITY = (  # heading prefix -> priority of its items
     ("## thread", ALWAYS), ("## objective", ALWAYS), ("## next action", ALWAYS),
-    ("## execution cursor", ALWAYS), ("## unsettled tool calls", 95), ("## tool calls", 95),
+    ("## execution cursor", ALWAYS), ("## work record", ALWAYS),
+    ("## unsettled tool calls", 95), ("## tool calls", 95),
     ("## notices", 85), ("## background", 70), ("## plan", 60),
     ("## assistant claims", 50), ("## workspace", 45), ("## cuts", 35), ("## attachments", 34),
     ("## permissions", 30), ("## source pointers", 25),
 )
 _OPEN_INPUT = 92
 _OPEN_WORK = 90
+_FAILED_WORK = 91
 _OTHER_WORK = 38
 _OTHER_INPUT = 40
 _KEY_FACT = 58
@@ -58,6 +62,22 @@ _KIND = re.compile(r' kind="([^"\\]*)"')
 _INPUT_ID = re.compile(r'^- input=("(?:[^"\\]|\\.)*")')
 _WORK_INPUTS = re.compile(r' inputs=(\[(?:"(?:[^"\\]|\\.)*",?)*\])')
 _OPEN = frozenset({"pending", "interrupted", "reconciling", "queued"})
+_WORK_LINE = re.compile(r"^(?:(T\d+) )?#\d\S*(?: (error|ok|unknown|in_flight))?( exit=-?[1-9]\d*)?")
+_TURN_LINE = re.compile(r"^- turn (T\d+) .* open=(yes|no) ")
+
+
+def _open_turns(body: list[str]) -> dict[str, bool]:
+    """The ledger legend's turns: label -> open; "" for lines without a label (one turn)."""
+    out: dict[str, bool] = {}
+    for line in body:
+        m = _TURN_LINE.match(line)
+        if m:
+            out[m.group(1)] = m.group(2) == "yes"
+    if len(out) == 1:
+        out[""] = next(iter(out.values()))
+    elif not out:
+        out[""] = True  # a ledger with no legend lists the work of the open input
+    return out
 
 
 def _open_inputs(body: list[str]) -> set[str]:
@@ -70,8 +90,16 @@ def _open_inputs(body: list[str]) -> set[str]:
     return out
 
 
-def _item_priority(section: str, first_line: str, open_ids: set[str]) -> int:
+def _item_priority(section: str, first_line: str, open_ids: set[str], open_turns: dict) -> int:
     if section.startswith("## work already done"):
+        if first_line.startswith(("legend:", "- turn ")):
+            return ALWAYS
+        work = _WORK_LINE.match(first_line)
+        if work is not None:  # capsule.work_line's lines: the legend says which turns are open
+            if work.group(2) in ("error",) or work.group(3):
+                return _FAILED_WORK
+            label = work.group(1) or ""
+            return _OPEN_WORK if open_turns.get(label, open_turns.get("", False)) else _OTHER_WORK
         m = _WORK_INPUTS.search(first_line)
         ids = set(_decoded(m.group(1))) if m else set()
         return _OPEN_WORK if ids & open_ids else _OTHER_WORK
@@ -102,6 +130,7 @@ def _items(body: list[str]) -> list[tuple[int, list[str], int]]:
     out: list[tuple[int, list[str], int]] = []
     section, index = "", -1
     open_ids = _open_inputs(body)
+    open_turns = _open_turns(body)
     for line in body:
         if line.startswith("## "):
             section, index = line, index + 1
@@ -111,7 +140,7 @@ def _items(body: list[str]) -> list[tuple[int, list[str], int]]:
         elif index < 0:  # the preamble
             out.append((index, [line], ALWAYS))
         else:
-            out.append((index, [line], _item_priority(section, line, open_ids)))
+            out.append((index, [line], _item_priority(section, line, open_ids, open_turns)))
     return out
 
 
@@ -177,10 +206,33 @@ def _compose(head: str, end: str, items, kept: set[int]) -> str:
             out += lines_
         if k == last_of[section] and moved.get(section):
             if heading_of.get(section) in kept:
-                out.append(f"[{moved[section]} more item(s) of this section moved to the full text file]")
+                out.append(f"[{moved[section]} more item(s) of this section: in the full text file]")
             else:
                 untold += moved[section]
     if untold:
-        out.append(f"[{untold} item(s) of other sections moved to the full text file]")
+        out.append(f"[{untold} item(s) of other sections: in the full text file]")
     out.append(end)
     return "\n".join(out)
+
+
+_OBJECTIVE = re.compile(r'^(input=("(?:[^"\\]|\\.)*") .* text=)"(?:[^"\\]|\\.)*"(?: \[clipped[^\]]*\])?$')
+OBJECTIVE_BELOW = "(verbatim in the user input below)"
+
+
+def objective_once(lines: list[str], quoted: set[str]) -> list[str]:
+    """The block's lines with the objective's text left out when that input is quoted verbatim
+    after the block (``quoted``: the ids of the inputs that are): a shortened context never
+    spends its room on the same request twice."""
+    out = list(lines)
+    for k, line in enumerate(out):
+        if line.startswith("## objective") and k + 1 < len(out):
+            m = _OBJECTIVE.match(out[k + 1])
+            if m is not None:
+                try:
+                    ident = json.loads(m.group(2))
+                except ValueError:
+                    break
+                if ident in quoted:
+                    out[k + 1] = m.group(1) + OBJECTIVE_BELOW
+            break
+    return out

@@ -3,11 +3,16 @@
 The same grammar serves the capsule's work ledger and the work record's pages
 (:mod:`capsule.work_record`)::
 
-    - #<event> <status>[ exit=<code>] $ <command, verbatim to the end of the line>
-    - #<event> <status>[ exit=<code>] <Tool> <arguments as compact JSON>
-    - #<first>..#<last> <status> ran=<K>x $ <command>            K identical calls
-    - #<first>..#<last> <status> N=<values> $ <command with {N}>  one call per listed number
+    #<event>[ <status>[ exit=<code>]] $ <command, verbatim to the end of the line>
+    #<event>[ <status>[ exit=<code>]] <Tool> <arguments as compact JSON>
+    #<first>..#<last>[ <status>] ran=<K>x $ <command>            K identical calls
+    #<first>..#<last>[ <status>] N=<values> $ <command with {N}>  one call per listed number
+    T2 #<event> ...                                             a turn's label, when several
 
+No status means ok (exit 0, or none reported): ``error``, ``error exit=2``, ``ok exit=1`` are
+written.
+
+A line starts with ``#`` (or a turn label ``T<k> #``), which no other line of a block does.
 ``#<event>`` is the call's start event in the thread's log (``continuation source
 event:<thread>:<event>`` prints it). A shell call (its arguments a single-line ``command`` or
 ``cmd`` string, plus at most a description) is written after ``$ `` exactly as the runtime ran
@@ -28,6 +33,8 @@ _DESCRIPTIVE = frozenset({"description"})
 # characters that end or reorder a line for some reader (textclip escapes the same set)
 _UNSAFE = re.compile("[\x00-\x1f\x7f\x85\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff]")
 SHELL_MARK = "$ "
+#: the same command as one JSON string literal, for a channel that alters some characters
+SHELL_JSON_MARK = "$json "
 
 
 def shell_command(args) -> str | None:
@@ -53,10 +60,11 @@ def call_text(tool: str, args) -> str:
 
 
 def status_text(status: str, exit_code: int | None) -> str:
-    """``ok``, ``error exit=2``; an exit code is written unless it is 0 on an ok call."""
-    if exit_code is None or (exit_code == 0 and status == "ok"):
-        return status
-    return f"{status} exit={exit_code}"
+    """``error exit=2``, ``error``; nothing for an ok call that exited 0 (or has no exit
+    code): a line without a status is an ok call."""
+    if status == "ok" and exit_code in (None, 0):
+        return ""
+    return status if exit_code is None else f"{status} exit={exit_code}"
 
 
 def seq_text(first: int | None, last: int | None = None) -> str:
@@ -74,14 +82,16 @@ def work_line(first_seq: int | None, status: str, exit_code: int | None, text: s
     group = f" N={values}" if values is not None else (f" ran={count}x" if count > 1 else "")
     label = f"{turn} " if turn else ""
     named = f" {tool}" if tool and shell_tool and tool != shell_tool and text.startswith(SHELL_MARK) else ""
-    return (f"- {label}{seq_text(first_seq, last_seq)} {status_text(status, exit_code)}{group}"
+    status = status_text(status, exit_code)
+    return (f"{label}{seq_text(first_seq, last_seq)}{' ' + status if status else ''}{group}"
             f"{named} {text}{clipped}")
 
 
 _LINE = re.compile(
-    r"^- (?:(?P<turn>T\d+) )?#(?P<first>\d+|\?)(?:\.\.#(?P<last>\d+))? (?P<status>[a-z_]+)"
-    r"(?: exit=(?P<exit>-?\d+))?(?: N=(?P<values>\S+)| ran=(?P<count>\d+)x)?"
+    r"^(?:(?P<turn>T\d+) )?#(?P<first>\d+|\?)(?:\.\.#(?P<last>\d+))?(?: (?P<status>ok|error|unknown|in_flight)"
+    r"(?: exit=(?P<exit>-?\d+))?)?(?: N=(?P<values>\S+)| ran=(?P<count>\d+)x)?"
     r"(?: (?P<tool>[^\s${]+))?(?: (?P<text>.*))?$")
+# ("$json" starts with "$": the tool group never takes it)
 
 
 def parse_work_line(line: str) -> dict | None:
@@ -95,7 +105,15 @@ def parse_work_line(line: str) -> dict | None:
     tool, text = d["tool"], d["text"] or ""
     if tool is not None and not text.startswith(SHELL_MARK):
         text = f"{tool} {text}"  # a non-shell call's text keeps its tool's name
+    if text.startswith(SHELL_JSON_MARK):
+        import json
+
+        try:
+            text = SHELL_MARK + json.loads(text[len(SHELL_JSON_MARK):])
+        except (ValueError, TypeError):
+            pass
     d["text"] = text
+    d["status"] = d["status"] or "ok"
     d["exit"] = int(d["exit"]) if d["exit"] is not None else None
     d["count"] = int(d["count"]) if d["count"] else 1
     return d

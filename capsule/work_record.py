@@ -120,7 +120,7 @@ def build_pages(*, thread_key: str, generation: int, calls, inputs, turns: list[
 
     def close() -> None:
         nonlocal body, size
-        if any(x.startswith("- #") for x in body):
+        if any(x.startswith("#") for x in body):
             bodies.append(body)
         body, size = [], 0
 

@@ -22,8 +22,12 @@ from .atomic import atomic_write
 from .engine import Thread
 from .phase_marks import mark
 
-#: Claude Code spills hook additionalContext over 10,000 characters to a file; stay under it.
-INLINE_LIMITS = {"claude": 9_500, "codex": 9_500}
+#: Claude Code spills hook additionalContext over 10,000 characters to a file, Codex CLI 0.171.0
+#: cuts the middle out of one over 10,000 UTF-8 bytes (measured): a whole answer, the notices
+#: put in front of the context included, stays within this many of either
+INLINE_TOTAL = 9_900
+INLINE_LIMITS = {"claude": INLINE_TOTAL, "codex": INLINE_TOTAL}
+INLINE_BYTES_MAX = INLINE_TOTAL
 
 
 #: longest a boundary waits for its snapshot's scan to start before gathering anyway
@@ -309,20 +313,36 @@ def assembled_text(thread: Thread, loaded: checkpoints.LoadedCapsule) -> str:
     return assembled_context(thread, loaded).as_text()
 
 
-def fit_for_runtime(thread: Thread, runtime: str, context, generation: int) -> str:
+def fit_for_runtime(thread: Thread, runtime: str, context, generation: int, reserve: int = 0) -> str:
     """The inline part for the hook answer; past the limit, the full text goes to a file
-    under the state home that the inline part points to."""
-    limit = INLINE_LIMITS.get(runtime, 9_500)
+    under the state home that the inline part points to. ``reserve``: characters the answer
+    puts in front of it (notices)."""
+    limit = max(1_000, INLINE_LIMITS.get(runtime, 9_500) - reserve)
     # os.path, not pathlib: SessionStart answers without importing it
     spill = os.path.join(thread.engine.home_str, "contexts", thread.key, f"g{generation:06d}.md")
     inline = context.fit_inline(limit_chars=limit, spill_path=str(spill))
+    # Codex's limit counts UTF-8 bytes (10,000), the others UTF-16 units: a text of many
+    # multi-byte characters is fitted again to fewer characters
+    for _ in range(4):
+        over = len(inline.text.encode("utf-8", "surrogatepass")) - INLINE_BYTES_MAX
+        if over <= 0 or runtime != "codex":
+            break
+        limit = max(1_000, limit - over - 64)
+        inline = context.fit_inline(limit_chars=limit, spill_path=str(spill))
     if inline.spilled and inline.spill_bytes is not None:
         atomic_write(spill, inline.spill_bytes)
+        for path, data in inline.spill_parts:
+            atomic_write(path, data)
+    if runtime == "gemini":
+        from capsule.channel import for_gemini
+
+        return for_gemini(inline.text)
     return inline.text
 
 
 def context_answer(thread: Thread, runtime: str, event_name: str, *, via: str,
-                   reason: str = "boundary", exclude_input: str | None = None) -> dict:
+                   reason: str = "boundary", exclude_input: str | None = None,
+                   reserve: int = 0) -> dict:
     """The hook answer carrying the assembled context, and the record of its delivery.
 
     The context is always current: when anything but bookkeeping happened since the newest
@@ -335,9 +355,9 @@ def context_answer(thread: Thread, runtime: str, event_name: str, *, via: str,
     if fresh is None:
         return {}
     loaded, context = fresh
-    inline = fit_for_runtime(thread, runtime, context, loaded.checkpoint.generation)
-    for problem in loaded.problems:
-        inline = f"[continuation: {problem}]\n" + inline
+    prefix = "".join(f"[continuation: {problem}]\n" for problem in loaded.problems)
+    inline = prefix + fit_for_runtime(thread, runtime, context, loaded.checkpoint.generation,
+                                      reserve=reserve + len(prefix))
     record_delivery(thread, loaded, via=via, chars=len(inline), source=f"hook:{runtime}")
     return {"hookSpecificOutput": {"hookEventName": event_name, "additionalContext": inline}}
 
@@ -399,5 +419,6 @@ def on_session_start(thread: Thread, runtime: str, source: str, *, source_tag: s
         carry = row["needs_context"] or bool(thread.inputs(("interrupted", "reconciling")))
         if carry:
             return with_notice(context_answer(thread, runtime, "SessionStart",
-                                              via="session_start", reason=source), notice)
+                                              via="session_start", reason=source,
+                                              reserve=len(notice) + 2 if notice else 0), notice)
     return with_notice(None, notice)

@@ -54,7 +54,8 @@ DEFAULT_KEEP_BYTES = 256 * 1024 ** 2
 GENERATION_FOLDERS = ("contexts", "handoff")
 #: the per-boundary JSON copies of versions before issue 15
 LEGACY_COPIES = "capsules"
-_GENERATION = re.compile(r"^g(\d+)(?:-[0-9a-f]+)?\.(?:json|md)$")
+# g<generation>[-<hash>][.work<page>|.part<n>].(json|md): contexts, handoffs, the work record
+_GENERATION = re.compile(r"^g(\d+)(?:-[0-9a-f]+)?(?:\.work\d*|\.part\d+)?\.(?:json|md)$")
 _SIZE = re.compile(r"^(\d+)\s*([kmg]?)(?:i?b)?$", re.IGNORECASE)
 _UNITS = {"": 1, "k": 1024, "m": 1024 ** 2, "g": 1024 ** 3}
 

@@ -131,25 +131,80 @@ def cmd_context(args) -> int:
 
 
 def cmd_source(args) -> int:
+    """Print what a pointer names: ``event:<thread>:<seq>`` (an input's text as the user wrote
+    it, else the event as JSON), a range ``event:<thread>:<a>..<b>`` (also written
+    ``event:<thread>:<a>..event:<thread>:<b>``, as a cut's pointers are: every event of it, one
+    JSON object per line, at most ``RANGE_MAX``) or a work record page
+    ``work:<thread>:<generation>:<page>`` (verified against its sha256)."""
     kind, _, rest = args.pointer.partition(":")
+    if kind == "work":
+        return _print_work_page(args.pointer, rest)
     if kind != "event" or ":" not in rest:
-        raise CommandError(f"not a pointer this version can read: {args.pointer!r} "
-                           "(expected event:<thread>:<seq>)")
-    thread_key, _, seq_text = rest.rpartition(":")
-    if not seq_text.isdigit():
-        raise CommandError(f"bad sequence number in pointer {args.pointer!r}")
-    seq = int(seq_text)
+        raise CommandError(f"not a pointer this version can read: {args.pointer!r} (expected "
+                           "event:<thread>:<seq>, event:<thread>:<a>..<b> or work:<thread>:<generation>:<page>)")
+    thread_key, first, last = _event_range(args.pointer, rest)
     with open_engine() as engine:
         thread = engine.get_thread(thread_key)
-        rows = thread.events(after=seq - 1, upto=seq)
+        if last is None:
+            rows = thread.events(after=first - 1, upto=first)
+            if not rows:
+                raise CommandError(f"thread {thread.key} has no event {first}")
+            data = rows[0]["data"]
+            text = data.get("text")
+            if text is None:
+                text = json.dumps(data, indent=2, ensure_ascii=False)
+            _write_text(text)
+            return 0
+        if last - first + 1 > RANGE_MAX:
+            raise CommandError(f"the range {first}..{last} holds more than {RANGE_MAX} events: "
+                               "ask for a shorter one")
+        rows = thread.events(after=first - 1, upto=last)
         if not rows:
-            raise CommandError(f"thread {thread.key} has no event {seq}")
-        data = rows[0]["data"]
-        text = data.get("text")
-        if text is None:
-            text = json.dumps(data, indent=2, ensure_ascii=False)
-        out = text.encode("utf-8", "surrogatepass")  # the user's exact text, lone surrogates too
-        sys.stdout.buffer.write(out)
-        if not out.endswith(b"\n"):
-            sys.stdout.buffer.write(b"\n")
+            raise CommandError(f"thread {thread.key} has no event in {first}..{last}")
+        for row in rows:
+            _write_text(json.dumps({"seq": row["seq"], "type": row["type"], "data": row["data"]},
+                                   ensure_ascii=False))
     return 0
+
+
+#: events one range prints at most (a page of a long turn's calls is ~200 events)
+RANGE_MAX = 2_000
+
+
+def _event_range(pointer: str, rest: str) -> tuple[str, int, int | None]:
+    head, sep, tail = rest.partition("..")
+    thread_key, _, first_text = head.rpartition(":")
+    if sep and tail.startswith("event:"):
+        other, _, tail = tail[len("event:"):].rpartition(":")
+        if other != thread_key:
+            raise CommandError(f"a range names one thread: {pointer!r} names two")
+    if not first_text.isdigit() or (sep and not tail.isdigit()):
+        raise CommandError(f"bad sequence number in pointer {pointer!r}")
+    first, last = int(first_text), int(tail) if sep else None
+    if last is not None and last < first:
+        raise CommandError(f"the range in {pointer!r} ends before it starts")
+    return thread_key, first, last
+
+
+def _print_work_page(pointer: str, rest: str) -> int:
+    from ..work_pages import read_page
+
+    thread_key, _, numbers = rest.rpartition(":")
+    thread_key, _, generation = thread_key.rpartition(":")
+    if not (thread_key and generation.isdigit() and numbers.isdigit()):
+        raise CommandError(f"bad work record pointer {pointer!r} (expected work:<thread>:<generation>:<page>)")
+    with open_engine() as engine:
+        thread = engine.get_thread(thread_key)
+        try:
+            text = read_page(engine.home, thread.key, int(generation), int(numbers))
+        except (OSError, ValueError) as exc:
+            raise CommandError(f"cannot read {pointer!r}: {exc}") from None
+    _write_text(text)
+    return 0
+
+
+def _write_text(text: str) -> None:
+    out = text.encode("utf-8", "surrogatepass")  # the user's exact text, lone surrogates too
+    sys.stdout.buffer.write(out)
+    if not out.endswith(b"\n"):
+        sys.stdout.buffer.write(b"\n")

@@ -61,4 +61,7 @@ CLAUDE = ClaudeTarget(
     # The hot path answers in milliseconds; boundaries may snapshot a worktree.
     timeouts={"PreCompact": 60, "SessionStart": 60},
     default_timeout=30,
+    # the work record's pages and spilled contexts are read by the model's Read tool: a folder
+    # outside the working directories is refused in the default permission mode otherwise
+    read_grant_path=("permissions", "additionalDirectories"),
 )

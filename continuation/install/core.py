@@ -155,6 +155,10 @@ def install(
         merged = hooks_section.merge_ours(doc.data, target.desired_groups(hook_command), target.is_ours,
                                           where, skip)
         merged, enabled = target.enable(merged)
+        folder = contexts_folder(state_home)
+        merged, granted = target.grant_reads(merged, folder)
+        if target.read_grant_path is not None:
+            _ensure_folder(folder)  # Gemini CLI refuses to start when a listed folder is missing
         had_ours = bool(hooks_section.events_with_ours(doc.data, target.is_ours, where, skip))
         message = target.install_message(path, scope, project_dir=project_dir)
         if doc.exists and merged == doc.data:
@@ -177,11 +181,16 @@ def install(
                 # (state home wiped, older install): "before" is this file without them.
                 original = _render_like(doc, hooks_section.remove_ours(doc.data, target.is_ours, where, skip))
             record = BackupRecord.for_original(runtime, scope, path, original, created, new_bytes)
-            record.enabled_settings = enabled
+            record.enabled_settings = {**enabled, **granted}
         else:
             record = record.model_copy(update={"installed_sha256": sha256_hex(new_bytes),
-                                               "enabled_settings": {**enabled, **record.enabled_settings}})
+                                               "enabled_settings": {**enabled, **granted,
+                                                                    **record.enabled_settings}})
         store.save(record)
+        if granted:
+            warnings.append(f"added {folder} to {'.'.join(target.read_grant_path)} so that {runtime}'s "
+                            "file tools read the work record and spilled contexts without asking "
+                            "(uninstall takes it out)")
         if enabled:
             warnings.append(f"set {', '.join(sorted(enabled))} to true so that {runtime} runs hooks "
                             "(uninstall puts the old value back)")
@@ -192,6 +201,20 @@ def install(
             outcome="updated" if had_ours else "installed", changed=True, events=list(target.events),
             hook_command=hook_command, record_path=store.path, message=message, warnings=warnings,
         )
+
+
+def contexts_folder(state_home: Path) -> str:
+    """Where the hooks write what a model reads with its own tools (``continuation.work_pages``)."""
+    return str(Path(state_home).absolute() / "contexts")
+
+
+def _ensure_folder(folder: str) -> None:
+    from ..paths import ensure_private_dir
+
+    try:
+        ensure_private_dir(folder)
+    except OSError:
+        pass  # the first boundary creates it; install says nothing more about it
 
 
 def _other_scope_warning(target, scope: str, *, project_dir: Path, home: Path,
@@ -286,6 +309,7 @@ def uninstall(
         cleaned = hooks_section.remove_ours(doc.data, target.is_ours, where, skip)
         if record is not None:
             cleaned = target.restore(cleaned, record.enabled_settings)
+            cleaned = target.revoke_reads(cleaned, record.enabled_settings)
         atomic_write(path, _render_like(doc, cleaned), mode_from=path)
         store.delete()
         warnings = list(record_warnings)

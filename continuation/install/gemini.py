@@ -103,4 +103,6 @@ GEMINI = GeminiTarget(
     timeouts={"PreCompress": 60, "SessionStart": 60, "AfterTool": 60, "BeforeAgent": 60},
     default_timeout=30,
     hook_settings_keys=frozenset({"enabled", "disabled", "notifications"}),
+    # read_file reads only the workspace's folders: the work record's pages are outside it
+    read_grant_path=("context", "includeDirectories"),
 )

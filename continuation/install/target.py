@@ -70,6 +70,62 @@ class HookTarget:
 
     #: keys of the ``hooks`` object that are settings, not events (left alone)
     hook_settings_keys: frozenset[str] = frozenset()
+    #: the settings list of folders the runtime's own file tools may read without asking (None:
+    #: the runtime reads them anyway, as Codex's shell does)
+    read_grant_path: tuple[str, ...] | None = None
+
+    def grant_reads(self, data: dict[str, Any], folder: str) -> tuple[dict[str, Any], dict[str, Any]]:
+        """``data`` with ``folder`` in :attr:`read_grant_path` (the work record's pages and
+        spilled contexts are read from there), and what was added (``"+<dotted path>"`` ->
+        folder) for :meth:`revoke_reads`."""
+        if self.read_grant_path is None:
+            return data, {}
+        import copy
+
+        *parents, leaf = self.read_grant_path
+        result = copy.deepcopy(data)
+        node = result
+        for key in parents:
+            if not isinstance(node.get(key), dict):
+                if key in node:  # not an object: the user's own value, left alone
+                    return data, {}
+                node[key] = {}
+            node = node[key]
+        listed = node.get(leaf)
+        if listed is None:
+            listed = node[leaf] = []
+        if not isinstance(listed, list):
+            return data, {}
+        if folder in listed:
+            return data, {}
+        listed.append(folder)
+        return result, {"+" + ".".join(self.read_grant_path): folder}
+
+    def revoke_reads(self, data: dict[str, Any], changed: Mapping[str, Any]) -> dict[str, Any]:
+        """Undo :meth:`grant_reads`: the folder out of the list (the list and its objects out
+        too when that leaves them empty)."""
+        if self.read_grant_path is None:
+            return data
+        folder = changed.get("+" + ".".join(self.read_grant_path))
+        import copy
+
+        result = copy.deepcopy(data)
+        chain = [result]
+        for key in self.read_grant_path[:-1]:
+            if not isinstance(chain[-1].get(key), dict):
+                return data
+            chain.append(chain[-1][key])
+        listed = chain[-1].get(self.read_grant_path[-1])
+        if folder is None or not isinstance(listed, list) or folder not in listed:
+            return data
+        listed.remove(folder)
+        if not listed:
+            del chain[-1][self.read_grant_path[-1]]
+            for parent, key in zip(reversed(chain[:-1]), reversed(self.read_grant_path[:-1])):
+                if parent[key]:
+                    break
+                del parent[key]
+        return result
 
     def enable(self, data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         """``data`` with whatever setting the runtime needs to run hooks at all, and the

@@ -156,7 +156,7 @@ def read_context(text: str, reader=read_file_limited) -> ParsedContext | None:
             calls.append(f)
         elif line.startswith("- done "):
             calls += _ledger_calls(_fields(line))
-        elif section.startswith("work already done") and (line.startswith("- #") or line.startswith("- T")):
+        elif section.startswith("work already done") and (line.startswith("#") or line.startswith("T")):
             calls += _work_line_calls(line)
         elif section.startswith("work record"):
             m = _FOLDER.match(line) or _PAGE.match(line)

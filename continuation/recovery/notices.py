@@ -79,7 +79,15 @@ def decision_notice(thread):
         lines.append(f"call {c.call_id}: {c.tool or '?'} {args_text(c.args)} - "
                      f"{_DECISION_TEXT.get(c.decision or '', c.decision or '?')}")
     for r in open_inputs:
-        if r.turn_id in {c.turn_id for c in decided}:
+        mine = [c for c in decided if c.turn_id == r.turn_id]
+        if not mine:
+            continue
+        to_do = [c.call_id for c in mine if c.decision != "applied"]
+        if to_do:  # a call that did not take effect is the next step, never work done
+            lines.append(f"input {r.input_id} is {r.state}: its turn was cut at these calls, and "
+                         f"{', '.join(to_do)} did not take effect (or may run again): that is its "
+                         "next step, still to do; then do what remains of it.")
+        else:
             lines.append(f"input {r.input_id} is {r.state}: its turn was cut after these calls. "
                          "Continue it from after them and do only what remains of it; if they "
                          "were its last step, nothing remains: say so.")
