@@ -25,7 +25,7 @@ import re
 from .work_line import SHELL_JSON_MARK
 
 _MARKER = re.compile(r"^<<<(CONTINUATION-[A-Z-]+ [0-9a-f]+ (?:BEGIN|END)\b[^\n]*)>>>$")
-_WORK = re.compile(r"^(- (?:T\d+ )?#[^$]*?)\$ (.*)$")
+_WORK = re.compile(r"^((?:T\d+ )?#\d[^$]*?)\$ (.*)$")
 GEMINI_NOTE = (
     "[continuation] Markers are written [[[ ... ]]] here, and < and > inside quoted values as "
     "\\u003c and \\u003e (this runtime escapes < and > in hook context); text of the user's "

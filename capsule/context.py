@@ -197,13 +197,19 @@ def spill_parts(data: bytes, spill_path: str, limit: int = SPILL_PART_BYTES) -> 
 def _fit(messages: Sequence[ContextMessage], limit: int, spill_path: str, full_chars: int,
          parts: Sequence[str] = ()) -> str:
     where = render_literal(spill_path)
-    in_parts = "" if not parts else (
-        f" Also in {len(parts)} parts of one read each beside it: "
-        + ", ".join(render_literal(p.replace("\\", "/").rsplit("/", 1)[-1]) for p in parts) + ".")
-    header = (
-        f"[continuation] Shortened to fit {limit} characters. The full text ({full_chars} characters) "
-        f"is in the file {where}: read it for anything marked as moved there.{in_parts}"
-    )
+    if parts:  # named as parts only: each is one read of a runtime's file tool, the whole is not
+        first, *rest = parts
+        others = "".join(f", {render_literal(p.replace(chr(92), '/').rsplit('/', 1)[-1])}" for p in rest)
+        header = (
+            f"[continuation] Shortened to fit {limit} characters. The full text ({full_chars} "
+            f"characters) is in {len(parts)} parts of one file read each: {render_literal(first)}{others} "
+            "(in the same folder): read them for anything marked as moved there."
+        )
+    else:
+        header = (
+            f"[continuation] Shortened to fit {limit} characters. The full text ({full_chars} characters) "
+            f"is in the file {where}: read it for anything marked as moved there."
+        )
     sep = "\n\n"
 
     def stub(m: ContextMessage) -> str:

@@ -38,6 +38,9 @@ _BEGIN = re.compile(r"^<<<CONTINUATION-CHECKPOINT (\w+) BEGIN>>>$")
 _FIELD = re.compile(r'(\w+)=("(?:[^"\\]|\\.)*"|\([^)]*\)|\S+)')
 #: the inline part of a context shortened to fit a runtime's limit names the file with all of it
 _SPILL = re.compile(r'The full text \(\d+ characters\) is in the file ("(?:[^"\\]|\\.)*")')
+_SPILL_PARTS = re.compile(r'The full text \(\d+ characters\) is in \d+ parts of one file read each: '
+                          r'((?:"(?:[^"\\]|\\.)*"(?:, )?)+)')
+_LITERAL = re.compile(r'"(?:[^"\\]|\\.)*"')
 _FOLDER = re.compile(r'^folder=("(?:[^"\\]|\\.)*")')
 _PAGE = re.compile(r'^- page ("(?:[^"\\]|\\.)*")')
 #: what one read of a file returns at most (a runtime tool's output limit)
@@ -114,12 +117,16 @@ def read_context(text: str, reader=read_file_limited) -> ParsedContext | None:
     record page the block names is read too, each with one ``reader`` call."""
     if not text:
         return None
-    spill = _SPILL.search(text)
+    spill, parts = _SPILL.search(text), _SPILL_PARTS.search(text)
     if spill:
         try:
             text = reader(json.loads(spill.group(1))) or text
         except ValueError:
             pass
+    elif parts:  # the first part's path, then the others' names in its folder
+        names = [json.loads(x) for x in _LITERAL.findall(parts.group(1))]
+        folder = Path(names[0]).parent
+        text = "".join(reader(str(folder / Path(n).name)) for n in names) or text
     lines = text.splitlines()
     nonce = None
     body: list[str] = []
