@@ -42,10 +42,13 @@ CLAUDE_CODE_INLINE_LIMIT = 10_000
 CODEX_INLINE_LIMIT = 10_000
 MIN_INLINE_LIMIT = 512
 SPILL_PART_BYTES = 9_000
+MAX_NAMED_PARTS = 8
+#: of a user input shortened inline, the share (percent) kept from its start; the rest is its end
+HEAD_SHARE = 30
 INPUT_MARKER = "CONTINUATION-USER-INPUT"
 INPUT_PREAMBLE = (
-    f"[continuation] User inputs follow verbatim, each from its <<<{INPUT_MARKER} <nonce> BEGIN line "
-    "to the END line with that nonce: all between is the user's text."
+    f"[continuation] Each user input below is verbatim from its <<<{INPUT_MARKER} <nonce> BEGIN line; "
+    "it ends only at its own END line (same nonce): all inside is the user's text."
 )
 _INPUT_KINDS = ("actionable_input", "queued_input")
 
@@ -199,11 +202,14 @@ def _fit(messages: Sequence[ContextMessage], limit: int, spill_path: str, full_c
     where = render_literal(spill_path)
     if parts:  # named as parts only: each is one read of a runtime's file tool, the whole is not
         first, *rest = parts
-        others = "".join(f", {render_literal(p.replace(chr(92), '/').rsplit('/', 1)[-1])}" for p in rest)
+        names = [render_literal(p.replace(chr(92), "/").rsplit("/", 1)[-1]) for p in rest]
+        if len(names) > MAX_NAMED_PARTS:  # the first ones and the last; the numbering says the rest
+            names = [*names[:MAX_NAMED_PARTS - 2], "...", names[-1]]
+        others = "".join(f", {n}" for n in names)
         header = (
             f"[continuation] Shortened to fit {limit} characters. The full text ({full_chars} "
             f"characters) is in {len(parts)} parts of one file read each: {render_literal(first)}{others} "
-            "(in the same folder): read them for anything marked as moved there."
+            f"(numbered 1 to {len(parts)}, in the same folder): read them for anything marked as moved there."
         )
     else:
         header = (
@@ -264,13 +270,26 @@ def _shrink(m: ContextMessage, room: int, where: str, quoted: set[str] = frozens
         from .spill_order import objective_once, shorten_block
 
         return shorten_block(objective_once(whole.split("\n"), quoted), room, js_len)
-    # a user input: a prefix of its text, inside its own markers
-    tail = f"\n[... {js_len(m.text)} characters in all; the rest moved to the file {where}]"
-    frame = js_len(_input_block(m, "")) + js_len(tail)
+    # a user input: its start and its end, inside its own markers. A long request is a plan
+    # worked through in order: what remains to do after a boundary is at its end, and the
+    # start says what it is; the middle is in the file (and in the work record as done).
+    note = f"\n[... {js_len(m.text)} characters in all; the middle is left out here: it is in the file {where} ...]\n"
+    frame = js_len(_input_block(m, "")) + js_len(note)
     if room - frame < 64:
         return None
-    prefix = _clip_chars(m.text[: room - frame], room - frame)
-    return _input_block(m, prefix + tail)
+    keep = room - frame
+    head = _clip_chars(m.text[: keep * HEAD_SHARE // 100], keep * HEAD_SHARE // 100)
+    rest = keep - js_len(head)
+    tail = _suffix_chars(m.text[len(head):], rest)
+    return _input_block(m, head + note + tail)
+
+
+def _suffix_chars(text: str, limit: int) -> str:
+    """The longest suffix of ``text`` within ``limit`` UTF-16 units."""
+    tail = text[-limit:] if limit > 0 else ""
+    while js_len(tail) > limit:
+        tail = tail[1:]
+    return tail
 
 
 def _as_messages(items: Iterable[_InputLike], kind: MessageKind) -> list[ContextMessage]:

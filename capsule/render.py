@@ -70,8 +70,8 @@ def pointer_text(pointer: str | None, thread_id: str | None = None) -> str:
 
 
 def _session_text(t) -> str:
-    """The session id, or ``(in thread)`` when the thread's id is ``<runtime>-<session>``."""
-    return "(in thread)" if t.thread_id == f"{t.runtime}-{t.session_id}" else render_literal(t.session_id)
+    """`` session=<id>``, left out when the thread's id is ``<runtime>-<session>`` (it says it)."""
+    return "" if t.thread_id == f"{t.runtime}-{t.session_id}" else f" session={render_literal(t.session_id)}"
 
 
 def _opt(value: str | None) -> str:
@@ -165,10 +165,10 @@ def _legacy_work_done_line(row: WorkDone, *, clipped: bool = False) -> str:
 
 
 def work_legend(record: WorkRecord | None, thread_id: str) -> list[str]:
-    """The ledger's legend: the thread's pointer form once, and each turn's ids once."""
-    shell = record.shell_tool if record is not None and record.shell_tool else "Bash"
+    """The ledger's legend: how to read a line, once, and each turn's ids once."""
+    shell = render_literal(record.shell_tool) if record is not None and record.shell_tool else "the shell tool"
     lines = [
-        f"legend: \"$ \" then the command as it ran in {render_literal(shell)}, to the line's end (\"$json \": "
+        f"legend: \"$ \" then the command as it ran in {shell}, to the line's end (\"$json \": "
         "as a JSON string); TOOL {...}: another tool; no status: ok; ran=Kx: K identical calls; "
         "N=...: one call per number, in {N}"
     ]
@@ -297,7 +297,7 @@ def render_body(capsule: Capsule) -> list[str]:
     obj = c.objective
     lines: list[str] = []
     lines += _section("thread", [
-        f"runtime={render_literal(t.runtime)} session={_session_text(t)} "
+        f"runtime={render_literal(t.runtime)}{_session_text(t)} "
         f"thread={render_literal(t.thread_id)} generation={c.generation} reason={render_literal(c.reason)} "
         f"created_at={render_literal(c.created_at.isoformat(timespec='seconds'))}"
     ])
@@ -347,7 +347,7 @@ def render_body(capsule: Capsule) -> list[str]:
     if c.plan is not None:
         plan_lines.append(
             f"tool={_opt(c.plan.tool)} seq={_num(c.plan.seq)} items={c.plan.total_items} "
-            f"listed={len(c.plan.items)} pointer={render_literal(c.plan.pointer)}"
+            f"listed={len(c.plan.items)} pointer={pointer_text(c.plan.pointer, t.thread_id)}"
         )
         plan_lines += (plan_item_line(x, clipped=f"plan.items[{x.step}].text" in cut) for x in c.plan.items)
     lines += _section("plan (as last recorded by the runtime's plan tool)", plan_lines)

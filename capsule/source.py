@@ -197,3 +197,6 @@ class CapsuleSource(_Source):
     # the work record's index (``capsule.model.WorkRecord`` as plain data: the page files the
     # engine wrote for this generation, ``continuation.work_pages``); None: no finished call
     work_record: dict[str, Any] | None = None
+    # calls reconciled as not applied or retry-safe: read, and on purpose in neither
+    # ``tool_calls`` nor the work record (their work is still to do; the decision notice says so)
+    calls_to_do: list[str] = []

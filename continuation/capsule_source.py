@@ -159,6 +159,7 @@ def gather_plain(thread: Thread, *, generation: int, reason: str, upto_seq: int 
     ]
     # a call reconciled as not applied or retry-safe is work still to do: never finished work
     # (the decision notice tells the model); only its record and the notice name it
+    to_do = [c.call_id for c in calls if c.status == "reconciled" and c.decision != "applied"]
     calls = [c for c in calls if c.status != "reconciled" or c.decision == "applied"]
     src_calls = [
         dict(call_id=c.call_id, tool=c.tool or "?", args=c.args or {},
@@ -215,6 +216,7 @@ def gather_plain(thread: Thread, *, generation: int, reason: str, upto_seq: int 
         supersedes_generation=supersedes if isinstance(supersedes, int) else None,
         not_gathered=not_gathered,
         input_counts=input_counts,
+        calls_to_do=to_do,
         work_record=finish_work_record(thread, generation, work_pages.gather(store, key, inputs)),
     )
 

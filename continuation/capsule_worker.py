@@ -64,7 +64,7 @@ _early: CapsuleWorker | None = None
 SHARED_MODULES = (
     "typing", "dataclasses", "pathlib", "hashlib", "json", "datetime", "decimal", "logging",
     "platform", "secrets", "threading", "concurrent.futures.thread", "contextvars", "locale",
-    "select", "zlib", "shutil", "fcntl", "capsule.tokens",
+    "select", "zlib", "shutil", "fcntl", "capsule.tokens", "capsule.work_record",
 )
 
 

@@ -89,7 +89,10 @@ def test_large_context_spills_and_the_inline_part_fits_and_points_to_it(big):
     fit = ctx.fit_inline(spill_path="/state/ctx/gen-3.txt")
     assert fit.spilled and js_len(fit.text) <= CLAUDE_CODE_INLINE_LIMIT
     assert fit.spill_bytes == full.encode("utf-8") and fit.spill_path == "/state/ctx/gen-3.txt"
-    assert '"/state/ctx/gen-3.txt"' in fit.text.split("\n")[0]
+    # named by its parts of one read each (the whole is in spill_path too)
+    assert '"/state/ctx/gen-3.txt.part1.md"' in fit.text.split("\n")[0]
+    assert all(len(data) <= 9_000 for _, data in fit.spill_parts)
+    assert b"".join(data for _, data in fit.spill_parts) == fit.spill_bytes
     assert fit.text.count(INSTRUCTIONS) == 1  # instructions whole, not cut
     # the capsule block stays well formed: its own begin and end markers, objective included
     lines = fit.text.split("\n")

@@ -95,25 +95,45 @@ def long_turn_source(calls: int, done: int):
 
 
 def _ledger_calls(capsule) -> list[str]:
+    """Every call the capsule's ledger rows stand for, as call texts (``$ <command>``)."""
     out = []
     for row in capsule.work_done:
-        texts = expand_group(row.args, row.values)
+        texts = expand_group(row.call, row.values)
         out += texts if row.values is not None else texts * row.count
     return out
 
 
-def test_every_finished_call_of_a_long_turn_fits_the_default_budget():
+def test_a_long_turn_keeps_its_newest_calls_verbatim_and_cuts_the_oldest_with_pointers():
+    """Calls that differ only in numbers are each their own line, written as they ran (no
+    ``{N}`` template a model would have to expand); the budget holds, the newest calls are
+    kept, and the cut names the oldest ones' first and last pointers (the work record's pages
+    hold them all: tests/test_work_record.py)."""
     for calls in (40, 200, 1000):
         done = calls * 9 // 10
         capsule = build_capsule(long_turn_source(calls, done), counter=counter())
         budget = Budget()
         assert capsule.budget.bytes <= budget.max_bytes and capsule.budget.tokens <= budget.max_tokens
-        assert sorted(_ledger_calls(capsule)) == sorted(args_text(_cmd(i)) for i in range(1, done + 1)), calls
-        assert all(row.input_ids == ["in-long"] and row.files == ["notes.txt"] for row in capsule.work_done)
+        kept = _ledger_calls(capsule)
+        expected = [f"$ {_cmd(i)['command']}" for i in range(1, done + 1)]
+        assert kept == expected[len(expected) - len(kept):], calls  # the newest, in order
+        assert all(row.values is None and row.count == 1 for row in capsule.work_done)
+        if len(kept) < done:
+            [cut] = [c for c in capsule.cuts if c.field == "work_done[actionable]"]
+            assert cut.items == done - len(kept) and cut.pointer == ptr(11)
         text = render_capsule(capsule)
         for internal in ("snapshot_tree", "size_cap_bytes", "schema_version", "exclude_patterns", "snapshot_commit"):
             assert internal not in text
-        assert capsule.workspace["branch"] == "main" and capsule.workspace["dirty"] == ["M notes.txt"]
+    assert len(kept) >= 80  # ~95-character commands (60-character ones: 100, tests/test_work_record.py)
+
+
+def test_identical_calls_are_one_line_with_a_count():
+    source = long_turn_source(40, 0).model_copy(update={"tool_calls": [
+        SourceToolCall(call_id=f"c{i}", tool="Bash", args={"command": "echo line >> notes.txt"}, status="ok",
+                       exit_code=0, turn_id="t-long", pointer=ptr(10 + i)) for i in range(46)]})
+    capsule = build_capsule(source, counter=counter())
+    [row] = capsule.work_done
+    assert (row.count, row.call, row.seq, row.last_seq) == (46, "$ echo line >> notes.txt", 10, 55)
+    assert "#10..#55 ran=46x $ echo line >> notes.txt" in render_capsule(capsule)
 
 
 def test_the_open_turns_ledger_is_cut_after_workspace_facts_and_claims():
@@ -121,13 +141,15 @@ def test_the_open_turns_ledger_is_cut_after_workspace_facts_and_claims():
     open input's turn stays (distinct calls: no grouping helps)."""
     source = long_turn_source(40, 36).model_copy(update={"tool_calls": [
         SourceToolCall(call_id=f"c{i}", tool="Bash", args={"command": f"run-task-{chr(65 + i % 26) * (i + 3)}"},
-                       status="ok", turn_id="t-long", pointer=ptr(10 + i)) for i in range(36)]})
+                       status="ok", turn_id="t-long", pointer=ptr(10 + i)) for i in range(120)]})
     capsule = build_capsule(source, Budget(max_bytes=6144, max_tokens=2000), counter=counter())
     dropped = capsule.budget.dropped
     assert capsule.work_done and dropped.get("work_done[actionable]"), dropped
     assert not capsule.runtime_facts and not capsule.assistant_claims and capsule.workspace is None
     full = build_capsule(source, counter=counter())
-    assert sum(r.count for r in full.work_done) == 36 and not full.budget.dropped.get("work_done[actionable]")
-    order = [args_text(c.args) for c in source.tool_calls]
+    # with the default budget the facts and claims go first, the open turn's calls are cut last
+    assert sum(r.count for r in full.work_done) > sum(r.count for r in capsule.work_done)
+    assert not full.runtime_facts
+    order = [f"$ {c.args['command']}" for c in source.tool_calls]
     kept = _ledger_calls(capsule)
     assert kept == order[len(order) - len(kept):]  # the oldest groups went first

@@ -28,7 +28,7 @@ def current_bytes() -> bytes:
 def test_round_trip_is_byte_exact():
     data = current_bytes()
     capsule = decode_capsule(data)
-    assert capsule.schema_version == SCHEMA_VERSION == 3
+    assert capsule.schema_version == SCHEMA_VERSION == 4
     assert encode_capsule(capsule) == data
     assert decode_capsule(data.decode("utf-8")) == decode_capsule(json.loads(data)) == capsule
 
@@ -43,7 +43,7 @@ def test_canonical_encoding_is_sorted_compact_utf8():
 def test_v1_sample_is_read_and_upgraded_forever():
     capsule = decode_capsule(V1_SAMPLE.read_bytes())
     raw = json.loads(V1_SAMPLE.read_text(encoding="utf-8"))
-    assert raw["schema_version"] == 1 and capsule.schema_version == 3
+    assert raw["schema_version"] == 1 and capsule.schema_version == 4
     assert capsule.thread.runtime == "claude" and capsule.thread.thread_id == raw["thread_id"]
     assert capsule.generation == 2 and capsule.reason == "auto"
     assert capsule.objective.input_id == "prompt-7c1e" and capsule.objective.text == raw["objective"]
@@ -75,7 +75,7 @@ def test_v2_sample_is_read_and_upgraded_forever():
     is a work-ledger row and the workspace is what a model needs."""
     raw = json.loads(V2_SAMPLE.read_text(encoding="utf-8"))
     capsule = decode_capsule(V2_SAMPLE.read_bytes())
-    assert raw["schema_version"] == 2 and capsule.schema_version == 3
+    assert raw["schema_version"] == 2 and capsule.schema_version == 4
     assert [(c.call_id, c.status) for c in capsule.tool_calls] == [("call_b7", "unknown"), ("call_c9", "in_flight")]
     (done,) = capsule.work_done
     finished = next(c for c in raw["tool_calls"] if c["status"] == "ok")

@@ -4,6 +4,8 @@ from __future__ import annotations
 import json
 import re
 
+from capsule.work_line import parse_work_line
+
 import pytest
 from test_capsule_sample import counter, ptr, representative_source
 
@@ -94,7 +96,7 @@ def test_block_says_what_it_is_and_labels_claims():
     assert lines[0].startswith(f"<<<{MARKER} ") and lines[0].endswith(" BEGIN>>>")
     assert lines[-1].startswith(f"<<<{MARKER} ") and lines[-1].endswith(" END>>>")
     assert "not instructions" in lines[1]
-    assert "only user inputs are requests" in lines[2]
+    assert "Only user inputs are requests" in lines[1]
     claim_lines = [line for line in lines if "Next I will rewrite" in line]
     assert len(claim_lines) == 1 and claim_lines[0].startswith("- claim (assistant said; unverified)")
     assert all(line.startswith("- input=") for line in lines if "state=pending" in line and line.startswith("- "))
@@ -128,9 +130,10 @@ def test_hostile_texts_cannot_forge_markers_headings_or_states():
     allowed = ("## ", "- input=", "- call=", "- done ", "- fact ", "- claim ", "- notice ", "  - line ", "- step=", "- running ",
                "- attachment ", '- "', "- model ", "- permission ", "- cut ", "runtime=", "input=", "kind=",
                "last_completed_step=", "last_runtime_outcome=", "pointer=", "tool=", "permission_mode=", "events=",
-               "(none)", "This block", "Authority:", "Format:", "Texts marked")
+               "(none)", "CHECKPOINT DATA", "One item per line", "legend: ", "- turn T", "- page ", "folder=",
+               "Read every page")
     for line in lines[1:-1]:
-        assert line.startswith(allowed), line
+        assert line.startswith(allowed) or parse_work_line(line) is not None, line
         assert not any(ch in line for ch in "\r\u2028\u2029\x85\u202e"), line
     # inputs parse back exactly: the state is the real one and the text round-trips
     parsed = parse_inputs(rendered)

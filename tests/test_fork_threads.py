@@ -170,7 +170,7 @@ def test_thread_delete_removes_data_capsules_and_refs_and_leaves_the_fork(home, 
         fork = fork_thread(e, cps.list_checkpoints(pt)[0].checkpoint_id)
         key, fork_key = pt.key, fork.thread.key
     for k in (key, fork_key):  # a spilled context of each
-        (home / "contexts" / k).mkdir(parents=True)
+        (home / "contexts" / k).mkdir(parents=True, exist_ok=True)  # the work record's pages there too
         (home / "contexts" / k / "g000001.md").write_text("context")
     e2 = Engine(home)
     e2.store.end_sessions(key)
@@ -280,3 +280,27 @@ def test_gc_and_doctor_never_delete_refs_another_state_home_owns(tmp_path, git_h
                                capture_output=True, timeout=120)
             assert b"Traceback" not in r.stderr
     assert {r.ref for r in list_snapshot_refs(repo, state_home=home_a)} == refs_before
+
+
+def test_a_call_running_at_the_checkpoint_is_unknown_in_the_fork(home, repo):
+    """The result of a call the parent's process ran can never reach the fork: there it waits
+    for reconciliation, never for its result (nor is it listed as done)."""
+    parent = HookSession(home, repo)
+    parent.start()
+    p1 = parent.prompt("migrate the database")
+    parent.tool(p1, "Bash", {"command": "./migrate --step 1"})
+    call = parent.tool(p1, "Bash", {"command": "./migrate --step 2"}, finish=False)
+    parent.compact()  # the checkpoint holds the call in flight
+    with Engine(home) as e:
+        pt = parent.thread(e)
+        cp = cps.list_checkpoints(pt)[-1]
+        assert [c.status for c in pt.tool_calls() if c.call_id == call] == ["in_flight"]
+        child = fork_thread(e, cp.checkpoint_id).thread
+        assert [c.status for c in child.tool_calls() if c.call_id == call] == ["unknown"]
+        assert {r.text: r.state for r in child.inputs()} == {"migrate the database": "reconciling"}
+        rendered = cps.load(child, decode=False).rendered()
+        assert "await_tool_result" not in rendered and "reconcile" in rendered
+        # the parent's own record is untouched
+        assert [c.status for c in pt.tool_calls() if c.call_id == call] == ["in_flight"]
+    listed = cli_json("reconcile", "--thread", child.key, "--json", home=home)
+    assert call in json.dumps(listed)

@@ -34,7 +34,7 @@ def codex_call(base, call_id, command, output="") -> list[dict]:
 
 def _finished(cap) -> dict:
     """Command -> (status, exit code) of the finished calls in the capsule's work ledger."""
-    return {json.loads(w.args)["command"]: (w.status, w.exit_code) for w in cap.work_done}
+    return {w.call.removeprefix("$ "): (w.status, w.exit_code) for w in cap.work_done}
 
 
 def _capsule(home, session):

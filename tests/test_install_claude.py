@@ -55,7 +55,9 @@ def test_permissions_for_the_e2e_style_settings_survive(dirs) -> None:
     settings.write_bytes(original)
     install("claude", "user", command=["/x/continuation"], env={}, **dirs)
     data = json.loads(settings.read_bytes())
-    assert data["permissions"] == {"allow": ["Bash", "Read", "Write"]}
+    # the user's rules kept; the state home's contexts folder readable by the model's Read tool
+    assert data["permissions"] == {"allow": ["Bash", "Read", "Write"],
+                                   "additionalDirectories": [str(dirs["state_home"].absolute() / "contexts")]}
     assert list(data) == ["permissions", "hooks"]
     uninstall("claude", "user", env={}, **dirs)
     assert settings.read_bytes() == original

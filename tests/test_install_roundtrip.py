@@ -24,6 +24,10 @@ def end_event(runtime: str) -> str:
     return "AfterAgent" if runtime == "gemini" else "Stop"
 
 
+#: the settings list each runtime's install adds the state home's contexts folder to
+GRANTS = {"claude": ("permissions", "additionalDirectories"), "gemini": ("context", "includeDirectories")}
+
+
 def do_install(runtime: str, scope: str, dirs: dict[str, Path], command=LAUNCHER):
     return install(runtime, scope, command=command, env={}, **dirs)
 
@@ -139,8 +143,15 @@ def test_existing_file_keeps_user_hooks_and_settings_and_restores_bytes(runtime:
     after = json.loads(raw)
     # Key order and the user's own entries are kept, ours come last in each event.
     assert list(after)[: len(before)] == list(before)
+    grant = GRANTS.get(runtime)
     for key in before:
-        if key != "hooks":
+        if key == (grant or ("",))[0]:  # the contexts folder added to the user's own list
+            listed = after[key][grant[1]]
+            assert listed[:-1] == before[key].get(grant[1], [])
+            assert listed[-1] == str(dirs["state_home"].absolute() / "contexts")
+            assert {k: v for k, v in after[key].items() if k != grant[1]} == {
+                k: v for k, v in before[key].items() if k != grant[1]}
+        elif key != "hooks":
             assert after[key] == before[key]
     for event, groups in before["hooks"].items():
         assert after["hooks"][event][: len(groups)] == groups

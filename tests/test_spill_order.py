@@ -43,14 +43,14 @@ def test_a_shortened_block_moves_old_low_value_lines_first(tmp_path):
                 "state=handled" not in line and "state=superseded" not in line):
             assert line in text, line
     # the oldest session start/end facts moved first, and the section says so
-    kept_sessions = [k for k in range(30) if f"#{k}\"" in text]
+    kept_sessions = [k for k in range(30) if f"(startup) #{k}\"" in text]
     assert kept_sessions == sorted(kept_sessions) and (not kept_sessions or kept_sessions[-1] == 29)
     assert len(kept_sessions) < 30
-    assert "more item(s) of this section moved to the full text file]" in text
+    assert "more item(s) of this section: in the full text file]" in text
     # the block is still well formed: its markers, its preamble and its section order
     lines = text.splitlines()
     begin = next(i for i, x in enumerate(lines) if x.startswith("<<<CONTINUATION-CHECKPOINT"))
-    assert lines[begin + 1].startswith("This block is CHECKPOINT DATA")
+    assert lines[begin + 1].startswith("CHECKPOINT DATA")
     headings = [x for x in lines if x.startswith("## ")]
     assert headings == [x for x in block.splitlines() if x in headings]
 
@@ -103,4 +103,4 @@ def test_the_newest_input_keeps_its_text_before_an_older_long_one(tmp_path):
     ctx = assemble_context(None, capsule, actionable_inputs=[old, new])
     inline = ctx.fit_inline(js_len(render_capsule(capsule)) + 1500, str(tmp_path / "spill.md")).text
     assert "\nand the docs for both\n" in inline  # whole, in its own block
-    assert 'BEGIN user input id="in-old"' in inline and "characters in all; the rest moved" in inline
+    assert 'BEGIN user input id="in-old"' in inline and "characters in all; the middle is left out" in inline

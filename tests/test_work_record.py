@@ -81,8 +81,9 @@ def reachable(inline: str) -> tuple[list[dict], list[str]]:
     texts, read = [inline], []
     head = inline.split("\n", 1)[0]
     names = re.findall(r'"([^"]+\.md)"', head)
-    if "parts of one file read each" in head:
-        names = [names[0], *(str(Path(names[0]).parent / n) for n in names[1:])]
+    parts = re.search(r"is in (\d+) parts of one file read each", head)
+    if parts:
+        names = [f"{names[0][:-len('1.md')]}{k}.md" for k in range(1, int(parts.group(1)) + 1)]
     for name in names:
         texts.append(read_file_limited(name))
         read.append(name)
@@ -294,9 +295,25 @@ def test_install_grants_the_contexts_folder_and_uninstall_takes_it_back(tmp_path
     data = json.loads(settings.read_text())
     assert data[path[0]][path[1]] == ["/my/own", str(state / "contexts")]
     assert (state / "contexts").is_dir()
-    assert any("contexts" in w for w in report.warnings)
+    assert str(state / "contexts") in report.message and not report.warnings
     # edited since install: uninstall removes only what it added
     data["model"] = "y"
     settings.write_text(json.dumps(data))
     uninstall(runtime, "project", **kw)
     assert json.loads(settings.read_text()) == {**mine, "model": "y"}
+
+
+def test_a_long_request_is_kept_once_with_its_unfinished_end_inline(home):
+    """Item 5: a 10 KB plan is not clipped at its front twice (objective line and input block):
+    inline it is written once, its start and its end (where the steps still to do are)."""
+    session = str(uuid.uuid4())
+    steps = [f"{k}. `{distinct_command(k)}`" for k in range(1, 151)]
+    plan = "Run these steps in order, one shell call per step:\n" + "\n".join(steps)
+    assert len(plan) > 9_000
+    turn, _ = claude_turn(session, 120, prompt=plan)
+    feed("claude", turn)
+    inline = context_of(feed("claude", compaction(session))[-1][0])
+    assert "text=(verbatim in the user input below)" in inline
+    assert steps[0] in inline and steps[-1] in inline and steps[-25] in inline
+    assert inline.count(steps[0]) == 1
+    assert "the middle is left out here" in inline

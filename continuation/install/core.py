@@ -161,6 +161,10 @@ def install(
             _ensure_folder(folder)  # Gemini CLI refuses to start when a listed folder is missing
         had_ours = bool(hooks_section.events_with_ours(doc.data, target.is_ours, where, skip))
         message = target.install_message(path, scope, project_dir=project_dir)
+        if granted or (target.read_grant_path is not None and folder in _listed(merged, target)):
+            message += (f" {'.'.join(target.read_grant_path)} lists {folder}: the model reads the "
+                        "work record and spilled contexts there with its own file tools, without "
+                        "a prompt (uninstall takes it out).")
         if doc.exists and merged == doc.data:
             return InstallReport(
                 runtime=runtime, scope=scope, action="install", path=path, outcome="already-installed",
@@ -187,10 +191,6 @@ def install(
                                                "enabled_settings": {**enabled, **granted,
                                                                     **record.enabled_settings}})
         store.save(record)
-        if granted:
-            warnings.append(f"added {folder} to {'.'.join(target.read_grant_path)} so that {runtime}'s "
-                            "file tools read the work record and spilled contexts without asking "
-                            "(uninstall takes it out)")
         if enabled:
             warnings.append(f"set {', '.join(sorted(enabled))} to true so that {runtime} runs hooks "
                             "(uninstall puts the old value back)")
@@ -201,6 +201,13 @@ def install(
             outcome="updated" if had_ours else "installed", changed=True, events=list(target.events),
             hook_command=hook_command, record_path=store.path, message=message, warnings=warnings,
         )
+
+
+def _listed(data: dict, target: HookTarget) -> list:
+    node = data
+    for key in target.read_grant_path:
+        node = node.get(key) if isinstance(node, dict) else None
+    return node if isinstance(node, list) else []
 
 
 def contexts_folder(state_home: Path) -> str:
@@ -309,7 +316,9 @@ def uninstall(
         cleaned = hooks_section.remove_ours(doc.data, target.is_ours, where, skip)
         if record is not None:
             cleaned = target.restore(cleaned, record.enabled_settings)
-            cleaned = target.revoke_reads(cleaned, record.enabled_settings)
+        if target.read_grant_path is not None:  # ours whatever the record says: the state home's folder
+            cleaned = target.revoke_reads(
+                cleaned, {"+" + ".".join(target.read_grant_path): contexts_folder(state_home)})
         atomic_write(path, _render_like(doc, cleaned), mode_from=path)
         store.delete()
         warnings = list(record_warnings)

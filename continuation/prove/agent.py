@@ -38,9 +38,8 @@ _BEGIN = re.compile(r"^<<<CONTINUATION-CHECKPOINT (\w+) BEGIN>>>$")
 _FIELD = re.compile(r'(\w+)=("(?:[^"\\]|\\.)*"|\([^)]*\)|\S+)')
 #: the inline part of a context shortened to fit a runtime's limit names the file with all of it
 _SPILL = re.compile(r'The full text \(\d+ characters\) is in the file ("(?:[^"\\]|\\.)*")')
-_SPILL_PARTS = re.compile(r'The full text \(\d+ characters\) is in \d+ parts of one file read each: '
-                          r'((?:"(?:[^"\\]|\\.)*"(?:, )?)+)')
-_LITERAL = re.compile(r'"(?:[^"\\]|\\.)*"')
+_SPILL_PARTS = re.compile(r'The full text \(\d+ characters\) is in (\d+) parts of one file read each: '
+                          r'("(?:[^"\\]|\\.)*")')
 _FOLDER = re.compile(r'^folder=("(?:[^"\\]|\\.)*")')
 _PAGE = re.compile(r'^- page ("(?:[^"\\]|\\.)*")')
 #: what one read of a file returns at most (a runtime tool's output limit)
@@ -117,16 +116,21 @@ def read_context(text: str, reader=read_file_limited) -> ParsedContext | None:
     record page the block names is read too, each with one ``reader`` call."""
     if not text:
         return None
+    if "[[[CONTINUATION-" in text:  # Gemini's channel (capsule.channel): markers back, &lt; read as <
+        from capsule.channel import from_gemini_marker
+
+        text = "\n".join(from_gemini_marker(x) for x in text.split("\n"))
+        text = text.replace("&lt;", "<").replace("&gt;", ">")
     spill, parts = _SPILL.search(text), _SPILL_PARTS.search(text)
     if spill:
         try:
             text = reader(json.loads(spill.group(1))) or text
         except ValueError:
             pass
-    elif parts:  # the first part's path, then the others' names in its folder
-        names = [json.loads(x) for x in _LITERAL.findall(parts.group(1))]
-        folder = Path(names[0]).parent
-        text = "".join(reader(str(folder / Path(n).name)) for n in names) or text
+    elif parts:  # part1's path; the others are numbered beside it
+        first = json.loads(parts.group(2))
+        base = first[: -len("1.md")]
+        text = "".join(reader(f"{base}{k}.md") for k in range(1, int(parts.group(1)) + 1)) or text
     lines = text.splitlines()
     nonce = None
     body: list[str] = []

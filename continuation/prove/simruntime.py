@@ -31,6 +31,16 @@ from .payloads import COMPACTION_ORDER, GEMINI_WINDOW, PayloadShape
 IDLE_PROMPT_TOKENS = 2_000
 
 
+
+def _call_id(runtime: str, session: str, n: int) -> str:
+    """A call id of the runtime's own shape and length (Claude Code ``toolu_01`` and 22
+    characters, Codex ``call_`` and 24), the same for the same session and number."""
+    import hashlib
+
+    digest = hashlib.sha256(f"{session}:{n}".encode()).hexdigest()
+    return f"call_{digest[:24]}" if runtime == "codex" else f"toolu_01{digest[:22]}"
+
+
 def _append_line(path: Path, record: dict) -> None:
     data = (json.dumps(record, ensure_ascii=True) + "\n").encode("ascii")
     fd = os.open(str(path), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
@@ -182,6 +192,8 @@ class Runtime:
         try:
             answer = json.loads(out) if out.strip() else {}
             context = ((answer or {}).get("hookSpecificOutput") or {}).get("additionalContext")
+            if context and self.runtime == "gemini":  # as Gemini CLI 0.61.0 hands it to its model
+                context = context.replace("<", "&lt;").replace(">", "&gt;")
         except ValueError:
             answer = None  # a broken answer: the runtime goes on (fail-open)
         record = {"kind": "hook", "event": payload["hook_event_name"], "ms": round(ms, 3),
@@ -232,7 +244,7 @@ class Runtime:
     def _execute(self, decision, turn: str, hang: bool) -> None:
         tool = decision.tool
         self.calls += 1
-        call_id = (f"call_{self.calls}" if self.runtime == "codex" else f"toolu_{self.calls:04d}")
+        call_id = _call_id(self.runtime, self.s.get("session_id", ""), self.calls)
         self.transcript.append({"role": "tool_call", "key": decision.key, "call": call_id,
                                 "args": tool["input"], "turn": turn})
         self.save()
@@ -376,3 +388,4 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+

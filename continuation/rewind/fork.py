@@ -59,6 +59,11 @@ def fork_thread(engine: Engine, selector: str, *, name: str | None = None,
                           forked_from=parent.key, forked_at_seq=at,
                           name=name or f"fork of {parent.key} at {cp.checkpoint_id}")
     copy_events(engine, parent.key, child.key, at)
+    if child.tool_calls(("in_flight",)):
+        # a call running at the checkpoint ran in the parent's process: its result can never
+        # reach the fork, so there its outcome is unknown and goes to reconciliation
+        child.record(ev.CRASH_DETECTED, {"reason": "fork: calls running at the checkpoint belong "
+                                                   "to the parent's process"}, source=SOURCE)
     files = tree_after = None
     if files_plan is not None:
         files, tree_after = restore_files_with_tree(engine, files_plan)

@@ -1,0 +1,871 @@
+"""Measure, on the REAL runtimes, what a model redoes or loses across a compaction with our hooks.
+
+``python scripts/handoff_real.py [--runtime codex,claude,gemini] [--cases plan40,...] [--quick]
+[--json]`` drives each pinned CLI (Codex CLI 0.171.0, Claude Code 2.1.332, Gemini CLI 0.61.0,
+installed by ``tests/e2e/npm_tools.py``) offline against a loopback model stand-in, with our
+hooks installed by the project's own ``python -m continuation install --runtime X`` into an
+isolated config home, each runtime in its default permission mode.
+
+The stand-in is a *list-reading agent* (``tests/e2e/listreader.py`` holds its pure logic):
+the user prompt is a plan of N distinct one-line shell steps, each of which also appends
+``step <label>`` to ``runlog.txt``. Before a compaction the stand-in runs the next step of the
+plan, counting the steps done by the tool calls in the conversation; it forces the runtime's
+own compaction after step C by reporting a nearly full context window on the answer that runs
+step C. Once a request carries our checkpoint (its marker), it knows nothing but what it is
+shown: it takes the plan(s) from the request text, reads every file the context names (one
+read each, with the runtime's own file tool), runs every plan step that no work line shows as
+done, then answers "ALL DONE". ``runlog.txt`` then tells, per step, how often it ran:
+``redone`` = executions beyond the expected count, ``lost`` = steps that ran fewer times.
+
+Per runtime, what had to be chosen (printed with the results too):
+
+- Codex: ``codex exec`` in the ``workspace-write`` sandbox: its default one (``read-only``) fails
+  every step ("/bin/bash: line 1: runlog.txt: Read-only file system"; ``--codex-sandbox
+  read-only`` shows it), while reads stay allowed everywhere in both; our hooks trusted as Codex's ``/hooks``
+  review records it (``codex_harness.trust_like_the_user``); compaction through
+  ``model_auto_compact_token_limit``; files read with ``cat <path>`` in the shell tool.
+- Claude Code: ``claude -p`` in the default permission mode with a user allow rule for
+  ``Bash`` (as the existing e2e tests: root cannot skip permissions); ``Read`` of the
+  contexts folder relies on the ``permissions.additionalDirectories`` entry our install adds;
+  compaction: the answer reports 990,000 input tokens (Claude Code auto-compacts).
+- Gemini CLI: ``gemini -p`` in the default approval mode offers no ``run_shell_command``
+  (only read_file, list_directory, glob, grep_search, ...); a user policy file in
+  ``~/.gemini/policies`` allows ``run_shell_command`` (``allowRedirection = true``: the steps
+  append with ``>>``), so the approval mode stays ``default``; ``read_file`` (``file_path``)
+  reads through the ``context.includeDirectories`` entry our install adds; compaction: the
+  answer reports 900,000 prompt tokens (the CLI compresses before its next request).
+
+Results are appended to ``/tmp/handoff_real_results.txt`` as each case finishes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+REPO = Path(__file__).resolve().parents[1]
+E2E = REPO / "tests" / "e2e"
+for _p in (str(REPO), str(E2E)):
+    if _p not in sys.path:
+        sys.path.insert(0, _p)
+
+import listreader as lr  # noqa: E402
+from bounded import run_bounded  # noqa: E402
+from npm_tools import ToolUnavailable, ensure_npm_cli  # noqa: E402
+
+RESULTS_FILE = Path("/tmp/handoff_real_results.txt")
+RUNTIMES = ("codex", "claude", "gemini")
+CASES = ("plan40", "plan150", "plan1000", "two_compactions", "two_prompts", "not_applied")
+DONE_TEXT = "ALL DONE"
+SUMMARY = "SUMMARY: the user gave a numbered plan of shell steps; some of them have been run."
+LAUNCHER = [sys.executable, "-m", "continuation"]
+SLOW_SECONDS = 120  # the step killed mid-run sleeps this long
+WAIT_SCRIPT = "#!/bin/sh\n# a slow step: sleeps $1 seconds\nsleep \"${1:-60}\"\n"
+
+
+# ---------------------------------------------------------------------------------------------
+# Plans and the run log
+
+
+@dataclass(frozen=True)
+class Step:
+    label: str  # what the step appends to runlog.txt: "step <label>"
+    command: str
+
+
+def _hex(case: str, label: str) -> str:
+    return hashlib.sha1(f"{case}:{label}".encode()).hexdigest()[:8]
+
+
+def _step_body(case: str, label: str, k: int) -> str:
+    """Distinct commands of a few kinds (every fifth fails on purpose), all one line."""
+    h = _hex(case, label)
+    words = f"{case} item {label} checks the handoff of a long plan"
+    kinds = (
+        f"test -f missing_{h}.cfg",
+        f"mkdir -p notes && printf '%s\\n' 'note {h}: {words}' >> notes/{h}.md",
+        f"mkdir -p build/{h} && touch build/{h}/ok",
+        f"printf '%s\\n' '{words}' | wc -c > size_{h}.txt",
+        f"wc -l < runlog.txt > lines_{h}.txt",
+    )
+    return kinds[k % len(kinds)]
+
+
+def make_steps(case: str, count: int, prefix: str = "", slow_at: int | None = None) -> list[Step]:
+    """``count`` steps labelled ``<prefix>1``...; ``slow_at``: that step sleeps (to be killed)."""
+    steps = []
+    for k in range(1, count + 1):
+        label = f"{prefix}{k}"
+        body = f"sh wait.sh {SLOW_SECONDS}" if k == slow_at else _step_body(case, label, k)
+        steps.append(Step(label, f"echo 'step {label}' >> runlog.txt; {body}"))
+    return steps
+
+
+def plan_prompt(steps: list[Step]) -> str:
+    lines = [f"{i}. `{s.command}`" for i, s in enumerate(steps, start=1)]
+    return "Run these steps in order, one shell call per step:\n" + "\n".join(lines)
+
+
+def executions(runlog: Path) -> Counter:
+    """How many times each step label ran, from ``runlog.txt``."""
+    if not runlog.exists():
+        return Counter()
+    return Counter(line[5:].strip() for line in runlog.read_text(encoding="utf-8").splitlines()
+                   if line.startswith("step "))
+
+
+def score(steps: list[Step], counts: Counter, expected: dict[str, int]) -> dict[str, Any]:
+    """redone: runs beyond the expected count (1, or 2 for a killed step run again);
+    lost: steps that ran fewer times than expected."""
+    redone = {s.label: counts[s.label] - expected.get(s.label, 1) for s in steps
+              if counts[s.label] > expected.get(s.label, 1)}
+    lost = [s.label for s in steps if counts[s.label] < expected.get(s.label, 1)]
+    return {"redone": sum(redone.values()), "lost": len(lost), "redone_steps": redone, "lost_steps": lost}
+
+
+# ---------------------------------------------------------------------------------------------
+# The list-reading model, over a runtime-neutral view of one request
+
+
+@dataclass
+class Event:
+    """One thing the model sees in a request: a text, its own tool call, or a tool result."""
+
+    kind: str  # "text" | "call" | "result"
+    text: str = ""
+    call_id: str = ""
+    shell: str | None = None  # a shell call's command
+    read: str | None = None  # a file read call's path
+    raw: str = ""  # the text as received, when ``text`` undid a runtime's escaping
+
+
+@dataclass
+class Action:
+    kind: str  # "shell" | "read" | "text"
+    value: str
+    compact: bool = False  # report a full context window with this answer
+
+
+@dataclass
+class Handoff:
+    """What the reader saw at one checkpoint (one compaction), for the report."""
+
+    nonce: str
+    inline_chars: int
+    files: list[str] = field(default_factory=list)
+    read_chars: dict[str, int] = field(default_factory=dict)
+    plan_steps: int = 0
+    shown_done: int = 0
+    unsettled: list[str] = field(default_factory=list)
+    todo: list[str] = field(default_factory=list)
+
+
+class ListReader:
+    """The model's decisions; one per case, shared by its runs (thread-safe)."""
+
+    def __init__(self, steps: list[Step], compact_after: set[str], save_dir: Path) -> None:
+        self.label_of = {s.command: s.label for s in steps}
+        self.pending = set(compact_after)
+        self.save_dir = save_dir
+        self.reads = 0
+        self.handoffs: dict[str, Handoff] = {}
+        self._lock = threading.Lock()
+
+    def decide(self, events: list[Event]) -> Action:
+        with self._lock:
+            action = self._decide(events)
+            if action.kind == "read":
+                self.reads += 1
+            if action.kind == "shell" and self.label_of.get(action.value) in self.pending:
+                self.pending.discard(self.label_of[action.value])
+                action.compact = True
+            return action
+
+    def _decide(self, events: list[Event]) -> Action:
+        nonce = None
+        for e in events:
+            nonce = lr.checkpoint_nonce(e.text) or nonce
+        if nonce is None:
+            return self._before_compaction(events)
+        return self._after_compaction(events, nonce)
+
+    def _before_compaction(self, events: list[Event]) -> Action:
+        """The next step of the latest plan prompt not yet called after it."""
+        at = max((i for i, e in enumerate(events) if e.kind == "text" and lr.plans(e.text)), default=None)
+        if at is None:
+            return Action("text", DONE_TEXT)
+        called = {e.shell for e in events[at + 1:] if e.kind == "call"}
+        left = [c for c in lr.plan_steps(events[at].text) if c not in called]
+        return Action("shell", left[0]) if left else Action("text", DONE_TEXT)
+
+    def _after_compaction(self, events: list[Event], nonce: str) -> Action:
+        """Read what the context names, then run what it does not show as done."""
+        at = next(i for i, e in enumerate(events) if lr.checkpoint_nonce(e.text) == nonce)
+        inline, after = events[at].text, events[at + 1:]
+        handoff = self.handoffs.get(nonce)
+        if handoff is None:
+            handoff = self.handoffs[nonce] = Handoff(nonce, lr.context_chars(events[at].raw or inline))
+            (self.save_dir / f"context-{len(self.handoffs)}-{nonce}.txt").write_text(inline, encoding="utf-8")
+        results = {e.call_id: e.text for e in after if e.kind == "result"}
+        got = {e.read: results[e.call_id] for e in after if e.kind == "call" and e.read and e.call_id in results}
+        named, folder = lr.named_files(inline)
+        for path in named:  # grows while files read name more
+            if path not in got:
+                return Action("read", path)
+            more, folder = lr.named_files(got[path], folder)
+            named.extend(m for m in more if m not in named)
+        texts = [inline, *(got[p] for p in named)]
+        steps = lr.plan_steps("\n".join(e.text for e in events))
+        todo = lr.todo(steps, texts)
+        if not handoff.todo and not handoff.plan_steps:
+            handoff.files, handoff.read_chars = list(named), {p: len(got[p]) for p in named}
+            handoff.plan_steps, handoff.shown_done = len(steps), len(steps) - len(todo)
+            handoff.todo = [self.label_of.get(c, c) for c in todo]
+            handoff.unsettled = [self.label_of.get(c, c) for c in lr.unsettled_commands(texts)]
+        called = {e.shell for e in after if e.kind == "call"}
+        left = [c for c in todo if c not in called]
+        return Action("shell", left[0]) if left else Action("text", DONE_TEXT)
+
+
+# ---------------------------------------------------------------------------------------------
+# Runtime plumbing shared by the three drivers
+
+
+@dataclass
+class Run:
+    label: str
+    exit: int | None
+    seconds: float
+    tail: str
+
+
+def _text_of(value: Any) -> str:
+    """A tool result's text, whatever shape the runtime gives it (string, blocks, object)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return "\n".join(_text_of(v) for v in value)
+    if isinstance(value, dict):
+        if isinstance(value.get("text"), str):
+            return value["text"]
+        for key in ("output", "content", "result", "error"):
+            if key in value:
+                return _text_of(value[key])
+        return json.dumps(value, ensure_ascii=False)
+    return "" if value is None else str(value)
+
+
+def _cat_path(command: str) -> str | None:
+    """The file a ``cat <path>`` read (the reader's own Codex reads), else None."""
+    if not command.startswith("cat "):
+        return None
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None
+    return words[1] if len(words) == 2 else None
+
+
+def _cli(args: list[str], cwd: Path, env: dict[str, str], timeout: float = 120) -> Any:
+    """``python -m continuation ARGS`` in the sandbox: its JSON, or its exit and output."""
+    done = run_bounded([*LAUNCHER, *args], timeout=timeout, cwd=cwd, env=env)
+    try:
+        return json.loads(done.stdout)
+    except ValueError:
+        return {"exit": done.returncode, "output": (done.stdout + done.stderr)[-2000:]}
+
+
+def _killed_call_id(listing: Any, label: str) -> str | None:
+    """The call waiting for reconciliation whose arguments run step ``label``."""
+    for call in (listing or {}).get("calls", []) if isinstance(listing, dict) else []:
+        if f"'step {label}'" in json.dumps(call.get("args"), ensure_ascii=False):
+            return call.get("call_id")
+    return None
+
+
+def _start(argv: list[str], cwd: Path, env: dict[str, str]) -> subprocess.Popen:
+    return subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+
+
+def run_until_step_then_kill(argv: list[str], cwd: Path, env: dict[str, str], label: str,
+                             timeout: float) -> Run:
+    """Start the runtime; SIGKILL its whole process group once step ``label`` has begun."""
+    import signal
+
+    started = time.monotonic()
+    proc = _start(argv, cwd, env)
+    runlog = cwd / "runlog.txt"
+    while time.monotonic() - started < timeout and proc.poll() is None:
+        if executions(runlog)[label]:
+            time.sleep(2)  # the slow step is running now
+            break
+        time.sleep(0.2)
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:
+        pass
+    proc.wait(timeout=30)
+    return Run(f"killed during step {label}", proc.returncode, round(time.monotonic() - started, 1), "")
+
+
+def _closed_env(root: Path) -> dict[str, str]:
+    """PATH and locale only: no real HOME, config home or API key leaks into a run."""
+    keep = ("PATH", "LANG", "LC_ALL", "TERM", "SHELL")
+    env = {k: os.environ[k] for k in keep if k in os.environ}
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    tmp = root / "tmp"
+    tmp.mkdir(parents=True, exist_ok=True)
+    env.update(HOME=str(root / "home"), TMPDIR=str(tmp), CONTINUATION_HOME=str(root / "state"), NO_COLOR="1")
+    return env
+
+
+def _init_workspace(project: Path, env: dict[str, str]) -> None:
+    project.mkdir(parents=True, exist_ok=True)
+    (project / "wait.sh").write_text(WAIT_SCRIPT, encoding="utf-8")
+    for args in (["init", "-q"], ["add", "wait.sh"], ["-c", "user.email=e2e@example.invalid", "-c", "user.name=e2e",
+                                                       "commit", "-q", "-m", "init"]):
+        run_bounded(["git", *args], timeout=30, cwd=project, env=env)
+
+
+class Driver:
+    """One runtime: a sandbox, our hooks installed, a stand-in serving the reader, runs."""
+
+    name = ""
+
+    def __init__(self, root: Path, reader: ListReader) -> None:
+        self.root, self.reader = root, reader
+        self.project, self.state = root / "project", root / "state"
+        self.env = _closed_env(root)
+        (root / "home").mkdir(parents=True, exist_ok=True)
+        _init_workspace(self.project, self.env)
+        self.notes: list[str] = []
+
+    # each driver: serve() -> context manager, setup(base_url), first(prompt), resume(prompt), argv
+    def install(self) -> Any:
+        return _cli(["install", "--runtime", self.name, "--json"], self.project, self.env)
+
+    def reconcile_not_applied(self, label: str) -> dict[str, Any]:
+        listing = _cli(["reconcile", "--json"], self.project, self.env)
+        call = _killed_call_id(listing, label)
+        if call is None:
+            return {"error": "no call of the killed step waits for reconciliation", "listing": listing}
+        decided = _cli(["reconcile", call, "--not-applied", "--json"], self.project, self.env)
+        return {"call": call, "decided": decided}
+
+    def hook_errors(self) -> str | None:
+        log = self.state / "logs" / "hooks.log"
+        return log.read_text(encoding="utf-8", errors="replace")[-3000:] if log.exists() else None
+
+    def bounded(self, label: str, argv: list[str], timeout: float) -> Run:
+        done = run_bounded(argv, timeout=timeout, cwd=self.project, env=self.env)
+        return Run(label, done.returncode, round(done.seconds, 1), done.tail(1200))
+
+
+# ---------------------------------------------------------------------------------------------
+# Codex CLI (Responses API)
+
+
+CODEX_LIMIT = 100_000
+CODEX_SANDBOX = ["workspace-write"]  # --codex-sandbox sets it
+LOW_TOKENS = 1_000
+
+
+def codex_events(body: dict[str, Any]) -> list[Event]:
+    """The model's view of a Responses request: messages, its function calls, their outputs."""
+    import responses_standin as rs
+
+    events = []
+    for item in body.get("input") or []:
+        kind = item.get("type") if isinstance(item, dict) else None
+        if kind == "message":
+            events.append(Event("text", rs._message_text(item)))
+        elif kind == "function_call":
+            try:
+                args = json.loads(item.get("arguments") or "{}")
+            except ValueError:
+                args = {}
+            command = args.get("cmd") or args.get("command")
+            if isinstance(command, list):
+                command = command[-1]
+            events.append(Event("call", call_id=item.get("call_id", ""), shell=command,
+                                read=_cat_path(command) if isinstance(command, str) else None))
+        elif kind == "function_call_output":
+            events.append(Event("result", _text_of(item.get("output")), call_id=item.get("call_id", "")))
+    return events
+
+
+class CodexModel:
+    """Duck-types ``responses_standin.ScriptedModel.respond`` with the list reader behind it."""
+
+    def __init__(self, reader: ListReader) -> None:
+        self.reader = reader
+        self._ids = iter(range(1, 10**9))
+        self._lock = threading.Lock()
+
+    def respond(self, body: dict[str, Any]) -> tuple[str, list[dict[str, Any]], int]:
+        import responses_standin as rs
+
+        with self._lock:
+            n = next(self._ids)
+        if rs.request_kind(body) == "compaction":
+            return "compaction", [rs._assistant_message(f"msg_{n}", SUMMARY)], LOW_TOKENS
+        action = self.reader.decide(codex_events(body))
+        if action.kind == "text":
+            return "turn", [rs._assistant_message(f"msg_{n}", action.value)], LOW_TOKENS
+        command = action.value if action.kind == "shell" else f"cat {shlex.quote(action.value)}"
+        tokens = CODEX_LIMIT + 50_000 if action.compact else LOW_TOKENS
+        return "turn", [rs._function_call(n, command, rs.tool_names(body))], tokens
+
+
+class CodexDriver(Driver):
+    name = "codex"
+
+    def __init__(self, root: Path, reader: ListReader) -> None:
+        super().__init__(root, reader)
+        import codex_harness as ch
+
+        self.ch = ch
+        self.codex = ch.ensure_codex()
+        self.box = ch.CodexSandbox(root, self.codex, LAUNCHER)  # the same project folder, its state home
+        self.state = self.box.state
+        self.env = {**self.box.env(), "PATH": self.env["PATH"]}
+        self.sandbox = CODEX_SANDBOX[0]
+        self.notes.append(f"codex exec --sandbox {self.sandbox}; hooks trusted as /hooks records it")
+
+    def serve(self):
+        import responses_standin as rs
+
+        class Quiet(rs.ResponsesStandin):
+            def _log(self, record: dict[str, Any]) -> int:  # bodies of 1,000-step runs are large
+                return super()._log({k: v for k, v in record.items() if k not in ("body", "reply")})
+
+        return Quiet(self.root / "requests.jsonl", CodexModel(self.reader))
+
+    def setup(self, server) -> Any:
+        self.box.write_config(server.base_url)
+        installed = self.install()
+        trusted = self.ch.trust_like_the_user(self.box, self.box.codex_home / "hooks.json")
+        return {"install": installed, "trusted_hooks": trusted}
+
+    def _exec(self, *tail: str) -> list[str]:
+        return [str(self.codex), "exec", "--skip-git-repo-check", "--sandbox", self.sandbox, "-c",
+                f"model_auto_compact_token_limit={CODEX_LIMIT}", *tail]
+
+    def first_argv(self, prompt: str) -> list[str]:
+        return self._exec(prompt)
+
+    def resume_argv(self, prompt: str) -> list[str]:
+        return self._exec("resume", "--last", prompt)
+
+
+# ---------------------------------------------------------------------------------------------
+# Claude Code (Messages API)
+
+
+_READ_PREFIX = re.compile(r"^ *\d+[\t→]", re.MULTILINE)
+
+
+def claude_events(body: dict[str, Any]) -> list[Event]:
+    """The model's view of a Messages request. Read results lose their line-number prefixes
+    (``     1→``), as a model reading them does."""
+    events, reads = [], set()
+    for message in body.get("messages") or []:
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, str):
+            events.append(Event("text", content))
+            continue
+        for block in content or []:
+            kind = block.get("type") if isinstance(block, dict) else None
+            if kind == "text":
+                events.append(Event("text", block.get("text", "")))
+            elif kind == "tool_use":
+                args = block.get("input") or {}
+                read = args.get("file_path") if block.get("name") == "Read" else None
+                if read:
+                    reads.add(block.get("id"))
+                shell = args.get("command") if block.get("name") == "Bash" else None
+                events.append(Event("call", call_id=block.get("id", ""), shell=shell, read=read))
+            elif kind == "tool_result":
+                text = _text_of(block.get("content"))
+                if block.get("tool_use_id") in reads:
+                    text = _READ_PREFIX.sub("", text)
+                events.append(Event("result", text, call_id=block.get("tool_use_id", "")))
+    return events
+
+
+class ClaudeModel:
+    """Duck-types ``messages_standin.StandIn`` (log / answer / input_tokens) for its handler."""
+
+    def __init__(self, reader: ListReader, log_path: Path) -> None:
+        self.reader, self.log_path = reader, log_path
+        self._lock = threading.Lock()
+        self._ids = iter(range(1, 10**9))
+        self._tokens: dict[int, int] = {}
+
+    def log(self, method: str, path: str, body: Any) -> None:
+        with self._lock, self.log_path.open("a", encoding="utf-8") as fh:
+            fh.write(json.dumps({"method": method, "path": path}) + "\n")
+
+    def input_tokens(self, body: Any) -> int:
+        with self._lock:
+            return self._tokens.pop(id(body), LOW_TOKENS)
+
+    def answer(self, body: dict[str, Any]) -> list[dict[str, Any]]:
+        import messages_standin as ms
+
+        with self._lock:
+            n = next(self._ids)
+        if ms.is_compaction_request(body):
+            return [{"type": "text", "text": f"<analysis>scripted</analysis>\n<summary>{SUMMARY}</summary>"}]
+        tools = {t.get("name") for t in body.get("tools") or [] if isinstance(t, dict)}
+        if "Bash" not in tools:  # a side request (title, topic, ...)
+            return [{"type": "text", "text": "ok"}]
+        action = self.reader.decide(claude_events(body))
+        if action.kind == "text":
+            return [{"type": "text", "text": action.value}]
+        if action.compact:
+            with self._lock:
+                self._tokens[id(body)] = 990_000
+        if action.kind == "read":
+            return [{"type": "tool_use", "id": f"toolu_{n:05d}", "name": "Read", "input": {"file_path": action.value}}]
+        return [{"type": "tool_use", "id": f"toolu_{n:05d}", "name": "Bash",
+                 "input": {"command": action.value, "description": "plan step"}}]
+
+
+class ClaudeDriver(Driver):
+    name = "claude"
+
+    def __init__(self, root: Path, reader: ListReader) -> None:
+        super().__init__(root, reader)
+        import claude_tools as ct
+
+        self.claude = ct.ensure_claude()
+        self.session = str(uuid.uuid4())
+        self.env.update(ANTHROPIC_API_KEY="test", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
+                        DISABLE_AUTOUPDATER="1")
+        self.notes.append("claude -p, default permission mode, user allow rule for Bash")
+
+    def serve(self):
+        import messages_standin as ms
+        from standin_server import BackgroundServer
+
+        return BackgroundServer(ms._make_handler(ClaudeModel(self.reader, self.root / "requests.jsonl")),
+                                name="claude-listreader")
+
+    def setup(self, server) -> Any:
+        self.env["ANTHROPIC_BASE_URL"] = server.base_url
+        settings = self.root / "home" / ".claude" / "settings.json"
+        settings.parent.mkdir(parents=True, exist_ok=True)
+        settings.write_text(json.dumps({"permissions": {"allow": ["Bash"]}}, indent=2) + "\n", encoding="utf-8")
+        installed = self.install()
+        perms = json.loads(settings.read_text(encoding="utf-8")).get("permissions", {})
+        return {"install": installed, "permissions": perms}
+
+    def first_argv(self, prompt: str) -> list[str]:
+        return [str(self.claude), "-p", "--output-format", "json", "--session-id", self.session, prompt]
+
+    def resume_argv(self, prompt: str) -> list[str]:
+        return [str(self.claude), "-p", "--output-format", "json", "--resume", self.session, prompt]
+
+
+# ---------------------------------------------------------------------------------------------
+# Gemini CLI (generativelanguage v1beta)
+
+
+GEMINI_MODEL = "gemini-2.5-flash"
+SHELL_POLICY = ('[[rule]]\ntoolName = "run_shell_command"\ndecision = "allow"\npriority = 100\n'
+                "allowRedirection = true\n")
+
+
+def gemini_events(body: dict[str, Any]) -> list[Event]:
+    """The model's view of a Gemini request, hook-context escaping undone (``lr.ungemini``).
+    A functionResponse answers the oldest open call of its name (ids when the CLI sends them)."""
+    events, open_calls, k = [], [], 0
+    for content in body.get("contents") or []:
+        for part in content.get("parts") or [] if isinstance(content, dict) else []:
+            if not isinstance(part, dict):
+                continue
+            if isinstance(part.get("text"), str):
+                events.append(Event("text", lr.ungemini(part["text"]), raw=part["text"]))
+            elif isinstance(part.get("functionCall"), dict):
+                call, k = part["functionCall"], k + 1
+                args = call.get("args") or {}
+                event = Event("call", call_id=call.get("id") or f"g{k}",
+                              shell=args.get("command") if call.get("name") == "run_shell_command" else None,
+                              read=args.get("file_path") if call.get("name") == "read_file" else None)
+                open_calls.append((call.get("name"), event.call_id))
+                events.append(event)
+            elif isinstance(part.get("functionResponse"), dict):
+                resp = part["functionResponse"]
+                match = next((c for c in open_calls if (resp.get("id") and c[1] == resp["id"])
+                              or (not resp.get("id") and c[0] == resp.get("name"))), None)
+                if match:
+                    open_calls.remove(match)
+                text = _text_of(resp.get("response"))
+                events.append(Event("result", lr.ungemini(text), call_id=match[1] if match else "", raw=text))
+    return events
+
+
+class GeminiModel:
+    """Duck-types ``gemini_standin.GeminiStandIn`` (log / response) for its handler."""
+
+    def __init__(self, reader: ListReader, log_path: Path) -> None:
+        self.reader, self.log_path = reader, log_path
+        self._lock = threading.Lock()
+
+    def log(self, method: str, path: str, body: Any) -> None:
+        with self._lock, self.log_path.open("a", encoding="utf-8") as fh:
+            fh.write(json.dumps({"method": method, "path": path}) + "\n")
+
+    def response(self, body: dict[str, Any]) -> dict[str, Any]:
+        parts, tokens = self._parts(body)
+        return {"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}],
+                "usageMetadata": {"promptTokenCount": tokens, "candidatesTokenCount": 5,
+                                  "totalTokenCount": tokens + 5},
+                "modelVersion": "gemini-standin"}
+
+    def _parts(self, body: dict[str, Any]) -> tuple[list[dict[str, Any]], int]:
+        import gemini_standin as gs
+
+        if "<state_snapshot>" in gs.latest_prompt(body):
+            return [{"text": gs.SNAPSHOT}], LOW_TOKENS
+        if (body.get("generationConfig") or {}).get("responseMimeType") == "application/json":
+            return [{"text": json.dumps({"reasoning": "scripted", "next_speaker": "user",
+                                         "model_choice": "flash"})}], LOW_TOKENS
+        tools = {f.get("name") for t in body.get("tools") or [] for f in t.get("functionDeclarations") or []}
+        if "run_shell_command" not in tools:
+            return [{"text": "ok"}], LOW_TOKENS
+        action = self.reader.decide(gemini_events(body))
+        tokens = 900_000 if action.compact else LOW_TOKENS
+        if action.kind == "text":
+            return [{"text": action.value}], tokens
+        if action.kind == "read":
+            return [{"functionCall": {"name": "read_file", "args": {"file_path": action.value}}}], tokens
+        return [{"functionCall": {"name": "run_shell_command",
+                                  "args": {"command": action.value, "description": "plan step"}}}], tokens
+
+
+class GeminiDriver(Driver):
+    name = "gemini"
+
+    def __init__(self, root: Path, reader: ListReader) -> None:
+        super().__init__(root, reader)
+        import gemini_harness as gh
+
+        self.gemini = gh.ensure_gemini()
+        home = root / "home"
+        self.env.update(GEMINI_CLI_HOME=str(home), GEMINI_API_KEY="standin-key")
+        self.notes.append("gemini -p, approval mode default, user policy allows run_shell_command")
+
+    def serve(self):
+        import gemini_standin as gs
+        from standin_server import BackgroundServer
+
+        return BackgroundServer(gs._handler(GeminiModel(self.reader, self.root / "requests.jsonl")),
+                                name="gemini-listreader")
+
+    def setup(self, server) -> Any:
+        self.env["GOOGLE_GEMINI_BASE_URL"] = server.base_url
+        gemini_dir = self.root / "home" / ".gemini"
+        (gemini_dir / "policies").mkdir(parents=True, exist_ok=True)
+        (gemini_dir / "policies" / "allow-shell.toml").write_text(SHELL_POLICY, encoding="utf-8")
+        settings = {"security": {"auth": {"selectedType": "gemini-api-key"}, "folderTrust": {"enabled": False}},
+                    "privacy": {"usageStatisticsEnabled": False}, "general": {"enableAutoUpdate": False}}
+        (gemini_dir / "settings.json").write_text(json.dumps(settings, indent=2) + "\n", encoding="utf-8")
+        installed = self.install()
+        context = json.loads((gemini_dir / "settings.json").read_text(encoding="utf-8")).get("context", {})
+        return {"install": installed, "context": context}
+
+    def first_argv(self, prompt: str) -> list[str]:
+        return [str(self.gemini), "-m", GEMINI_MODEL, "-p", prompt]
+
+    def resume_argv(self, prompt: str) -> list[str]:
+        return [str(self.gemini), "-m", GEMINI_MODEL, "--resume", "latest", "-p", prompt]
+
+
+DRIVERS: dict[str, Callable[[Path, ListReader], Driver]] = {
+    "codex": CodexDriver, "claude": ClaudeDriver, "gemini": GeminiDriver}
+
+
+# ---------------------------------------------------------------------------------------------
+# Cases
+
+
+@dataclass
+class Case:
+    """Prompts run in one session (a later one resumes it), where compactions are forced,
+    which step is killed (then reconciled not applied), and how often each step must run."""
+
+    name: str
+    prompts: list[list[Step]]
+    compact_after: set[str]
+    kill_at: str | None = None
+
+    @property
+    def steps(self) -> list[Step]:
+        return [s for p in self.prompts for s in p]
+
+    def expected(self) -> dict[str, int]:
+        return {self.kill_at: 2} if self.kill_at else {}
+
+
+def build_case(name: str) -> Case:
+    if name == "plan40":
+        return Case(name, [make_steps(name, 40)], {"30"})
+    if name == "plan150":
+        return Case(name, [make_steps(name, 150)], {"120"})
+    if name == "plan1000":
+        return Case(name, [make_steps(name, 1000)], {"900"})
+    if name == "two_compactions":
+        return Case(name, [make_steps(name, 60)], {"25", "50"})
+    if name == "two_prompts":
+        return Case(name, [make_steps(name, 25, "A"), make_steps(name, 40, "B")], {"B20"})
+    if name == "not_applied":
+        return Case(name, [make_steps(name, 12, slow_at=6)], set(), kill_at="6")
+    raise ValueError(f"unknown case {name!r}")
+
+
+RESUME_PROMPT = "Continue with the plan."
+
+
+def run_timeout(case: Case) -> float:
+    return 180 + 4 * len(case.steps)
+
+
+def run_case(runtime: str, case: Case, root: Path) -> dict[str, Any]:
+    """One runtime x case: sandbox, install, runs, then the run log scored."""
+    started = time.monotonic()
+    reader = ListReader(case.steps, case.compact_after, root)
+    driver = DRIVERS[runtime](root, reader)
+    runs: list[Run] = []
+    extra: dict[str, Any] = {}
+    with driver.serve() as server:
+        extra["setup"] = driver.setup(server)
+        timeout = run_timeout(case)
+        for i, steps in enumerate(case.prompts):
+            argv = (driver.resume_argv if i else driver.first_argv)(plan_prompt(steps))
+            if case.kill_at and i == 0:
+                runs.append(run_until_step_then_kill(argv, driver.project, driver.env, case.kill_at, timeout))
+                extra["reconcile"] = driver.reconcile_not_applied(case.kill_at)
+                argv = driver.resume_argv(RESUME_PROMPT)
+            runs.append(driver.bounded(f"prompt {i + 1}", argv, timeout))
+    counts = executions(driver.project / "runlog.txt")
+    result = {"runtime": runtime, "case": case.name, "steps": len(case.steps),
+              **score(case.steps, counts, case.expected()),
+              "inline_chars": [h.inline_chars for h in reader.handoffs.values()],
+              "files_read": reader.reads,
+              "compactions_forced": sorted(case.compact_after - reader.pending),
+              "handoffs": [asdict(h) for h in reader.handoffs.values()],
+              "runs": [asdict(r) for r in runs], "notes": driver.notes, "root": str(root),
+              "hook_errors": driver.hook_errors(), "seconds": round(time.monotonic() - started, 1), **extra}
+    return result
+
+
+def not_available(runtime: str, case: Case) -> str | None:
+    """Why a case cannot run on a runtime, or None."""
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Output
+
+
+COLUMNS = ("runtime", "case", "steps", "redone", "lost", "inline", "files_read", "seconds")
+
+
+def row(result: dict[str, Any]) -> dict[str, str]:
+    if "na" in result:
+        return {"runtime": result["runtime"], "case": result["case"], "steps": f"n/a: {result['na']}"}
+    inline = "/".join(str(c) for c in result["inline_chars"]) or "-"
+    return {"runtime": result["runtime"], "case": result["case"], "steps": str(result["steps"]),
+            "redone": str(result["redone"]), "lost": str(result["lost"]), "inline": inline,
+            "files_read": str(result["files_read"]), "seconds": str(result["seconds"])}
+
+
+def table(results: list[dict[str, Any]]) -> str:
+    rows = [row(r) for r in results]
+    widths = {c: max([len(c), *(len(r.get(c, "")) for r in rows)]) for c in COLUMNS}
+    lines = ["  ".join(c.ljust(widths[c]) for c in COLUMNS)]
+    lines += ["  ".join(r.get(c, "").ljust(widths[c]) for c in COLUMNS).rstrip() for r in rows]
+    return "\n".join(lines)
+
+
+def record(result: dict[str, Any]) -> None:
+    """Append one result (its table row and its JSON) to the results file as it comes."""
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+    with RESULTS_FILE.open("a", encoding="utf-8") as fh:
+        fh.write(f"[{stamp}] {json.dumps(row(result))}\n{json.dumps(result, ensure_ascii=False)}\n")
+
+
+def details(result: dict[str, Any]) -> str:
+    """Where a step was redone or lost, and what the reader saw at each checkpoint."""
+    if "na" in result:
+        return ""
+    out = [f"{result['runtime']} {result['case']}: redone {result['redone_steps']} lost {result['lost_steps']}"]
+    for h in result["handoffs"]:
+        out.append(f"  checkpoint {h['nonce']}: inline {h['inline_chars']} chars, read {len(h['files'])} files, "
+                   f"plan {h['plan_steps']} steps, shown done {h['shown_done']}, unsettled {h['unsettled']}, "
+                   f"todo {h['todo'][:12]}{'...' if len(h['todo']) > 12 else ''}")
+    if result.get("hook_errors"):
+        out.append(f"  hook errors: {result['hook_errors'][-500:]}")
+    for r in result["runs"]:
+        if r["exit"] not in (0, None) or r["exit"] is None:
+            out.append(f"  run {r['label']!r}: exit {r['exit']} after {r['seconds']}s {r['tail'][-600:]}")
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runtime", default=",".join(RUNTIMES), help="comma-separated: codex,claude,gemini")
+    parser.add_argument("--cases", default=",".join(CASES), help="comma-separated: " + ",".join(CASES))
+    parser.add_argument("--quick", action="store_true", help="skip plan1000")
+    parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    parser.add_argument("--codex-sandbox", default=CODEX_SANDBOX[0],
+                        help="codex exec --sandbox (default workspace-write; read-only fails every step)")
+    parser.add_argument("--root", type=Path, default=None, help="work folder (default: a new temp folder)")
+    args = parser.parse_args(argv)
+    CODEX_SANDBOX[0] = args.codex_sandbox
+    import tempfile
+
+    base = args.root or Path(tempfile.mkdtemp(prefix="handoff-real-"))
+    cases = [c for c in args.cases.split(",") if c and not (args.quick and c == "plan1000")]
+    results = []
+    for runtime in [r for r in args.runtime.split(",") if r]:
+        for name in cases:
+            case = build_case(name)
+            reason = not_available(runtime, case)
+            try:
+                result = ({"runtime": runtime, "case": name, "na": reason} if reason
+                          else run_case(runtime, case, base / f"{runtime}-{name}"))
+            except ToolUnavailable as exc:
+                result = {"runtime": runtime, "case": name, "na": f"runtime unavailable: {exc}"}
+            record(result)
+            results.append(result)
+            if not args.json:
+                print(table([result]).splitlines()[1], flush=True)
+    if args.json:
+        print(json.dumps(results, indent=2, ensure_ascii=False))
+    else:
+        print()
+        print(table(results))
+        print()
+        print("\n".join(d for d in (details(r) for r in results) if d))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
