@@ -39,10 +39,13 @@ def _create_temp(folder: str, name: str) -> tuple[int, str]:
 
 
 def atomic_write(path, data: bytes, mode: int | None = 0o600,
-                 fault_points: str | None = "file") -> None:
+                 fault_points: str | None = "file", durable: bool = True) -> None:
     """Replace ``path`` with ``data`` atomically and durably. ``mode`` None keeps the temp
     file's private default; ``fault_points`` names the kill points this write passes
-    (``<name>.mid_write``, ``.before_rename``, ``.before_dir_fsync``), None for none."""
+    (``<name>.mid_write``, ``.before_rename``, ``.before_dir_fsync``), None for none.
+    ``durable`` False: atomic but not synced (a file derived from the store, which a crash may
+    leave empty or old and which says so itself, e.g. by its hash): no fsync of the file or
+    the folder, the caller syncs the folder once after several."""
     def fault(step: str) -> None:
         if fault_points:
             faults.point(f"{fault_points}.{step}")
@@ -59,7 +62,8 @@ def atomic_write(path, data: bytes, mode: int | None = 0o600,
             fault("mid_write")
             fh.write(data[half:])
             fh.flush()
-            os.fsync(fh.fileno())
+            if durable:
+                os.fsync(fh.fileno())
         if mode is not None:
             try:
                 os.chmod(tmp, mode)
@@ -74,7 +78,8 @@ def atomic_write(path, data: bytes, mode: int | None = 0o600,
             pass
         raise
     fault("before_dir_fsync")
-    fsync_dir(folder)
+    if durable:
+        fsync_dir(folder)
 
 
 def remove_stale_temps(folder) -> int:

@@ -330,9 +330,13 @@ def fit_for_runtime(thread: Thread, runtime: str, context, generation: int, rese
         limit = max(1_000, limit - over - 64)
         inline = context.fit_inline(limit_chars=limit, spill_path=str(spill))
     if inline.spilled and inline.spill_bytes is not None:
-        atomic_write(spill, inline.spill_bytes)
-        for path, data in inline.spill_parts:
-            atomic_write(path, data)
+        atomic_write(spill, inline.spill_bytes, durable=not inline.spill_parts)
+        for path, data in inline.spill_parts:  # the same text cut in parts: synced once, below
+            atomic_write(path, data, durable=False)
+        if inline.spill_parts:
+            from .atomic import fsync_dir
+
+            fsync_dir(os.path.dirname(spill))
     if runtime == "gemini":
         from capsule.channel import for_gemini
 

@@ -21,9 +21,9 @@ Per runtime, what had to be chosen (printed with the results too):
 
 - Codex: ``codex exec`` in the ``workspace-write`` sandbox: its default one (``read-only``) fails
   every step ("/bin/bash: line 1: runlog.txt: Read-only file system"; ``--codex-sandbox
-  read-only`` shows it), while reads stay allowed everywhere in both; our hooks trusted as Codex's ``/hooks``
-  review records it (``codex_harness.trust_like_the_user``); compaction through
-  ``model_auto_compact_token_limit``; files read with ``cat <path>`` in the shell tool.
+  read-only`` shows it); reads are allowed everywhere in both. Our hooks are trusted as
+  Codex's ``/hooks`` review records it (``codex_harness.trust_like_the_user``); compaction
+  through ``model_auto_compact_token_limit``; files read with ``cat <path>`` in the shell tool.
 - Claude Code: ``claude -p`` in the default permission mode with a user allow rule for
   ``Bash`` (as the existing e2e tests: root cannot skip permissions); ``Read`` of the
   contexts folder relies on the ``permissions.additionalDirectories`` entry our install adds;
@@ -33,7 +33,13 @@ Per runtime, what had to be chosen (printed with the results too):
   ``~/.gemini/policies`` allows ``run_shell_command`` (``allowRedirection = true``: the steps
   append with ``>>``), so the approval mode stays ``default``; ``read_file`` (``file_path``)
   reads through the ``context.includeDirectories`` entry our install adds; compaction: the
-  answer reports 900,000 prompt tokens (the CLI compresses before its next request).
+  answer reports 900,000 prompt tokens (the CLI compresses one request later than the
+  others: after step C+1). Its inline size is measured as received, HTML escapes included.
+
+The hooks run from a copy of the project's packages taken at the start (``--live``: from the
+working tree), so that edits made during a long run cannot break hooks midway: a failing hook
+records nothing (Codex prints "hook: PostToolUse Failed"), and the steps it missed are then
+redone after the compaction, which measures the edit, not the handoff.
 
 Results are appended to ``/tmp/handoff_real_results.txt`` as each case finishes.
 """
@@ -64,7 +70,7 @@ for _p in (str(REPO), str(E2E)):
 
 import listreader as lr  # noqa: E402
 from bounded import run_bounded  # noqa: E402
-from npm_tools import ToolUnavailable, ensure_npm_cli  # noqa: E402
+from npm_tools import ToolUnavailable  # noqa: E402
 
 RESULTS_FILE = Path("/tmp/handoff_real_results.txt")
 RUNTIMES = ("codex", "claude", "gemini")
@@ -73,7 +79,10 @@ DONE_TEXT = "ALL DONE"
 SUMMARY = "SUMMARY: the user gave a numbered plan of shell steps; some of them have been run."
 LAUNCHER = [sys.executable, "-m", "continuation"]
 SLOW_SECONDS = 120  # the step killed mid-run sleeps this long
-WAIT_SCRIPT = "#!/bin/sh\n# a slow step: sleeps $1 seconds\nsleep \"${1:-60}\"\n"
+# The slow step sleeps on its first run only (the one killed), so running it again is quick.
+WAIT_SCRIPT = '#!/bin/sh\n[ -e .waited ] && exit 0\ntouch .waited\nsleep "${1:-60}"\n'
+PACKAGES = ("capsule", "continuation", "statemachine")
+CODE_PATH: list[str] = []  # the code snapshot the hooks import (empty with --live)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -171,6 +180,7 @@ class Handoff:
     shown_done: int = 0
     unsettled: list[str] = field(default_factory=list)
     todo: list[str] = field(default_factory=list)
+    decided: bool = False  # the fields above are filled once, when every named file was read
 
 
 class ListReader:
@@ -230,7 +240,8 @@ class ListReader:
         texts = [inline, *(got[p] for p in named)]
         steps = lr.plan_steps("\n".join(e.text for e in events))
         todo = lr.todo(steps, texts)
-        if not handoff.todo and not handoff.plan_steps:
+        if not handoff.decided:
+            handoff.decided = True
             handoff.files, handoff.read_chars = list(named), {p: len(got[p]) for p in named}
             handoff.plan_steps, handoff.shown_done = len(steps), len(steps) - len(todo)
             handoff.todo = [self.label_of.get(c, c) for c in todo]
@@ -250,6 +261,7 @@ class Run:
     exit: int | None
     seconds: float
     tail: str
+    hook_failed: int = 0  # "hook: <Event> Failed" lines (Codex prints one per failed hook)
 
 
 def _text_of(value: Any) -> str:
@@ -330,7 +342,27 @@ def _closed_env(root: Path) -> dict[str, str]:
     tmp = root / "tmp"
     tmp.mkdir(parents=True, exist_ok=True)
     env.update(HOME=str(root / "home"), TMPDIR=str(tmp), CONTINUATION_HOME=str(root / "state"), NO_COLOR="1")
-    return env
+    return {**env, **code_env()}
+
+
+def code_env() -> dict[str, str]:
+    """PYTHONPATH of the code snapshot, if any: ``continuation install`` then writes the hook
+    command with the snapshot's path, and the hooks (which inherit the runtime's environment)
+    import the snapshot, not the working tree someone may be editing during a long run."""
+    return {"PYTHONPATH": os.pathsep.join(CODE_PATH)} if CODE_PATH else {}
+
+
+def snapshot_code(base: Path) -> dict[str, Any]:
+    """Copy the project's packages as they are now; return what was copied (HEAD, dirty)."""
+    import shutil
+
+    target = base / "code"
+    for name in PACKAGES:
+        shutil.copytree(REPO / name, target / name, ignore=shutil.ignore_patterns("__pycache__"))
+    CODE_PATH[:] = [str(target)]
+    head = run_bounded(["git", "rev-parse", "--short", "HEAD"], timeout=30, cwd=REPO)
+    dirty = run_bounded(["git", "status", "--porcelain", "--", *PACKAGES], timeout=30, cwd=REPO)
+    return {"snapshot": str(target), "head": head.stdout.strip(), "dirty": bool(dirty.stdout.strip())}
 
 
 def _init_workspace(project: Path, env: dict[str, str]) -> None:
@@ -354,8 +386,23 @@ class Driver:
         _init_workspace(self.project, self.env)
         self.notes: list[str] = []
 
-    # each driver: serve() -> context manager, setup(base_url), first(prompt), resume(prompt), argv
+    def serve(self):
+        """The stand-in server for this runtime's API, the reader behind it (a context manager)."""
+        raise NotImplementedError
+
+    def setup(self, server) -> Any:
+        """Point the runtime at ``server``, write the user's settings, install our hooks."""
+        raise NotImplementedError
+
+    def first_argv(self, prompt: str) -> list[str]:
+        raise NotImplementedError
+
+    def resume_argv(self, prompt: str) -> list[str]:
+        """The same session again, with a new prompt."""
+        raise NotImplementedError
+
     def install(self) -> Any:
+        """The project's own ``continuation install`` (it also grants the contexts folder)."""
         return _cli(["install", "--runtime", self.name, "--json"], self.project, self.env)
 
     def reconcile_not_applied(self, label: str) -> dict[str, Any]:
@@ -371,8 +418,12 @@ class Driver:
         return log.read_text(encoding="utf-8", errors="replace")[-3000:] if log.exists() else None
 
     def bounded(self, label: str, argv: list[str], timeout: float) -> Run:
+        """One run to its end (or killed at ``timeout``); its whole output kept in the root."""
         done = run_bounded(argv, timeout=timeout, cwd=self.project, env=self.env)
-        return Run(label, done.returncode, round(done.seconds, 1), done.tail(1200))
+        slug = re.sub(r"\W+", "-", label).strip("-")
+        (self.root / f"run-{slug}.out").write_text(f"{done.stdout}\n--- stderr\n{done.stderr}", encoding="utf-8")
+        failed = len(re.findall(r"^hook: \w+ Failed$", done.stderr, re.MULTILINE))
+        return Run(label, done.returncode, round(done.seconds, 1), done.tail(1200), failed)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -442,7 +493,7 @@ class CodexDriver(Driver):
         self.codex = ch.ensure_codex()
         self.box = ch.CodexSandbox(root, self.codex, LAUNCHER)  # the same project folder, its state home
         self.state = self.box.state
-        self.env = {**self.box.env(), "PATH": self.env["PATH"]}
+        self.env = {**self.box.env(), "PATH": self.env["PATH"], **code_env()}
         self.sandbox = CODEX_SANDBOX[0]
         self.notes.append(f"codex exec --sandbox {self.sandbox}; hooks trusted as /hooks records it")
 
@@ -775,11 +826,6 @@ def run_case(runtime: str, case: Case, root: Path) -> dict[str, Any]:
     return result
 
 
-def not_available(runtime: str, case: Case) -> str | None:
-    """Why a case cannot run on a runtime, or None."""
-    return None
-
-
 # ---------------------------------------------------------------------------------------------
 # Output
 
@@ -823,9 +869,23 @@ def details(result: dict[str, Any]) -> str:
     if result.get("hook_errors"):
         out.append(f"  hook errors: {result['hook_errors'][-500:]}")
     for r in result["runs"]:
-        if r["exit"] not in (0, None) or r["exit"] is None:
+        if r.get("hook_failed"):
+            out.append(f"  run {r['label']!r}: {r['hook_failed']} hook(s) failed (the runtime says so)")
+        if r["exit"] != 0 and not r["label"].startswith("killed"):
             out.append(f"  run {r['label']!r}: exit {r['exit']} after {r['seconds']}s {r['tail'][-600:]}")
     return "\n".join(out)
+
+
+def run_or_explain(runtime: str, case: Case, root: Path) -> dict[str, Any]:
+    """``run_case``, or a row saying why it could not run (the other cases still run)."""
+    from claude_tools import ClaudeUnavailable
+
+    try:
+        return run_case(runtime, case, root)
+    except (ToolUnavailable, ClaudeUnavailable) as exc:
+        return {"runtime": runtime, "case": case.name, "na": f"runtime unavailable: {exc}"}
+    except Exception as exc:  # noqa: BLE001 - one broken case must not hide the others' numbers
+        return {"runtime": runtime, "case": case.name, "na": f"harness error: {type(exc).__name__}: {exc}"}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -837,22 +897,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--codex-sandbox", default=CODEX_SANDBOX[0],
                         help="codex exec --sandbox (default workspace-write; read-only fails every step)")
     parser.add_argument("--root", type=Path, default=None, help="work folder (default: a new temp folder)")
+    parser.add_argument("--live", action="store_true",
+                        help="hooks import the working tree (default: a snapshot of it taken at the start)")
     args = parser.parse_args(argv)
     CODEX_SANDBOX[0] = args.codex_sandbox
     import tempfile
 
     base = args.root or Path(tempfile.mkdtemp(prefix="handoff-real-"))
+    base.mkdir(parents=True, exist_ok=True)
+    code = {"snapshot": None} if args.live else snapshot_code(base)
+    if not args.json:
+        print(f"code: {code}", flush=True)
     cases = [c for c in args.cases.split(",") if c and not (args.quick and c == "plan1000")]
     results = []
     for runtime in [r for r in args.runtime.split(",") if r]:
         for name in cases:
-            case = build_case(name)
-            reason = not_available(runtime, case)
-            try:
-                result = ({"runtime": runtime, "case": name, "na": reason} if reason
-                          else run_case(runtime, case, base / f"{runtime}-{name}"))
-            except ToolUnavailable as exc:
-                result = {"runtime": runtime, "case": name, "na": f"runtime unavailable: {exc}"}
+            result = run_or_explain(runtime, build_case(name), base / f"{runtime}-{name}")
             record(result)
             results.append(result)
             if not args.json:

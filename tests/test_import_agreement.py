@@ -354,3 +354,31 @@ def test_every_finished_call_fact_and_claim_is_listed_or_cut(home):
     assert {c.field for c in unread} >= {"tool_calls[ok,error](not gathered)",
                                          "runtime_facts(not gathered)"}
     assert next(c for c in unread if c.field.startswith("tool_calls")).items == calls - 100
+
+
+def test_a_file_cut_mid_turn_after_a_contentless_remove_has_the_prompt_received(home, tmp_path):
+    """Issue 33 item 8: a 2.1.39 file still being written, cut inside the turn an entry was
+    folded into (``remove`` without content, then the turn went on): the model had received
+    the entry, so it is pending in that turn, not left queued; the newest request is the
+    objective, and the running turn's calls (a commit, a push) are work done for it."""
+    s = ClaudeScript("q9", tmp_path / "q9.jsonl", cwd=str(tmp_path))
+    s.prompt("p0", "fix the flaky test").tool("t0", "pytest -x tests/test_io.py").reply("fixed")
+    s.prompt("p1", "commit the fix and push it").tool("t1", "git commit -am 'fix flaky io test'")
+    s.enqueue("then open a pull request").remove()
+    s.tool("t2", "git push origin HEAD")
+    run_import(home, "claude", s.write())  # no session_over: the file may still grow
+    got = _inputs(home, "q9")
+    assert got["then open a pull request"][0] == "pending", got
+    assert got["commit the fix and push it"][0] == "pending"
+    with Engine(home) as e:
+        t = e.find_thread("claude", "q9")
+        source = gather(t, generation=1, reason="manual")
+    from capsule import build_capsule
+    from capsule.render import render_capsule
+
+    capsule = build_capsule(source)
+    assert capsule.objective.text == "then open a pull request"
+    rendered = render_capsule(capsule)
+    done = [w.call for w in capsule.work_done]
+    assert "$ git commit -am 'fix flaky io test'" in done and "$ git push origin HEAD" in done
+    assert "open=yes" in rendered

@@ -524,8 +524,11 @@ class ClaudeParser:
         return False
 
     def finish(self) -> None:
-        # removals made in a turn still running at the end are not decided: the file may grow
-        # and show where the text went; until then their entries wait like any queued input
+        # removals made in a turn still running at the end (a file still being written) are
+        # decided as the runtime did them: Claude Code takes an entry out of the queue to fold
+        # it into the running turn, so the model has it (it was not left waiting); an entry
+        # with no removal is still queued
+        self._settle_removals()
         for q in self.queue.entries:
             if q.system or q.returned:
                 continue  # a runtime notification, or a draft the user never sent
