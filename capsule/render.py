@@ -318,7 +318,7 @@ def render_body(capsule: Capsule) -> list[str]:
         f"pointer={pointer_text(cur.pointer, t.thread_id)}",
     ])
     lines += _section(
-        "unsettled tool calls (in_flight and unknown: neither done nor failed)",
+        "unsettled tool calls (running or outcome unknown: not done, not failed)",
         (tool_call_line(x, clipped=f"tool_calls[{x.call_id}].args" in cut, thread_id=t.thread_id) for x in c.tool_calls),
         always=True,
     )

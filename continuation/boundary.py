@@ -22,10 +22,11 @@ from .atomic import atomic_write
 from .engine import Thread
 from .phase_marks import mark
 
-#: Claude Code spills hook additionalContext over 10,000 characters to a file, Codex CLI 0.171.0
-#: cuts the middle out of one over 10,000 UTF-8 bytes (measured): a whole answer, the notices
-#: put in front of the context included, stays within this many of either
-INLINE_TOTAL = 9_900
+#: Claude Code 2.1.332 spills hook additionalContext over 10,000 characters (UTF-16 units) to a
+#: file, Codex CLI 0.171.0 cuts the middle out of one over 10,000 UTF-8 bytes (both measured at
+#: 10,000 / 10,001): a whole answer, the notices put in front of the context included, stays
+#: within this many of either
+INLINE_TOTAL = 9_980
 INLINE_LIMITS = {"claude": INLINE_TOTAL, "codex": INLINE_TOTAL}
 INLINE_BYTES_MAX = INLINE_TOTAL
 
