@@ -2,8 +2,8 @@
 
 Which calls: every finished call (ok, error, or reconciled as applied) of the turns of every
 input a model may still be shown: the open ones, and the handled ones of the thread among the
-newest gathered (the runtime keeps a finished prompt in its own history after a compaction, and
-an agent that finds it there with nothing saying it was done redoes it). A call reconciled as
+newest :data:`MAX_SHOWN_HANDLED` (the runtime keeps a finished prompt in its own history after a
+compaction, and an agent that finds it there with nothing saying it was done redoes it). A call reconciled as
 not applied or retry-safe is not finished work: the decision notice says so, and it is never
 listed as done. At most :data:`MAX_RECORD_CALLS`, the newest.
 
@@ -25,6 +25,9 @@ from .atomic import atomic_write, fsync_dir
 from .store.view import SqlStateView
 
 MAX_RECORD_CALLS = 5_000
+#: handled inputs whose turns the record lists, the newest (a runtime's own history after a
+#: compaction keeps its recent prompts: Codex its user messages, Claude Code a summary)
+MAX_SHOWN_HANDLED = 50
 #: pages named one by one in the capsule; beyond, the first and the newest, and one line for the rest
 MAX_NAMED_PAGES = 16
 SOURCE_COMMAND = "continuation source"
@@ -48,7 +51,9 @@ def status_of(call) -> str:
 
 def gather(store, thread_key: str, inputs) -> dict:
     """Plain data for :func:`build`: the inputs shown and their turns' finished calls."""
-    shown = [r for r in inputs if r.state not in _NOT_SHOWN and r.turn_id]
+    open_ = [r for r in inputs if r.state not in _NOT_SHOWN + ("handled",) and r.turn_id]
+    handled = [r for r in inputs if r.state == "handled" and r.turn_id][-MAX_SHOWN_HANDLED:]
+    shown = sorted(open_ + handled, key=lambda r: r.admitted_seq or 0)
     turns = list(dict.fromkeys(r.turn_id for r in shown))
     view = SqlStateView(store.conn, thread_key)
     records = [c for c in view.calls_of_turns(turns, _RECORD_STATUSES) if is_done(c)]

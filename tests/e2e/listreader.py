@@ -40,8 +40,11 @@ DONE_STATUSES = frozenset({"ok", "error"})  # a failed step ran: it is done, not
 _STEP = re.compile(r"^\s*(\d+)\. `([^`\n]+)`\s*$", re.MULTILINE)
 _LITERAL = r'"(?:[^"\\]|\\.)*"'
 _SPILL = re.compile(r"The full text \(\d+ characters\) is in the file (" + _LITERAL + ")")
-_SPILL_PARTS = re.compile(r"The full text \(\d+ characters\) is in \d+ parts of one file read each: "
-                          r"((?:" + _LITERAL + r"(?:, )?)+)")
+_SPILL_PARTS = re.compile(r"The full text \(\d+ characters\) is in (\d+) parts of one file read each: "
+                          r"((?:(?:" + _LITERAL + r"|\.\.\.)(?:, )?)+)")
+_PART_NUMBER = re.compile(r"(\.part)(\d+)(\.md)$")
+# Codex CLI cuts a long kept message in its middle and says so: such a line is no command
+_RUNTIME_CUT = re.compile(r"…\d+ (?:tokens|chars|characters|bytes) truncated…")
 _FOLDER = re.compile(r"^folder=(" + _LITERAL + ")", re.MULTILINE)
 _PAGE = re.compile(r"^- page (" + _LITERAL + ")", re.MULTILINE)
 _NONCE = re.compile(MARKER + r" (\w+) BEGIN")
@@ -58,11 +61,18 @@ def ungemini(text: str) -> str:
 
 def plans(text: str) -> list[list[str]]:
     """Every numbered list of backticked commands in ``text``, each as its commands in order.
-    A list starts at ``1.`` and goes on while the numbers follow each other."""
+    A list starts at ``1.`` and goes on while the numbers follow each other; it ends at an item
+    the runtime cut (Codex keeps a long prompt as its head and tail around "…N tokens
+    truncated…"): that item is not a command the user wrote."""
     found: list[list[str]] = []
     current: list[str] = []
     for m in _STEP.finditer(text):
         number, command = int(m.group(1)), m.group(2)
+        if _RUNTIME_CUT.search(command):  # cut by the runtime: this list goes no further
+            if current:
+                found.append(current)
+            current = []
+            continue
         if number == 1:
             if current:
                 found.append(current)
@@ -90,16 +100,21 @@ def _literal(raw: str) -> str:
 
 def spill_files(text: str) -> list[str]:
     """The files holding a shortened context's full text: one file, or parts whose names after
-    the first are in the first one's folder."""
+    the first are in the first one's folder (a long list names the first and last few parts
+    with ``...`` between: ``part<k>`` for every k of the count given)."""
     one = _SPILL.search(text)
     if one:
         return [_literal(one.group(1))]
     parts = _SPILL_PARTS.search(text)
     if not parts:
         return []
-    names = [_literal(x) for x in re.findall(_LITERAL, parts.group(1))]
+    count, names = int(parts.group(1)), [_literal(x) for x in re.findall(_LITERAL, parts.group(2))]
     folder = _parent(names[0])
-    return [names[0], *(_join(folder, _basename(n)) for n in names[1:])]
+    paths = [names[0], *(_join(folder, _basename(n)) for n in names[1:])]
+    numbered = _PART_NUMBER.search(names[0])
+    if len(paths) < count and numbered:  # "p1, p2, ..., p14": the numbering names the rest
+        paths = [_PART_NUMBER.sub(rf"\g<1>{k}\g<3>", paths[0]) for k in range(1, count + 1)]
+    return paths
 
 
 def page_files(text: str, folder: str | None = None) -> tuple[list[str], str | None]:
@@ -212,6 +227,11 @@ def _checks() -> None:
     assert files == ["/s/ctx/g1.part1.md", "/s/ctx/g1.part2.md", "/s/ctx/g1.part3.md", "/s/ctx/g1.work001.md"], files
     more, _ = named_files('- page "g1.work002.md" calls=#10..#12 count=1\n', folder)
     assert more == ["/s/ctx/g1.work002.md"]
+    many = ('The full text (90000 characters) is in 14 parts of one file read each: "/c/g1.part1.md", '
+            '"g1.part2.md", ..., "g1.part14.md" (numbered 1 to 14, in the same folder): read them')
+    assert spill_files(many) == [f"/c/g1.part{k}.md" for k in range(1, 15)], spill_files(many)
+    cut = "1. `a`\n2. `echo 'note 2b…6348 tokens truncated…ng plan'`\n3. `c`\n"
+    assert plans(cut) == [["a"]], plans(cut)
     one = 'Shortened. The full text (12 characters) is in the file "/t/a \\"b\\".md": read it'
     assert spill_files(one) == ['/t/a "b".md']
 

@@ -51,8 +51,9 @@ def _outcome(s: SimSession, ws, keys: tuple[str, ...], steps: dict[str, int]) ->
     lines = (ws / "notes.txt").read_text(encoding="utf-8").splitlines() if (ws / "notes.txt").exists() else []
     counts = s.exec_counts()
     lost = sum(1 for key in keys for k in range(steps[key]) if counts.get((key, k), 0) == 0)
+    written = sum(1 for x in lines if x.startswith(tuple(f"{key} step " for key in keys)))
     return {"session": s, "redone": s.repeated_tool_calls(), "lost": lost,
-            "lines_written": len(lines), "context": context, "context_chars": len(context),
+            "lines_written": written, "context": context, "context_chars": len(context),
             "contexts": len(contexts)}
 
 

@@ -166,6 +166,12 @@ def decision_delivered(box, r):
     r.check("the context says the call was not applied (its work is still to do)",
             f"call {call}:" in text and "not applied: it did not take effect" in text,
             text[-800:])
+    r.check("the not-applied call is not listed as work done (its command in no work line)",
+            not any(line.startswith("#") and "echo B-1 " in line for line in text.splitlines()),
+            text[-800:])
+    s.run([{"op": "act", "turn": "t1"}, {"op": "stop", "turn": "t1", "message": "Migrated."}])
+    r.equal("the agent then ran the not-applied call again, once, and redid nothing else",
+            [s.exec_counts().get(("B", i)) for i in range(2)], [1, 2])
 
     # --applied, then a resume whose delivery is lost: the next prompt carries the decision,
     # and only then may that unrelated prompt's clean turn decide B
