@@ -123,7 +123,8 @@ def gather_plain(thread: Thread, *, generation: int, reason: str, upto_seq: int 
     view = SqlStateView(store.conn, key)
     open_turns = {r.turn_id for r in inputs if r.state in OPEN_STATES and r.turn_id}
     by_start = {c.started_seq: c for c in view.newest_calls(MAX_FINISHED_CALLS, FINISHED)}
-    by_start.update((c.started_seq, c) for c in view.calls_of_turns(sorted(open_turns), FINISHED))
+    open_calls = view.calls_of_turns(sorted(open_turns), FINISHED)
+    by_start.update((c.started_seq, c) for c in open_calls)
     by_start.update((c.started_seq, c) for c in view.calls_in_statuses(("in_flight", "unknown")))
     calls = [by_start[k] for k in sorted(by_start)]
     last_seq = upto_seq if upto_seq is not None else int(row["last_seq"])
@@ -217,7 +218,8 @@ def gather_plain(thread: Thread, *, generation: int, reason: str, upto_seq: int 
         not_gathered=not_gathered,
         input_counts=input_counts,
         calls_to_do=to_do,
-        work_record=finish_work_record(thread, generation, work_pages.gather(store, key, inputs)),
+        work_record=finish_work_record(thread, generation, work_pages.gather(
+            store, key, inputs, read=(open_turns, open_calls))),
     )
 
 

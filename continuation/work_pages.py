@@ -49,14 +49,21 @@ def status_of(call) -> str:
     return "ok" if call.status == "reconciled" else call.status
 
 
-def gather(store, thread_key: str, inputs) -> dict:
-    """Plain data for :func:`build`: the inputs shown and their turns' finished calls."""
+def gather(store, thread_key: str, inputs, read=None) -> dict:
+    """Plain data for :func:`build`: the inputs shown and their turns' finished calls.
+    ``read``: (turn ids, call records) already read from the store (the capsule's gathering
+    reads every finished call of the open inputs' turns): only the other turns are read."""
     open_ = [r for r in inputs if r.state not in _NOT_SHOWN + ("handled",) and r.turn_id]
     handled = [r for r in inputs if r.state == "handled" and r.turn_id][-MAX_SHOWN_HANDLED:]
     shown = sorted(open_ + handled, key=lambda r: r.admitted_seq or 0)
     turns = list(dict.fromkeys(r.turn_id for r in shown))
+    known_turns, known = read if read is not None else (set(), [])
     view = SqlStateView(store.conn, thread_key)
-    records = [c for c in view.calls_of_turns(turns, _RECORD_STATUSES) if is_done(c)]
+    wanted = set(turns)
+    found = [c for c in known if c.turn_id in wanted and c.turn_id in known_turns]
+    found += view.calls_of_turns([t for t in turns if t not in known_turns], _RECORD_STATUSES)
+    found.sort(key=lambda c: c.started_seq)
+    records = [c for c in found if is_done(c)]
     calls = [dict(seq=c.started_seq, tool=c.tool or "?", args=c.args or {}, status=status_of(c),
                   exit_code=(c.outcome or {}).get("exit_code"), turn_id=c.turn_id)
              for c in records[-MAX_RECORD_CALLS:]]
