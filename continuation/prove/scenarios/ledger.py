@@ -57,14 +57,20 @@ def _outcome(s: SimSession, ws, keys: tuple[str, ...], steps: dict[str, int]) ->
             "contexts": len(contexts)}
 
 
+def _session(box, name: str, runtime: str, *requests: dict) -> tuple[SimSession, object]:
+    """A simulated session with a UUID session id, in a workspace of its own."""
+    ws = box.workspace(f"ws-{name}-{runtime}")
+    s = SimSession(box, real_id(f"session {name} {runtime}"), runtime=runtime, cwd=ws,
+                   catalog=catalog(*requests), hook="fork")
+    return s, ws
+
+
 def long_turn(box, runtime: str, calls: int, *, done_before: int | None = None) -> dict:
     """One long turn cut by an automatic compaction after 80% of it."""
     done_before = done_before if done_before is not None else calls * 8 // 10
-    ws = box.workspace(f"ws-{runtime}-{calls}")
     turn = real_id(f"turn {runtime} {calls}")
-    cat = catalog(plan_request("L", f"write the migration log, {calls} steps, one line each", calls))
-    s = SimSession(box, real_id(f"session {runtime} {calls}"), runtime=runtime, cwd=ws, catalog=cat,
-                   hook="fork")
+    s, ws = _session(box, f"long{calls}", runtime,
+                     plan_request("L", f"write the migration log, {calls} steps, one line each", calls))
     s.run([{"op": "start"}, {"op": "prompt", "key": "L", "turn": turn},
            {"op": "act", "limit": done_before},
            {"op": "compact", "trigger": "auto", "turn": turn},
@@ -86,11 +92,8 @@ def long_turn(box, runtime: str, calls: int, *, done_before: int | None = None) 
 
 def two_compactions(box, runtime: str, calls: int = 60, cuts: tuple[int, int] = (25, 50)) -> dict:
     """One turn compacted twice: the second context must reach every step before it."""
-    ws = box.workspace(f"ws-two-{runtime}")
     turn = real_id(f"two {runtime}")
-    cat = catalog(plan_request("L", f"write the release log, {calls} steps", calls))
-    s = SimSession(box, real_id(f"session two {runtime}"), runtime=runtime, cwd=ws, catalog=cat,
-                   hook="fork")
+    s, ws = _session(box, "two", runtime, plan_request("L", f"write the release log, {calls} steps", calls))
     s.run([{"op": "start"}, {"op": "prompt", "key": "L", "turn": turn},
            {"op": "act", "limit": cuts[0]}, {"op": "compact", "trigger": "auto", "turn": turn},
            {"op": "act", "turn": turn, "limit": cuts[1] - cuts[0]},
@@ -102,12 +105,9 @@ def two_compactions(box, runtime: str, calls: int = 60, cuts: tuple[int, int] = 
 
 def finished_then_compacted(box, runtime: str, first: int = 25, second: int = 40) -> dict:
     """Prompt A finishes; prompt B is compacted mid-way: neither A nor B's done steps rerun."""
-    ws = box.workspace(f"ws-ab-{runtime}")
     ta, tb = real_id(f"A {runtime}"), real_id(f"B {runtime}")
-    cat = catalog(plan_request("A", "prompt A: write the first log", first),
-                  plan_request("B", "prompt B: write the second log", second))
-    s = SimSession(box, real_id(f"session ab {runtime}"), runtime=runtime, cwd=ws, catalog=cat,
-                   hook="fork")
+    s, ws = _session(box, "ab", runtime, plan_request("A", "prompt A: write the first log", first),
+                     plan_request("B", "prompt B: write the second log", second))
     s.run([{"op": "start"}, {"op": "prompt", "key": "A", "turn": ta}, {"op": "act", "turn": ta},
            {"op": "stop", "turn": ta, "message": "A is written."},
            {"op": "prompt", "key": "B", "turn": tb}, {"op": "act", "turn": tb, "limit": second // 2},
