@@ -20,7 +20,7 @@ import hashlib
 from collections import namedtuple
 
 from .textclip import render_literal
-from .work_line import call_text, work_line
+from .work_line import call_text, shell_command, work_line
 
 PAGE_CHARS = 8_000
 PAGE_LINES = 150
@@ -65,8 +65,6 @@ def label_turns(calls, inputs) -> list[Turn]:
 
 def shell_tool_of(calls) -> str | None:
     """The tool most ``$`` lines ran in (the legend names it once)."""
-    from .work_line import shell_command
-
     seen: dict[str, int] = {}
     for c in calls:
         if shell_command(c["args"]) is not None:

@@ -4,14 +4,13 @@ from __future__ import annotations
 import json
 import re
 
-from capsule.work_line import parse_work_line
-
 import pytest
 from test_capsule_sample import counter, ptr, representative_source
 
 from capsule import build_capsule, render_capsule
 from capsule.render import MARKER, begin_marker, capsule_nonce, end_marker
 from capsule.source import SourceClaim, SourceInput, SourceNotice, SourceToolCall
+from capsule.work_line import parse_work_line
 
 _decoder = json.JSONDecoder()
 

@@ -16,6 +16,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import codex_harness as ch  # noqa: E402
 
+from capsule.work_line import parse_work_line  # noqa: E402
+
 pytestmark = pytest.mark.e2e
 
 FAILING = "ls /nonexistent-continuation-e2e"
@@ -34,10 +36,10 @@ def test_the_failed_command_reaches_the_model_as_failed_after_a_mid_turn_compact
     contexts = failing_report["context_items_after_compaction"]
     assert contexts, f"no checkpoint after the compaction: {failing_report['requests']}"
     block = "\n".join(contexts)
-    line = next((x for x in block.splitlines() if FAILING in x and "status=" in x), None)
-    assert line is not None, block[-3000:]
-    assert "status=error" in line and "exit_code=2" in line, line
-    assert "status=ok" not in line, line
+    calls = [(x, f) for x in block.splitlines() if (f := parse_work_line(x)) and FAILING in f["text"]]
+    assert calls, block[-3000:]
+    [(line, f)] = calls
+    assert (f["status"], f["exit"], f["text"]) == ("error", 2, f"$ {FAILING}"), line
     facts = [x for x in block.splitlines() if "finished:" in x]
     assert any("finished: error exit 2" in x for x in facts), facts
     assert not any(x.rstrip('"').endswith("finished: ok") for x in facts), facts
