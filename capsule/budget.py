@@ -21,7 +21,8 @@ Drop order when everything does not fit (first dropped first; oldest first insid
 3.  assistant claims, but the last one of each of the newest 3 turns
 4.  runtime facts: session starts / ends, deliveries and finished-call facts first, then
     crashes, aborts, boundaries, reconciliations and rewinds
-5.  the work ledger of turns with no actionable input (finished calls, grouped)
+5.  the work ledger of turns with no actionable input (finished calls, identical ones grouped;
+    their failed calls stay with step 15)
 6.  the last assistant claim of each of the newest 3 turns (with what the turn's recorded
     calls say against it: ``capsule.claim_check``)
 7.  notices of priority below 50 (lowest priority first)
@@ -34,7 +35,8 @@ Drop order when everything does not fit (first dropped first; oldest first insid
 13. model / provider, permissions / sandbox / approval, then the workspace reference (its
     model-facing view only: ``capsule.workspace_view``)
 14. notices of priority 50 and above (lowest priority first)
-15. the work ledger of turns with an actionable input: what was already done for it
+15. the work ledger of turns with an actionable input: what was already done for it (its ok
+    calls first, then the failed calls of every turn)
 16. texts of actionable inputs other than the objective (queued ones first)
 17. arguments of in-flight / unknown-outcome tool calls
 18. rows of actionable inputs (pending, interrupted, reconciling, queued)

@@ -58,7 +58,6 @@ ID_MAX = 128
 POINTER_MAX = 256
 REF_MAX = 256
 MAX_ROW_ATTACHMENTS = 8
-MAX_ROW_INPUTS = 8
 FINAL_CLAIM_TURNS = 3
 MAX_CLAIM_CHECKS = 4
 MAX_EXTRA_KEYS = 16
@@ -249,14 +248,8 @@ def _ledger(source: CapsuleSource, s: _Scrubber, record: WorkRecord | None) -> l
     a :mod:`capsule.work_line` line. Groups of a turn that has an actionable input are kept nearly
     last, failed ones after the others (a failure is never only a number); the others go early.
     Inside a tier the oldest group goes first."""
-    inputs_of: dict[str | None, list[str]] = {}
-    active_turns: set[str | None] = set()
-    for item in source.inputs:
-        if item.turn_id is None:
-            continue
-        inputs_of.setdefault(item.turn_id, []).append(s.ident(item.id) or "")
-        if item.state in ACTIONABLE_STATES:
-            active_turns.add(item.turn_id)
+    active_turns = {item.turn_id for item in source.inputs
+                    if item.turn_id is not None and item.state in ACTIONABLE_STATES}
     by_turn: dict[str | None, list] = {}
     for call in source.tool_calls:
         if call.status not in UNSETTLED_TOOL_STATUSES:
