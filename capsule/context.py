@@ -42,7 +42,7 @@ CLAUDE_CODE_INLINE_LIMIT = 10_000
 CODEX_INLINE_LIMIT = 10_000
 MIN_INLINE_LIMIT = 512
 SPILL_PART_BYTES = 9_000
-MAX_NAMED_PARTS = 8
+MAX_NAMED_PARTS = 24
 #: of a user input shortened inline, the share (percent) kept from its start; the rest is its end
 HEAD_SHARE = 30
 INPUT_MARKER = "CONTINUATION-USER-INPUT"
