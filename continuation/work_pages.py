@@ -21,7 +21,7 @@ import os
 
 from capsule import work_record
 
-from .atomic import atomic_write, fsync_dir
+from .atomic import atomic_write
 from .store.view import SqlStateView
 
 MAX_RECORD_CALLS = 5_000
@@ -104,8 +104,9 @@ def write(home, thread_key: str, generation: int, pages, index: dict) -> dict:
     import hashlib
 
     where = folder(home, thread_key)
-    # derived from the store and checked by their hashes: atomic, synced once (a page synced
-    # each was ~2-5 ms of a boundary, a 1,000-call record has 13)
+    # derived from the store and checked by their hashes: atomic, not synced (a sync per page
+    # was ~2-5 ms of a boundary, a 1,000-call record has 13; a crash may leave a page old or
+    # torn, which its hash says, and the next boundary writes it again)
     for page in pages:
         atomic_write(os.path.join(where, page.name), page.text.encode("utf-8", "surrogatepass"),
                      durable=False)
@@ -114,7 +115,6 @@ def write(home, thread_key: str, generation: int, pages, index: dict) -> dict:
                                       "calls": p.calls, "failed": p.failed, "sha256": p.sha256}
                                      for p in pages]}, indent=1).encode("utf-8")
     atomic_write(os.path.join(where, index["manifest"]), manifest, durable=False)
-    fsync_dir(where)
     return {**index, "folder": where, "manifest_sha256": hashlib.sha256(manifest).hexdigest()}
 
 

@@ -54,6 +54,7 @@ import re
 import shlex
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import uuid
@@ -857,15 +858,23 @@ def record(result: dict[str, Any]) -> None:
         fh.write(f"[{stamp}] {json.dumps(row(result))}\n{json.dumps(result, ensure_ascii=False)}\n")
 
 
+def _few(items: list, shown: int = 12) -> str:
+    """A list cut for a terminal: its first items and how many there are."""
+    if len(items) <= shown:
+        return str(items)
+    return f"{items[:shown]}... ({len(items)} in all)"
+
+
 def details(result: dict[str, Any]) -> str:
     """Where a step was redone or lost, and what the reader saw at each checkpoint."""
     if "na" in result:
         return ""
-    out = [f"{result['runtime']} {result['case']}: redone {result['redone_steps']} lost {result['lost_steps']}"]
+    out = [f"{result['runtime']} {result['case']}: redone {_few(list(result['redone_steps'].items()))} "
+           f"lost {_few(result['lost_steps'])}"]
     for h in result["handoffs"]:
         out.append(f"  checkpoint {h['nonce']}: inline {h['inline_chars']} chars, read {len(h['files'])} files, "
                    f"plan {h['plan_steps']} steps, shown done {h['shown_done']}, unsettled {h['unsettled']}, "
-                   f"todo {h['todo'][:12]}{'...' if len(h['todo']) > 12 else ''}")
+                   f"todo {_few(h['todo'])}")
     if result.get("hook_errors"):
         out.append(f"  hook errors: {result['hook_errors'][-500:]}")
     for r in result["runs"]:
@@ -888,7 +897,7 @@ def run_or_explain(runtime: str, case: Case, root: Path) -> dict[str, Any]:
         return {"runtime": runtime, "case": case.name, "na": f"harness error: {type(exc).__name__}: {exc}"}
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runtime", default=",".join(RUNTIMES), help="comma-separated: codex,claude,gemini")
     parser.add_argument("--cases", default=",".join(CASES), help="comma-separated: " + ",".join(CASES))
@@ -900,19 +909,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--live", action="store_true",
                         help="hooks import the working tree (default: a snapshot of it taken at the start)")
     args = parser.parse_args(argv)
-    CODEX_SANDBOX[0] = args.codex_sandbox
-    import tempfile
+    args.cases = [c for c in args.cases.split(",") if c and not (args.quick and c == "plan1000")]
+    args.runtime = [r for r in args.runtime.split(",") if r]
+    unknown = sorted(set(args.cases) - set(CASES)) + sorted(set(args.runtime) - set(RUNTIMES))
+    if unknown:
+        parser.error(f"unknown runtime or case: {', '.join(unknown)}")
+    return args
 
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    CODEX_SANDBOX[0] = args.codex_sandbox
     base = args.root or Path(tempfile.mkdtemp(prefix="handoff-real-"))
     base.mkdir(parents=True, exist_ok=True)
     code = {"snapshot": None} if args.live else snapshot_code(base)
     if not args.json:
         print(f"code: {code}", flush=True)
-    cases = [c for c in args.cases.split(",") if c and not (args.quick and c == "plan1000")]
     results = []
-    for runtime in [r for r in args.runtime.split(",") if r]:
-        for name in cases:
-            result = run_or_explain(runtime, build_case(name), base / f"{runtime}-{name}")
+    for runtime in args.runtime:
+        for name in args.cases:
+            result = {**run_or_explain(runtime, build_case(name), base / f"{runtime}-{name}"), "code": code}
             record(result)
             results.append(result)
             if not args.json:
@@ -920,9 +936,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps(results, indent=2, ensure_ascii=False))
     else:
-        print()
-        print(table(results))
-        print()
+        print(f"\n{table(results)}\n")
         print("\n".join(d for d in (details(r) for r in results) if d))
     return 0
 
