@@ -19,6 +19,8 @@ from __future__ import annotations
 import hashlib
 from collections import namedtuple
 
+from .context import js_len as _js_len
+from .states import ACTIONABLE_STATES
 from .textclip import render_literal
 from .work_line import call_text, shell_command, work_line
 
@@ -40,10 +42,6 @@ def manifest_name(generation: int) -> str:
     return f"g{generation:06d}.work.json"
 
 
-def _js_len(text: str) -> int:
-    return len(text.encode("utf-16-le", "surrogatepass")) // 2
-
-
 def label_turns(calls, inputs) -> list[Turn]:
     """The record's turns in order of their first call, labelled ``T1``, ``T2``...; ``inputs``:
     dicts with id, state, turn_id (state decides ``open``)."""
@@ -57,7 +55,7 @@ def label_turns(calls, inputs) -> list[Turn]:
     open_turns = set()
     for i in inputs:
         ids.setdefault(i.get("turn_id"), []).append(i["id"])
-        if i["state"] in ("pending", "interrupted", "reconciling", "queued"):
+        if i["state"] in ACTIONABLE_STATES:
             open_turns.add(i.get("turn_id"))
     return [Turn(f"T{k + 1}", turn_id, ids.get(turn_id, []), turn_id in open_turns, *counts)
             for k, (turn_id, counts) in enumerate(by_turn.items())]
