@@ -62,18 +62,21 @@ def failed_mid_turn(box, r):
     text = ctx[-1] if ctx else ""
     r.check("the compaction delivered a context", bool(text))
     # finished calls are in the work ledger, one line per command here
+    from capsule.work_line import parse_work_line
+
+    work = [f for x in text.splitlines() if (f := parse_work_line(x))]
     for call, command, code in (("call_ls", "ls /nonexistent", 2), ("call_exit", "exit 3", 3)):
-        listed = [x for x in _lines_with(text, json.dumps(command)[1:-1]) if "status=" in x]
+        listed = [f for f in work if f["text"] == f"$ {command}"]
         r.check(f"{call} (exit {code}) is listed as an error with its exit code, before any Stop",
-                listed and all("status=error" in x and f"exit_code={code}" in x for x in listed),
+                listed and all(f["status"] == "error" and f["exit"] == code for f in listed),
                 f"call list: {listed}")
         facts = _lines_with(text, f"tool call {call} finished")
         r.check(f"{call}: the runtime facts say the same as the call list",
                 facts and all(f"finished: error exit {code}" in x for x in facts),
                 f"facts: {facts}")
-    ok = [x for x in _lines_with(text, "test -d .") if "status=" in x]
+    ok = [f for f in work if f["text"] == "$ test -d ."]
     r.check("the command that succeeded stays ok (exit 0)",
-            ok and all("status=ok" in x and "exit_code=0" in x for x in ok), f"{ok}")
+            ok and all(f["status"] == "ok" and f["exit"] in (None, 0) for f in ok), f"{ok}")
 
     s.run([{"op": "stop", "turn": "t1", "message": "Two paths are missing."},
            {"op": "compact", "trigger": "manual", "turn": "t1"}])
