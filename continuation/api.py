@@ -15,7 +15,7 @@ process per event::
         context = thread.context(instructions="You are ...")     # the fresh context after it
 
 One code path: every method runs the functions the ``continuation hook`` command runs
-(:mod:`continuation.hooks.handlers`, :mod:`continuation.boundary`, :mod:`continuation.recovery`)
+(:mod:`continuation.hooks.handlers`, :mod:`continuation.boundary.crossing`, :mod:`continuation.recovery`)
 against a store held open, with this process as the session's owner. What the hooks decide
 (a new prompt cuts a turn left running, a turn completes its inputs only with no call left
 without an outcome, a boundary's context is delivered once) holds here too.
@@ -40,15 +40,15 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from .engine import Engine, newest_running_turn, session_marker
-from .engine import Thread as _EngineThread
-from .hooks import handlers
+from continuation.session.engine import Engine, newest_running_turn, session_marker
+from continuation.session.engine import Thread as _EngineThread
+from continuation.hooks import handlers
 
 if TYPE_CHECKING:
     from capsule.context import ContextMessage
 
-    from .checkpoints import Checkpoint
-    from .recovery.reconcile import ReconcileItem
+    from continuation.boundary.checkpoints import Checkpoint
+    from continuation.recovery.reconcile import ReconcileItem
 
 __all__ = ["Admission", "Context", "Continuation", "InputState", "Recovery", "Thread",
            "open_thread", "DECISIONS", "DEFAULT_RUNTIME"]
@@ -206,7 +206,7 @@ class Thread:
         return newest_running_turn(self._thread.store.conn, self.key)
 
     def _input(self, input_id: str) -> InputState | None:
-        from .store.view import SqlStateView
+        from continuation.store.view import SqlStateView
 
         rec = SqlStateView(self._thread.store.conn, self.key).get_input(input_id)
         return None if rec is None else InputState(rec.input_id, rec.state, rec.text, rec.turn_id)
@@ -295,7 +295,7 @@ class Thread:
         """Call before the harness compacts (drops or summarises history): commits a capsule
         and a workspace snapshot and records the boundary; the next fresh context must get
         :meth:`context`."""
-        from . import boundary
+        from continuation.boundary import crossing as boundary
 
         if reason not in ("auto", "manual"):
             raise ValueError("reason must be 'auto' or 'manual'")
@@ -310,7 +310,7 @@ class Thread:
 
     def _deliver(self, *, via: str, reason: str, instructions: str | None = None,
                  exclude_input: str | None = None) -> Context:
-        from . import boundary
+        from continuation.boundary import crossing as boundary
 
         fresh = boundary.fresh_context(self._thread, reason, instructions=instructions,
                                        exclude_input=exclude_input)
@@ -328,7 +328,7 @@ class Thread:
         """After a restart: when the thread's previous owner (another process) is gone and left
         work open, record its crash (pending inputs become interrupted; inputs with a call in
         flight become reconciling). Returns what is still actionable and what to reconcile."""
-        from .recovery import interrupted
+        from continuation.recovery import interrupted
 
         item = interrupted.examine(self._thread, exclude=self._owner.session)
         recorded = False
@@ -343,7 +343,7 @@ class Thread:
         """Tool calls whose outcome is unknown, classified (read-only, file edit verified
         against the files, external effect) with a question and, where the evidence supports
         one, a suggested decision (never recorded by itself)."""
-        from .recovery import reconcile
+        from continuation.recovery import reconcile
 
         return reconcile.pending(self._thread)
 
@@ -351,7 +351,7 @@ class Thread:
         """Record the decision about a call with unknown outcome: ``applied`` (it took effect),
         ``not_applied`` or ``retry_safe``. Its held input becomes handled (applied, and its turn
         had completed) or pending again."""
-        from .recovery import reconcile
+        from continuation.recovery import reconcile
 
         _require_id(call_id, "call_id")
         reconcile.decide(self._thread, call_id, decision, note, source=self._owner.source)

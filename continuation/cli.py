@@ -13,10 +13,10 @@ import sys
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "hook":
-        from .hooks import main as hook_main
+        from continuation.hooks import main as hook_main
 
         return hook_main(argv[1:])
-    from .commands import run
+    from continuation.commands import run
 
     return run(argv)
 

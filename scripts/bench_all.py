@@ -117,7 +117,7 @@ def build_crashed_thread(home: Path, events: int, workspace: Path) -> str:
     """A thread of ``events`` events whose runtime died inside a tool call."""
     import socket
 
-    from continuation.engine import Engine
+    from continuation.session.engine import Engine
 
     session_id = f"bench-recover-{events}"
     with Engine(home) as engine:

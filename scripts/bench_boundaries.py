@@ -72,8 +72,8 @@ def populate(home: Path, session: str, events: int, workspace: Path, checkpoint_
     """A Claude Code (or ``runtime``) thread of ``events`` events (input, tool start/finish,
     claim, turn end per turn) whose last turn runs; with ``checkpoint_before``, a checkpoint (no
     snapshot) that many events before the end, and with ``far_checkpoint_before`` an earlier one."""
-    from continuation import boundary
-    from continuation.engine import Engine
+    from continuation.boundary import crossing as boundary
+    from continuation.session.engine import Engine
 
     with Engine(home) as engine:
         thread = engine.thread(runtime, session, workspace_root=str(workspace))
@@ -127,7 +127,7 @@ def add_codex_calls(home: Path, session: str, rollout: Path, turn: str, first: i
     """``count`` calls finished in the Codex thread's running ``turn`` as its hooks record them
     (PostToolUse carries no exit code) and their outputs, exit codes included, appended to the
     rollout: what a compaction mid-turn reads back from the transcript's tail and settles."""
-    from continuation.engine import Engine
+    from continuation.session.engine import Engine
 
     lines = []
     with Engine(home) as engine:
@@ -365,8 +365,8 @@ def run(args, base: Path, measuring: ExitStack) -> int:
     # then), and each build on the rewound thread is paired with one on the copy, alternately,
     # so both see the same load (measured one phase after the other, a busy moment made 20 ms
     # builds read 1.2x apart)
-    from continuation import checkpoints
-    from continuation.engine import Engine
+    from continuation.boundary import checkpoints
+    from continuation.session.engine import Engine
 
     twin = base / "state-before-rewinds"
     shutil.copytree(home, twin)

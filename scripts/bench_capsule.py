@@ -54,8 +54,8 @@ def main() -> int:
     args = ap.parse_args()
 
     from capsule import tokens
-    from continuation import checkpoints
-    from continuation.engine import Engine
+    from continuation.boundary import checkpoints
+    from continuation.session.engine import Engine
 
     t0 = time.perf_counter()
     counter = tokens.get_token_counter()

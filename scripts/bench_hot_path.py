@@ -65,7 +65,7 @@ def floor_store(path: Path, rows: int) -> None:
 
 
 def populate(home: Path, events: int) -> None:
-    from continuation.engine import Engine
+    from continuation.session.engine import Engine
 
     with Engine(home) as engine:
         thread = engine.thread("codex", "bench-session", workspace_root=str(home))
@@ -149,7 +149,7 @@ def main() -> int:
                 session_floor.append(time_run(floor, payload, env))
         wal = home / "store.sqlite3-wal"
         wal_kib = wal.stat().st_size / 1024 if wal.exists() else 0.0
-        from continuation.engine import Engine
+        from continuation.session.engine import Engine
 
         with Engine(home) as engine:
             recorded = engine.store.thread("bench-session")["last_seq"]

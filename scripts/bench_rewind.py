@@ -20,7 +20,7 @@ from pathlib import Path
 
 
 def build(engine, n: int, checkpoint_every: int):
-    from continuation.boundary import commit_checkpoint
+    from continuation.boundary.crossing import commit_checkpoint
 
     thread = engine.thread("codex", f"bench-{n}")
     cps = []
@@ -50,7 +50,7 @@ def main() -> int:
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 10_000
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["CONTINUATION_HOME"] = str(Path(tmp) / "state")
-        from continuation.engine import Engine
+        from continuation.session.engine import Engine
         from continuation.rewind.operation import apply_rewind, plan_rewind
 
         with Engine(Path(tmp) / "state") as engine:

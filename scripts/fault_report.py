@@ -1,4 +1,4 @@
-"""Run the fault-injection matrix (every kill point of continuation.faults over the scripted
+"""Run the fault-injection matrix (every kill point of continuation.host.faults over the scripted
 session of tests/fault_harness.py) and print the counts: points injected, sessions killed,
 facts lost (must be 0), and any failed recovery check.
 

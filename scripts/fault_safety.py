@@ -67,8 +67,8 @@ def _pre_tool(session: str, i: int) -> dict:
 
 
 def _disk_verdict(name: str, home: Path, answers: list[dict], extra: dict) -> dict:
-    from continuation import lost_writes
-    from continuation.recovery.health import run_checks
+    from continuation.host import lost_writes
+    from continuation.commands.health import run_checks
 
     record = lost_writes.read(home)
     stored = stored_calls(home)

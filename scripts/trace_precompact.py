@@ -5,7 +5,7 @@ timeline of its phases.
 Sets up what ``bench_boundaries.py`` measures PreCompact on (an installed copy, a 20,000-file
 repository, a 1,000-event Claude Code thread, an 8 MB transcript; smaller with the options),
 then runs rounds of three edits and one PreCompact hook with ``CONTINUATION_PHASE_MARKS`` set
-(``continuation.phase_marks``), and prints for each phase the median time since the hook
+(``continuation.host.phase_marks``), and prints for each phase the median time since the hook
 process was started (just before ``subprocess.run``), with the range over the rounds, and which
 process reached it: the hook's (its snapshot's thread included) or its capsule worker's. Beside them,
 the median of ``git stash create`` run in the same rounds, the PreCompact target's baseline.
@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_boundaries import (  # noqa: E402
     build_repo, hook_payload, newest_checkpoint, populate, write_transcript)
 from benchlib import in_scratch_folder, install, isolated_git_home, timed  # noqa: E402
-from continuation import phase_marks  # noqa: E402
+from continuation.host import phase_marks  # noqa: E402
 
 SESSION = "trace"
 

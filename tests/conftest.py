@@ -51,7 +51,7 @@ def dirs(tmp_path: Path) -> dict[str, Path]:
 
 @pytest.fixture
 def engine(home):
-    from continuation.engine import Engine
+    from continuation.session.engine import Engine
 
     with Engine(home) as e:
         yield e

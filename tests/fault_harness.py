@@ -3,7 +3,7 @@
 A *fake runtime* process runs the script's hook payloads one by one through the real
 ``continuation hook --runtime claude`` command, each through ``sh -c`` exactly as Claude Code and
 Codex run command hooks, in a temporary git repository. For one step the hook gets
-``CONTINUATION_FAULT=<point>`` (see ``continuation.faults``): when it reaches that point it
+``CONTINUATION_FAULT=<point>`` (see ``continuation.host.faults``): when it reaches that point it
 SIGKILLs itself; the fake runtime notes which hooks were *acknowledged* (exited normally) and
 then SIGKILLs itself too, so the session's owner is gone without a clean end (the runtime also
 kills itself at the end of the script when the point was never reached: every session crashes).
@@ -282,8 +282,8 @@ def recover_command(home: Path, tmp: Path) -> dict:
 
 
 def check_recovery(run: FaultRun, tmp: Path) -> Recovery:
-    from continuation import checkpoints
-    from continuation.engine import Engine
+    from continuation.boundary import checkpoints
+    from continuation.session.engine import Engine
     from continuation.recovery.cleanup import stale_temps
 
     rep = Recovery()
@@ -363,7 +363,7 @@ class Tally:
 
 def matrix() -> list[tuple[str | None, int | None]]:
     """Every kill point, at the hook steps that reach it."""
-    from continuation.faults import POINTS
+    from continuation.host.faults import POINTS
 
     out: list[tuple[str | None, int | None]] = [(None, None)]
     for point in POINTS:

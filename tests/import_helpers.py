@@ -6,7 +6,7 @@ from collections import Counter
 from pathlib import Path
 
 from continuation import hooks
-from continuation.engine import Engine
+from continuation.session.engine import Engine
 from continuation.importers import import_transcript
 
 PROJECT_TRANSCRIPTS = Path(__file__).resolve().parents[1] / "fixtures" / "transcripts"

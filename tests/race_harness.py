@@ -27,8 +27,8 @@ from pathlib import Path
 role, index, repo, go = sys.argv[1], sys.argv[2], Path(sys.argv[3]), Path(sys.argv[4])
 # everything heavy is imported before the start line, so the workers really race
 import git, tiktoken  # noqa: F401
-import capsule.budget, capsule.render, continuation.capsule_source  # noqa: F401
-import continuation.boundary, continuation.workspace.snapshot, continuation.workspace_link  # noqa: F401
+import capsule.budget, capsule.render, continuation.boundary.capsule_source  # noqa: F401
+import continuation.boundary.crossing, continuation.workspace.snapshot, continuation.session.workspace_link  # noqa: F401
 from continuation import cli, hooks
 while not go.exists():
     time.sleep(0.002)
@@ -110,7 +110,7 @@ def run_race(base: Path, *, rounds: int = 3, precompacts: int = 2, manual: int =
     _git(repo, env, "commit", "-q", "-m", "init")
     home = Path(env["CONTINUATION_HOME"])
 
-    from continuation.engine import Engine
+    from continuation.session.engine import Engine
 
     with Engine(home) as engine:
         thread = engine.thread("claude", SESSION, workspace_root=str(repo))
@@ -139,9 +139,9 @@ def run_race(base: Path, *, rounds: int = 3, precompacts: int = 2, manual: int =
 def _verify(report: RaceReport, home: Path, env: dict) -> None:
     from statemachine import events as ev
 
-    from continuation import checkpoints
-    from continuation.engine import Engine
-    from continuation.recovery.health import PROBLEM, WARN, check_checkpoint_refs
+    from continuation.boundary import checkpoints
+    from continuation.session.engine import Engine
+    from continuation.commands.health import PROBLEM, WARN, check_checkpoint_refs
     from continuation.workspace import WorkspaceError, WorkspaceRef, plan_restore
 
     saved = {k: os.environ.get(k) for k in env}

@@ -23,7 +23,7 @@ sdk = pytest.importorskip("claude_agent_sdk", reason="claude-agent-sdk is not in
 from continuation import hooks  # noqa: E402
 from continuation.adapters.claude_agent_sdk import EVENTS, continuation_hooks  # noqa: E402
 from continuation.api import Continuation  # noqa: E402
-from continuation.engine import Engine  # noqa: E402
+from continuation.session.engine import Engine  # noqa: E402
 
 E2E_DIR = Path(__file__).resolve().parent / "e2e"
 CHECKPOINT_MARKER = "<<<CONTINUATION-CHECKPOINT "

@@ -14,7 +14,7 @@ import pytest
 
 from continuation import hooks
 from continuation.api import Continuation, open_thread
-from continuation.engine import Engine
+from continuation.session.engine import Engine
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 SECTION = "## Use it from Python (agent harnesses)"

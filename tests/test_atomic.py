@@ -1,4 +1,4 @@
-"""Atomic file replacement (continuation.atomic): the temp file it writes through."""
+"""Atomic file replacement (continuation.host.atomic): the temp file it writes through."""
 from __future__ import annotations
 
 import os
@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from continuation import atomic
+from continuation.host import atomic
 
 
 def test_atomic_write_replaces_the_file_privately_and_leaves_no_temp(tmp_path):

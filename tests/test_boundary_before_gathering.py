@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from continuation import boundary, checkpoints, phase_marks
-from continuation.engine import Engine
+from continuation.boundary import crossing as boundary, checkpoints
+from continuation.host import phase_marks
+from continuation.session.engine import Engine
 from workspace_repos import git, git_home, make_repo  # noqa: F401 (git_home is a fixture)
 
 

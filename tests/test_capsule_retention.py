@@ -1,4 +1,4 @@
-"""`continuation gc` and checkpoint data (continuation/capsule_retention.py): the newest
+"""`continuation gc` and checkpoint data (continuation/boundary/retention.py): the newest
 CONTINUATION_KEEP_GENERATIONS generations of a thread whole, older ones as capsule bytes, and
 under the CONTINUATION_KEEP_BYTES cap of the state home the oldest capsules pruned first,
 never a thread's newest; a pruned checkpoint stays listed and rewindable and says so."""
@@ -12,9 +12,9 @@ import sys
 
 import pytest
 
-from continuation import checkpoints
-from continuation.capsule_retention import RetentionError, keep_bytes, parse_size, prune
-from continuation.engine import Engine
+from continuation.boundary import checkpoints
+from continuation.boundary.retention import RetentionError, keep_bytes, parse_size, prune
+from continuation.session.engine import Engine
 
 
 def run_cli(home, *args, env=None):

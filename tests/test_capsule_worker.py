@@ -1,4 +1,4 @@
-"""The capsule worker (continuation.capsule_worker): a boundary's capsule built in another process
+"""The capsule worker (continuation.boundary.capsule_worker): a boundary's capsule built in another process
 is the capsule a build in process makes; a worker that fails leaves the build to the boundary's
 process; the boundary's own process then never imports pydantic."""
 from __future__ import annotations
@@ -22,9 +22,9 @@ from capsule.model import SCHEMA_VERSION, decode_capsule, encode_capsule
 from capsule.notice import Notice, notice_data
 from capsule.render import render_capsule
 from capsule.source import CapsuleSource, SourceNotice
-from continuation import boundary, capsule_source, capsule_worker, checkpoints
-from continuation.capsule_worker import CapsuleWorker
-from continuation.engine import Engine
+from continuation.boundary import crossing as boundary, capsule_source, capsule_worker, checkpoints
+from continuation.boundary.capsule_worker import CapsuleWorker
+from continuation.session.engine import Engine
 from conftest import usable_cpus
 
 ROOT = str(Path(capsule_worker.__file__).resolve().parents[1])
@@ -249,7 +249,7 @@ def test_a_bad_request_gets_an_error_reply_not_a_dead_worker(engine):
 
 
 def _should_use(env: dict) -> bool:
-    r = subprocess.run([sys.executable, "-P", "-c", "from continuation.capsule_worker import "
+    r = subprocess.run([sys.executable, "-P", "-c", "from continuation.boundary.capsule_worker import "
                         "should_use; print(should_use())"], capture_output=True, text=True,
                        env={**env, "PYTHONPATH": ROOT}, check=True)
     return r.stdout.strip() == "True"
@@ -267,7 +267,7 @@ def _can_fork(env: dict, *, threads: int = 0) -> bool:
     code = ("import threading, time\n"
             f"for _ in range({threads}): threading.Thread(target=time.sleep, args=(5,),"
             " daemon=True).start()\n"
-            "from continuation.capsule_worker import can_fork; print(can_fork())")
+            "from continuation.boundary.capsule_worker import can_fork; print(can_fork())")
     r = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True,
                        env={**env, "PYTHONPATH": ROOT}, check=True)
     return r.stdout.strip() == "True"
@@ -345,7 +345,7 @@ def test_precompact_and_rewind_processes_leave_pydantic_to_the_worker(tmp_path, 
                        timeout=120)
     assert r.returncode == 0 and json.loads(r.stdout) == {}, r.stderr[-2000:]
     imported = _imported(r.stderr)
-    assert "continuation.capsule_source" in imported  # the listing is real
+    assert "continuation.boundary.capsule_source" in imported  # the listing is real
     assert not [m for m in imported if m.split(".")[0] == "pydantic"]
     with Engine(home) as e:
         t = e.find_thread("claude", "s")
@@ -464,7 +464,7 @@ def test_a_compaction_payload_that_cannot_be_parsed_fails_open(raw, home):
 
 _PLUGIN_PROBE = r"""
 import os, pickle, sys
-from continuation import capsule_worker
+from continuation.boundary import capsule_worker
 
 def audit(event, args):
     if event == "import" and args[0] == "importlib.metadata":
@@ -555,9 +555,9 @@ def test_a_worker_counts_with_the_counts_its_predecessor_kept(engine, how, monke
 def test_a_worker_imports_the_reference_merge_ahead_only_while_no_request_waits(tmp_path):
     """``warm`` (tiktoken's import, for the reference merge) runs while the worker would wait
     anyway; with the request already there it is left to a build that needs it."""
-    from continuation.capsule_worker import _readable
+    from continuation.boundary.capsule_worker import _readable
 
-    script = ("import sys; from continuation.capsule_worker import _warm_tokenizer; "
+    script = ("import sys; from continuation.boundary.capsule_worker import _warm_tokenizer; "
               "_warm_tokenizer(sys.argv[1], idle=lambda: sys.argv[2] == 'idle'); "
               "print('tiktoken' in sys.modules)")
     seen = {mode: subprocess.run([sys.executable, "-c", script, str(tmp_path), mode],
@@ -606,7 +606,7 @@ def test_a_rewinds_worker_finds_the_temporary_folder_itself(tmp_path):
 
 
 def test_a_worker_told_the_temporary_folder_loads_the_tokenizer_without_tempfile(tmp_path):
-    code = ("import sys; from continuation.capsule_worker import _warm_tokenizer\n"
+    code = ("import sys; from continuation.boundary.capsule_worker import _warm_tokenizer\n"
             "from capsule.tokens import loaded_token_counter, tiktoken_cache_dir\n"
             "_warm_tokenizer(sys.argv[1], sys.argv[2])\n"
             "print(loaded_token_counter().name, tiktoken_cache_dir(), 'tempfile' in sys.modules)")

@@ -27,7 +27,7 @@ def test_racing_checkpoints_keep_every_boundary_and_own_their_refs(tmp_path):
 @pytest.fixture
 def repo_thread(tmp_path, monkeypatch):
     """(git env, repository, thread with one input) in an isolated git and state home."""
-    from continuation.engine import Engine
+    from continuation.session.engine import Engine
 
     env = isolated_env(tmp_path)
     for key, value in env.items():
@@ -46,7 +46,7 @@ def test_a_taken_generation_moves_the_checkpoint_to_the_next_one(repo_thread):
     """A ref left at the next generation (a process killed between its snapshot and its store
     commit, or a racing one) is never moved: the checkpoint takes the next free generation and
     its ref names its own commit."""
-    from continuation.boundary import commit_checkpoint
+    from continuation.boundary.crossing import commit_checkpoint
 
     env, repo, thread = repo_thread
     first = commit_checkpoint(thread, reason="manual")
@@ -69,8 +69,8 @@ def test_a_taken_generation_moves_the_checkpoint_to_the_next_one(repo_thread):
 def test_a_generation_committed_meanwhile_is_retried_not_dropped(repo_thread, monkeypatch):
     """The store commit lost to another process: the checkpoint is retried with the next
     generation (and its claimed ref given back), never raised to the PreCompact hook."""
-    from continuation import checkpoints
-    from continuation.boundary import before_compaction
+    from continuation.boundary import checkpoints
+    from continuation.boundary.crossing import before_compaction
 
     env, repo, thread = repo_thread
     real_commit = checkpoints.commit
@@ -95,8 +95,8 @@ def test_a_generation_committed_meanwhile_is_retried_not_dropped(repo_thread, mo
 
 
 def test_doctor_reports_a_ref_that_names_another_commit(repo_thread):
-    from continuation.boundary import commit_checkpoint
-    from continuation.recovery.health import PROBLEM, check_checkpoint_refs
+    from continuation.boundary.crossing import commit_checkpoint
+    from continuation.commands.health import PROBLEM, check_checkpoint_refs
 
     env, repo, thread = repo_thread
     engine = thread.engine
@@ -115,8 +115,8 @@ def test_doctor_reports_a_ref_that_names_another_commit(repo_thread):
 
 
 def test_doctor_fix_points_a_moved_ref_back_at_the_recorded_snapshot(repo_thread):
-    from continuation.boundary import commit_checkpoint
-    from continuation.recovery.health import OK, check_checkpoint_refs
+    from continuation.boundary.crossing import commit_checkpoint
+    from continuation.commands.health import OK, check_checkpoint_refs
 
     env, repo, thread = repo_thread
     first = commit_checkpoint(thread, reason="manual")
@@ -163,7 +163,7 @@ def test_a_claim_whose_process_died_is_taken_over_without_a_hole(repo_thread, tm
     checkpoint takes the generation over (its process is gone, no checkpoint records it)."""
     import sys
 
-    from continuation.boundary import commit_checkpoint
+    from continuation.boundary.crossing import commit_checkpoint
 
     env, repo, thread = repo_thread
     first = commit_checkpoint(thread, reason="manual")
@@ -186,7 +186,7 @@ def test_a_snapshot_that_fails_in_its_worker_leaves_the_capsule_committed(repo_t
     """The snapshot runs in a worker thread while the boundary gathers the capsule; when it
     fails there (here: the disk is full in the middle of it), the checkpoint is still committed
     with the failure in its workspace record, and nothing is printed (no thread traceback)."""
-    from continuation.boundary import commit_checkpoint
+    from continuation.boundary.crossing import commit_checkpoint
 
     env, repo, thread = repo_thread
     (repo / "work.txt").write_text("x")

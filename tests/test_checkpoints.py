@@ -10,8 +10,9 @@ import sys
 import pytest
 
 from capsule.model import decode_capsule
-from continuation import boundary, checkpoints, hooks
-from continuation.engine import Engine
+from continuation.boundary import crossing as boundary, checkpoints
+from continuation import hooks
+from continuation.session.engine import Engine
 
 
 def _payload(event, **extra):
@@ -300,8 +301,8 @@ def test_a_capsule_that_fits_by_its_byte_bound_loads_no_tokenizer(home):
     without loading tiktoken, recorded as such, and identical to the exactly counted one."""
     script = r"""
 import json, sys
-from continuation import checkpoints
-from continuation.engine import Engine
+from continuation.boundary import checkpoints
+from continuation.session.engine import Engine
 with Engine() as e:
     t = e.thread("codex", "s1")
     t.admit("rename the module and rerun its tests", turn_id="t1")
@@ -312,7 +313,7 @@ print(json.dumps({"tiktoken": "tiktoken" in sys.modules, "generation": cp.genera
     assert _commit_in_a_new_process(script, home) == {"tiktoken": False, "generation": 1}
     from capsule.budget import Budget, build_capsule
     from capsule.tokens import BYTE_BOUND_NAME, get_token_counter
-    from continuation.capsule_source import gather
+    from continuation.boundary.capsule_source import gather
 
     with Engine(home) as e:
         t = e.find_thread("codex", "s1")
@@ -334,8 +335,8 @@ def test_a_long_thread_is_counted_exactly_without_tiktokens_bpe_table(home, monk
     script = r"""
 import json, sys
 from capsule import tokens
-from continuation import capsule_source, checkpoints
-from continuation.engine import Engine
+from continuation.boundary import capsule_source, checkpoints
+from continuation.session.engine import Engine
 capsule_source.MAX_FACTS = 10
 with Engine() as e:
     t = e.thread("codex", "s1")
@@ -354,7 +355,7 @@ print(json.dumps({"counter": type(counter).__name__, "encoder_built": counter._e
     from capsule.budget import Budget, build_capsule
     from capsule.render import render_capsule
     from capsule.tokens import OFFLINE_NAME, get_token_counter, token_counter_for
-    from continuation import capsule_source
+    from continuation.boundary import capsule_source
 
     monkeypatch.setattr(capsule_source, "MAX_FACTS", 10)  # as in the boundary's process
     reference = token_counter_for(OFFLINE_NAME)  # tiktoken's own encoder
@@ -402,7 +403,7 @@ def test_a_boundary_reads_only_the_newest_historical_inputs_and_counts_the_rest(
     """A long thread's boundary decodes its open inputs and only the newest historical ones
     (issue 15: it read all 20,000); the older ones are counted in a '(not gathered)' cut and the
     capsule's counts per state still cover every input."""
-    from continuation import capsule_source
+    from continuation.boundary import capsule_source
     from statemachine.records import InputRecord
 
     monkeypatch.setattr(capsule_source, "MAX_HISTORICAL_INPUTS", 5)
@@ -432,7 +433,7 @@ def test_a_boundary_reads_only_the_newest_historical_inputs_and_counts_the_rest(
 def test_claims_after_a_rewind_are_the_newest_on_the_branch_and_the_older_are_counted(engine):
     """Claims are read newest first on the current branch only; older branch claims are
     counted (not read), and claims a rewind discarded are neither shown nor counted."""
-    from continuation import capsule_source
+    from continuation.boundary import capsule_source
 
     t = engine.thread("codex", "s1")
     t.admit("start", turn_id="t0")
@@ -534,8 +535,9 @@ def test_a_boundary_loads_the_tokenizer_while_git_works_only_when_it_will_count(
     script = r"""
 import json, sys, threading
 from capsule import tokens
-from continuation import boundary, checkpoints
-from continuation.engine import Engine
+from continuation.boundary import checkpoints
+from continuation.boundary import crossing as boundary
+from continuation.session.engine import Engine
 
 loads = []
 for name in ("_vocabulary",):  # what the process-wide counter loads
@@ -589,7 +591,7 @@ def test_a_not_gathered_cut_is_counted_by_the_database_and_hashes_its_selection(
     its ``pointers_sha256`` is the sha256 of ``<field> <first pointer>..<last pointer> <items>``."""
     import hashlib
 
-    from continuation import capsule_source
+    from continuation.boundary import capsule_source
 
     for name, n in (("MAX_FINISHED_CALLS", 3), ("MAX_FACTS", 4), ("MAX_CLAIMS", 2),
                     ("MAX_HISTORICAL_INPUTS", 2)):
@@ -643,7 +645,7 @@ def test_not_gathered_inputs_and_calls_are_every_unread_row_whatever_their_state
 
     from statemachine import events as ev
 
-    from continuation import capsule_source
+    from continuation.boundary import capsule_source
 
     rng = random.Random(seed)
     for name, n in (("MAX_FINISHED_CALLS", rng.randint(1, 5)),

@@ -7,8 +7,8 @@ from test_capsule_sample import counter, ptr, representative_source
 from capsule import build_capsule, render_capsule
 from capsule.claim_check import TurnCall, check_claim
 from capsule.source import SourceClaim, SourceInput, SourceToolCall
-from continuation.checkpoints import build
-from continuation.engine import Engine
+from continuation.boundary.checkpoints import build
+from continuation.session.engine import Engine
 
 EDIT = {"file_path": "src/app/handlers.py", "old_string": "x = compute(a, b)\n" * 27,
         "new_string": "x = compute(a, b, strict=True)\n" * 17}

@@ -98,7 +98,7 @@ def test_status_prints_counts_of_all_and_decodes_only_the_newest_inputs(home, mo
     """`status` counts every input per state but decodes and lists only the newest 20: its cost
     does not grow with the thread's history (found measuring 20,000 inputs)."""
     from continuation import cli
-    from continuation.engine import Engine
+    from continuation.session.engine import Engine
     from statemachine.records import InputRecord
 
     with Engine(home) as engine:

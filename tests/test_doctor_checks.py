@@ -10,9 +10,9 @@ import time
 
 import pytest
 
-from continuation import boundary, checkpoints
+from continuation.boundary import crossing as boundary, checkpoints
 from continuation.commands import run as cli
-from continuation.engine import Engine
+from continuation.session.engine import Engine
 
 
 @pytest.fixture
@@ -272,7 +272,7 @@ def test_no_store_yet(home, claude_hooks, capsys):
 def test_interrupted_threads_are_mentioned_not_recorded(home, claude_hooks, capsys):
     p = subprocess.Popen(["python3", "-c", "pass"])
     p.wait()
-    marker = {"pid": p.pid, "proc_start": None, "host": __import__("continuation.recovery.liveness",
+    marker = {"pid": p.pid, "proc_start": None, "host": __import__("continuation.host.liveness",
                                                                  fromlist=["x"]).hostname()}
     with Engine(home) as e:
         t = e.thread("codex", "gone")

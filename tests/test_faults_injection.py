@@ -11,7 +11,7 @@ import signal
 import pytest
 
 import fault_harness as fh
-from continuation.faults import POINTS
+from continuation.host.faults import POINTS
 
 pytestmark = [
     pytest.mark.slow,
@@ -44,8 +44,8 @@ def test_kill_point_recovers(tmp_path, point, step):
     rep = fh.check_recovery(run, tmp_path)
     TALLY.add(run, rep)
     _assert_recovered(run, rep)
-    from continuation import checkpoints
-    from continuation.engine import Engine
+    from continuation.boundary import checkpoints
+    from continuation.session.engine import Engine
 
     with Engine(run.home, create=False) as engine:
         thread = engine.find_thread(fh.RUNTIME, fh.SESSION)

@@ -10,8 +10,8 @@ import pytest
 from test_rewind_support import HookSession, cli, cli_json
 from workspace_repos import git, git_home, make_repo  # noqa: F401 (git_home is a fixture)
 
-from continuation import checkpoints as cps
-from continuation.engine import Engine
+from continuation.boundary import checkpoints as cps
+from continuation.session.engine import Engine
 from continuation.rewind.fork import fork_thread
 from continuation.rewind.operation import rewind
 from continuation.rewind.removal import collect_garbage, delete_thread
@@ -223,7 +223,7 @@ def test_gc_deletes_refs_of_vanished_threads_and_prunes_old_ones(home, repo):
         key = s.thread(e).key
         ghost = e.thread("claude", "ghost", workspace_root=str(repo))
         ghost.admit("x", turn_id="g")
-        from continuation.boundary import commit_checkpoint
+        from continuation.boundary.crossing import commit_checkpoint
 
         commit_checkpoint(ghost, reason="manual")
         ghost_key = ghost.key
@@ -257,7 +257,7 @@ def test_gc_and_doctor_never_delete_refs_another_state_home_owns(tmp_path, git_h
     import subprocess
     import sys
 
-    from continuation import boundary
+    from continuation.boundary import crossing as boundary
     from continuation.workspace import list_snapshot_refs
 
     repo = make_repo(tmp_path / "repo", {"a.txt": "a\n"})

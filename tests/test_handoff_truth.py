@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 
-from continuation import checkpoints, hooks
-from continuation.engine import Engine
+from continuation.boundary import checkpoints
+from continuation import hooks
+from continuation.session.engine import Engine
 
 
 def feed(runtime: str, payloads) -> list[tuple[str, int]]:
@@ -86,7 +87,7 @@ def _dead_marker() -> dict:
     import subprocess
     import sys
 
-    from continuation.recovery import liveness
+    from continuation.host import liveness
 
     p = subprocess.Popen([sys.executable, "-c", "pass"])
     p.wait()
@@ -290,7 +291,8 @@ def _cli_text(*argv) -> str:
 def test_status_and_inputs_show_a_killed_runtime(engine):
     import os
 
-    from continuation.recovery import interrupted, liveness
+    from continuation.recovery import interrupted
+    from continuation.host import liveness
 
     killed = engine.thread("codex", "killed")
     killed.admit("build the docs", turn_id="t1", session=_dead_marker())
@@ -355,7 +357,7 @@ def test_importing_a_rollout_that_reuses_a_call_id_keeps_both_calls(home, tmp_pa
 
 
 def test_a_rewind_summary_lists_both_calls_of_a_reused_id():
-    from continuation.rewind.summary import recovery_notices
+    from continuation.session.rewind_notes import recovery_notices
 
     log = [{"seq": 1, "type": "input_admitted", "data": {"input_id": "i1", "text": "a",
                                                          "turn_id": "t1"}}]

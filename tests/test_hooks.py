@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from continuation import hooks
-from continuation.engine import Engine
+from continuation.session.engine import Engine
 
 
 def feed(runtime: str, payloads) -> list[tuple[str, int]]:
@@ -170,7 +170,7 @@ def test_hook_command_end_to_end_via_subprocess(tmp_path):
 
 #: what the hot path never imports: the heavy libraries; what costs start-up time and it does
 #: not need (the CLI's argparse, dataclasses (inspect), typing, pathlib, tempfile, and json's
-#: Python layer with the re and enum it imports: see continuation.jsontext); a PostgreSQL
+#: Python layer with the re and enum it imports: see continuation.host.jsontext); a PostgreSQL
 #: driver on the SQLite store
 HOT_PATH_NEVER = ("pydantic", "tiktoken", "git", "transitions", "capsule", "psycopg", "argparse",
                   "dataclasses", "typing", "pathlib", "tempfile", "json", "re", "enum",
@@ -405,7 +405,7 @@ print(json.dumps({"answer": json.loads(out), "heavy": heavy, "code": code}))
     assert got["heavy"] == [] and got["code"] == 0
     text = got["answer"]["hookSpecificOutput"]["additionalContext"]
     with Engine(home) as e:
-        from continuation import checkpoints
+        from continuation.boundary import checkpoints
 
         cp = checkpoints.newest_checkpoint(e.find_thread("codex", "s"))
     assert cp.rendered.rstrip("\n") in text

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from continuation import hooks
-from continuation.engine import Engine
+from continuation.session.engine import Engine
 
 SESSION = "8adda938-d7f8-43ee-ab77-7901fc869ba4"
 

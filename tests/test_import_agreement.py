@@ -13,8 +13,8 @@ import pytest
 
 from claude_script import PLACEHOLDER, ClaudeScript
 from continuation import hooks
-from continuation.capsule_source import gather
-from continuation.engine import Engine
+from continuation.boundary.capsule_source import gather
+from continuation.session.engine import Engine
 from continuation.hooks.outcomes import find_outcomes
 from import_helpers import run_import
 
@@ -323,7 +323,7 @@ def test_imported_capsule_carries_transcript_path_offset_and_hash(home, tmp_path
 
 # -- 8. every dropped item is listed or counted in a cut ---------------------------------------
 def test_every_finished_call_fact_and_claim_is_listed_or_cut(home):
-    from continuation.checkpoints import build
+    from continuation.boundary.checkpoints import build
 
     calls, turns = 186, 6
     with Engine(home) as e:

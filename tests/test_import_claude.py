@@ -6,7 +6,7 @@ from collections import Counter
 
 import pytest
 
-from continuation.engine import Engine
+from continuation.session.engine import Engine
 from import_helpers import (PROJECT_TRANSCRIPTS, replay_hooks, run_import, snapshot, states,
                             thread_of)
 

@@ -6,7 +6,7 @@ from collections import Counter
 
 import pytest
 
-from continuation.engine import Engine
+from continuation.session.engine import Engine
 from continuation.importers import TranscriptUnreadable, import_transcript, reader
 from import_helpers import PROJECT_TRANSCRIPTS, run_import, snapshot, states, thread_of
 

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from continuation import hooks
-from continuation.engine import Engine
+from continuation.session.engine import Engine
 from continuation.importers import import_transcript
 from statemachine.ids import derived_input_id
 

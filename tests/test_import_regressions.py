@@ -16,7 +16,7 @@ from collections import Counter
 
 import pytest
 
-from continuation.engine import Engine
+from continuation.session.engine import Engine
 from continuation.store.view import SqlStateView
 from import_helpers import run_import, snapshot, states
 

@@ -155,7 +155,7 @@ def test_cli_install_and_uninstall_round_trip(tmp_path: Path) -> None:
 
 
 def test_doctor_says_when_gemini_hooks_are_switched_off(dirs, monkeypatch) -> None:
-    from continuation.recovery.health import check_hooks
+    from continuation.commands.health import check_hooks
 
     monkeypatch.delenv("GEMINI_CLI_HOME", raising=False)
     report = install("gemini", "user", command=LAUNCHER, env={}, **dirs)

@@ -1,5 +1,5 @@
 """``continuation install`` prepares the tokenizer's parsed ranks in the state home
-(``continuation.tokenizer_cache``), so the first compaction reads them instead of parsing the
+(``continuation.boundary.tokenizer_cache``), so the first compaction reads them instead of parsing the
 encoding's file; a cache that cannot be written leaves the install whole."""
 from __future__ import annotations
 

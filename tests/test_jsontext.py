@@ -1,4 +1,4 @@
-"""continuation.jsontext gives exactly what the standard json module's loads/dumps give,
+"""continuation.host.jsontext gives exactly what the standard json module's loads/dumps give,
 errors included, without importing json (nor re) on the way."""
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from continuation import jsontext
+from continuation.host import jsontext
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -82,7 +82,7 @@ def test_non_text_input_and_unencodable_values_get_json_errors():
 
 
 def test_importing_and_using_it_loads_neither_json_nor_re():
-    script = ("import sys; from continuation import jsontext; "
+    script = ("import sys; from continuation.host import jsontext; "
               "jsontext.dumps(jsontext.loads('{\"a\": [1, 2.5, \"\\\\u00e9\"]}'), ensure_ascii=False); "
               "print(sorted(m for m in ('json', 're', 'enum') if m in sys.modules))")
     r = subprocess.run([sys.executable, "-S", "-c", script], capture_output=True, text=True,
@@ -123,7 +123,7 @@ def test_a_torn_text_gets_jsons_error_before_json_is_imported(text):
     from pathlib import Path
 
     root = str(Path(jsontext.__file__).resolve().parents[1])
-    code = ("import sys\nfrom continuation import jsontext\n"
+    code = ("import sys\nfrom continuation.host import jsontext\n"
             f"try:\n    jsontext.loads({text!r})\nexcept ValueError as exc:\n"
             "    print(type(exc).__name__, exc)\n")
     out = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True,

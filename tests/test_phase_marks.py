@@ -1,4 +1,4 @@
-"""Phase marks (continuation.phase_marks): with CONTINUATION_PHASE_MARKS set, a PreCompact hook
+"""Phase marks (continuation.host.phase_marks): with CONTINUATION_PHASE_MARKS set, a PreCompact hook
 and its capsule worker write the boundary's phases in the order they happen, each line naming
 its process and its boundary's; unset, or on the hot path, nothing is written; a mark that
 cannot be written never fails the boundary."""
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from continuation import phase_marks
-from continuation.engine import Engine
+from continuation.host import phase_marks
+from continuation.session.engine import Engine
 from continuation.install import default_command
 from workspace_repos import git_home, make_repo  # noqa: F401 (git_home is a fixture)
 from conftest import usable_cpus
@@ -128,7 +128,7 @@ def test_an_unwritable_marks_file_leaves_the_boundary_whole(hook_env, tmp_path):
                     "cwd": str(repo), "transcript_path": ""})
     assert r.returncode == 0 and json.loads(r.stdout) == {}, r.stderr[-2000:]
     with Engine(Path(env["CONTINUATION_HOME"])) as e:
-        from continuation import checkpoints
+        from continuation.boundary import checkpoints
 
         cp = checkpoints.newest_checkpoint(e.find_thread("claude", "s"))
         assert cp is not None and checkpoints.verify(cp) is None
@@ -185,7 +185,7 @@ def _modules_once_the_worker_ended(marks: Path) -> dict[str, set[str]]:
 def test_what_a_precompact_hook_and_its_worker_both_import_is_imported_before_the_fork(hook_env):
     """A module both processes import after the fork is imported twice, on the two cores a
     boundary shares with git (``capsule_worker.SHARED_MODULES``)."""
-    from continuation.capsule_worker import SHARED_MODULES
+    from continuation.boundary.capsule_worker import SHARED_MODULES
 
     env, repo, marks = hook_env
     r = _hook(env, {"session_id": "s", "hook_event_name": "PreCompact", "trigger": "auto",

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from continuation import capsule_source
-from continuation.prefix_counts import FILE, FOLDER, PrefixCounts
+from continuation.boundary import capsule_source
+from continuation.boundary.prefix_counts import FILE, FOLDER, PrefixCounts
 
 COUNTED = ("runtime_facts(not gathered)", "assistant_claims(not gathered)")
 
@@ -167,7 +167,7 @@ def test_kept_counts_across_rewinds_equal_counting_from_scratch(engine, small_wi
 def test_a_rewind_to_a_recent_boundary_reads_only_the_rows_past_it(engine, small_windows):
     """Issue 15: after a rewind the branch's older range is found kept (at the boundary
     rewound to), so the next count reads the rows since, not the whole branch again."""
-    from continuation.rewind.timeline import live_ranges
+    from continuation.session.branch import live_ranges
 
     t = engine.thread("claude", "s")
     turns(t, 0, 400)

@@ -47,7 +47,7 @@ def test_a_checkpoint_at_every_precompress_fails_scenario_30(tmp_path):
 
 def test_no_delivery_after_tool_fails_scenario_31(tmp_path):
     env = _broken(tmp_path, """
-        import continuation.boundary as _b
+        import continuation.boundary.crossing as _b
         _original = _b.context_answer
 
         def _context_answer(thread, runtime, event_name, *, via, **kw):

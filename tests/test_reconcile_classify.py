@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from continuation.recovery.classify import EXTERNAL, FILE_EDIT, READ_ONLY, classify, shell_command
-from continuation.recovery.shellcheck import is_read_only, tokens
+from continuation.toolcalls.classify import EXTERNAL, FILE_EDIT, READ_ONLY, classify, shell_command
+from continuation.toolcalls.shellcheck import is_read_only, tokens
 
 READ_ONLY_COMMANDS = [
     "ls -la", "cat README.md", "grep -rn TODO src", "rg foo", "git status", "git log --oneline -5",

@@ -12,7 +12,7 @@ import pytest
 
 from continuation import hooks
 from continuation.commands import run as cli
-from continuation.engine import Engine, session_marker
+from continuation.session.engine import Engine, session_marker
 import continuation.hooks.handlers as handlers
 
 SID = "01a226b0-e445-74a1-b671-074faf6bd457"
@@ -169,7 +169,7 @@ def test_a_boundary_loads_the_recovery_code_only_for_calls_it_concerns(engine, m
     """The boundary's reconciliation notices come from unknown / in-flight / reconciled calls:
     a thread with none gets none without loading continuation.recovery.notices; one with an
     unknown call, and after its decision, gets the notice as before."""
-    from continuation import boundary
+    from continuation.boundary import crossing as boundary
 
     monkeypatch.delitem(sys.modules, "continuation.recovery.notices", raising=False)
     t = engine.thread("claude", "s4")
@@ -222,7 +222,7 @@ def test_resume_carries_the_reconciliation_prompt(home, killed_codex, codex_line
     assert context.startswith('[continuation: 1 tool call(s) have no recorded outcome: "call_94"')
     assert '"Bash" "sleep 30" (external, unverified)' in context.split("\n")[0]
     with Engine(home) as e:
-        from continuation import checkpoints
+        from continuation.boundary import checkpoints
 
         rendered = checkpoints.load(e.get_thread(KEY)).checkpoint.rendered
     assert "Reconcile before retrying" in rendered and "question: Did `sleep 30` take effect?" in rendered

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from continuation.recovery.patchtext import PatchFormatError, find_patch, parse
+from continuation.toolcalls.patchtext import PatchFormatError, find_patch, parse
 from continuation.recovery.verify_edits import (
     APPLIED, DIVERGED, NOT_APPLIED, UNKNOWN, replacement_verdict, verify,
 )
@@ -147,7 +147,7 @@ def test_a_file_unchanged_since_the_checkpoint_before_the_call_was_not_written(e
     import os
     import subprocess
 
-    from continuation import boundary
+    from continuation.boundary import crossing as boundary
     from continuation.recovery import reconcile
 
     env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e",

@@ -8,9 +8,10 @@ import sys
 
 import pytest
 
-from continuation import boundary
+from continuation.boundary import crossing as boundary
 from continuation.commands import run as cli
-from continuation.recovery import interrupted, liveness
+from continuation.recovery import interrupted
+from continuation.host import liveness
 
 
 def dead() -> dict:

@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-from continuation.engine import session_marker
-from continuation.recovery import liveness
+from continuation.session.engine import session_marker
+from continuation.host import liveness
 
 HAS_PROC = os.path.isdir("/proc/self")
 
@@ -104,7 +104,7 @@ def test_hostname_matches_the_engine_marker():
 def test_real_chain_runtime_sh_c_hook(tmp_path):
     """A runtime process runs the hook through `sh -c`, as Claude Code and Codex do: the
     marker names the runtime, not the shell."""
-    hook = (f"{shlex.quote(sys.executable)} -c 'import json; from continuation.engine import "
+    hook = (f"{shlex.quote(sys.executable)} -c 'import json; from continuation.session.engine import "
             f"session_marker; print(json.dumps(session_marker()))'; true")
     runtime = ("import os, subprocess, sys, json; "
                f"out = subprocess.run(['sh', '-c', {hook!r}], capture_output=True, text=True).stdout; "

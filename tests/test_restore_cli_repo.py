@@ -9,7 +9,7 @@ import pytest
 from test_rewind_support import HookSession, cli, cli_json
 from workspace_repos import UserGitState, git, git_home, make_repo  # noqa: F401
 
-from continuation.engine import Engine
+from continuation.session.engine import Engine
 
 
 @pytest.fixture
@@ -135,7 +135,7 @@ def test_restore_can_be_undone_from_its_safety_snapshot(home, repo):
     assert {p: (repo / p).read_bytes() for p in ("README.md", "made.py")} == before
     assert not (repo / "src" / "app.py").exists(), "re-created by the restore, so removed by the undo"
     with Engine(home) as e:
-        from continuation import checkpoints as cps
+        from continuation.boundary import checkpoints as cps
 
         notes = cps.load(s.thread(e)).capsule.notices
         assert any("undid the files restore" in n.lines[0] for n in notes)

@@ -172,8 +172,8 @@ def test_rewind_files_scans_once_and_its_checkpoint_holds_the_restored_tree(home
     """A files rewind: the preview lists the changes, the safety snapshot is taken (the only
     snapshot that scans the work tree; the preview compares with `git status`), the user's new
     file survives, and the new checkpoint's snapshot is the restored work tree, without a scan."""
-    from continuation import checkpoints as cps
-    from continuation.engine import Engine
+    from continuation.boundary import checkpoints as cps
+    from continuation.session.engine import Engine
     from continuation.rewind.operation import apply_rewind, plan_rewind
     from continuation.workspace import treebuild
 
@@ -224,8 +224,8 @@ def test_rewind_files_at_once_scans_the_work_tree_once(home, tmp_path, git_home,
     the safety snapshot's; the preview is read off it (``workspace.safety_first``)."""
     import subprocess
 
-    from continuation import checkpoints as cps
-    from continuation.engine import Engine
+    from continuation.boundary import checkpoints as cps
+    from continuation.session.engine import Engine
 
     repo, s = _session_after_a_compaction(home, tmp_path)
     with Engine(home) as e:

@@ -10,10 +10,10 @@ import pytest
 from test_rewind_support import HookSession, cli, cli_json, store_fingerprint
 from workspace_repos import git, git_home, make_repo  # noqa: F401 (git_home is a fixture)
 
-from continuation import checkpoints as cps
-from continuation.engine import Engine
+from continuation.boundary import checkpoints as cps
+from continuation.session.engine import Engine
 from continuation.rewind.operation import plan_rewind, rewind
-from continuation.rewind.summary import TITLE_CLAIMS, TITLE_CORE, TITLE_TRIED
+from continuation.session.rewind_notes import TITLE_CLAIMS, TITLE_CORE, TITLE_TRIED
 
 ROOT = str(Path(cps.__file__).resolve().parents[1])
 
@@ -262,7 +262,7 @@ def test_files_rewind_of_a_checkpoint_without_snapshot_is_refused(home, tmp_path
     with Engine(home) as e:
         t = e.thread("codex", "no-workspace")
         t.admit("hello", turn_id="t1")
-        from continuation.boundary import commit_checkpoint
+        from continuation.boundary.crossing import commit_checkpoint
 
         cp = commit_checkpoint(t, reason="manual")
         t.turn_completed("t1")
@@ -414,8 +414,8 @@ def test_the_warm_up_imports_what_the_rewinds_checkpoint_gathers_with(models):
     import subprocess
     import sys
 
-    watched = ("continuation.capsule_source", "capsule.claim_check",
-               "continuation.recovery.notices", "continuation.boundary", "pydantic")
+    watched = ("continuation.boundary.capsule_source", "capsule.claim_check",
+               "continuation.recovery.notices", "continuation.boundary.crossing", "pydantic")
     code = ("import sys\nfrom continuation.rewind import operation\n"
             f"before = [m for m in {watched!r} if m in sys.modules]\n"
             f"operation._warm_up({models})\n"
@@ -448,7 +448,7 @@ def test_a_rewinds_warm_up_starts_when_the_plan_scans_the_work_tree(monkeypatch)
     from types import SimpleNamespace
 
     import continuation.workspace as workspace
-    import continuation.workspace_link as workspace_link
+    import continuation.session.workspace_link as workspace_link
     from continuation.rewind import operation
 
     calls = []

@@ -9,10 +9,10 @@ import pytest
 from test_rewind_support import HookSession
 from workspace_repos import git_home, make_repo  # noqa: F401 (git_home is a fixture)
 
-from continuation import checkpoints as cps
-from continuation.engine import Engine
+from continuation.boundary import checkpoints as cps
+from continuation.session.engine import Engine
 from continuation.rewind.operation import plan_rewind, rewind
-from continuation.tool_files import created_paths, written_paths
+from continuation.toolcalls.files import created_paths, written_paths
 
 PATCH = ("*** Begin Patch\n*** Add File: pkg/added.py\n+print('new')\n"
          "*** Update File: README.md\n@@\n-hello\n+hello again\n"
@@ -175,7 +175,7 @@ def test_created_files_past_a_checkpoint_read_only_the_later_calls(home, tmp_pat
     checkpoint (filtered in SQL), so its cost does not grow with the thread's history."""
     from statemachine import records
 
-    from continuation.workspace_link import session_created_paths, session_written_paths
+    from continuation.session.workspace_link import session_created_paths, session_written_paths
 
     root = tmp_path / "ws"
     root.mkdir()

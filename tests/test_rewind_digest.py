@@ -7,9 +7,9 @@ import copy
 import pytest
 
 from capsule.notice import notice_data
-from continuation import boundary
-from continuation.engine import Engine
-from continuation.rewind import summary
+from continuation.boundary import crossing as boundary
+from continuation.session.engine import Engine
+from continuation.session import rewind_notes as summary
 from continuation.rewind.operation import rewind
 
 

@@ -11,7 +11,7 @@ import uuid
 from pathlib import Path
 
 from continuation import hooks
-from continuation.engine import Engine
+from continuation.session.engine import Engine
 
 
 class HookSession:

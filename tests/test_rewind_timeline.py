@@ -4,7 +4,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from continuation.rewind.timeline import discarded_branch, live_events
+from continuation.session.branch import discarded_branch, live_events
 from statemachine.reducer import fold
 
 
@@ -61,7 +61,7 @@ def test_live_inputs_are_exactly_the_reducers_not_rolled_back_inputs(raw):
 
 
 def test_summary_of_an_unreadable_rollback_still_says_the_work_was_undone():
-    from continuation.rewind.summary import TITLE_CORE, recovery_notices
+    from continuation.session.rewind_notes import TITLE_CORE, recovery_notices
 
     log = _log(["a", "a"]) + [{"seq": 3, "type": "rolled_back",
                                "data": {"to_seq": "not a number", "future_field": [1]}}]
@@ -71,7 +71,7 @@ def test_summary_of_an_unreadable_rollback_still_says_the_work_was_undone():
 
 
 def test_summary_is_due_until_a_turn_completes_after_the_rollback():
-    from continuation.rewind.summary import recovery_notices
+    from continuation.session.rewind_notes import recovery_notices
 
     log = _log(["a", "a", ("r", 1)])
     log[1]["data"]["text"] = "x" * 5000  # long texts are clipped in the summary
@@ -101,7 +101,7 @@ def _kinds(raw):
 def test_live_ranges_from_the_rollbacks_alone_are_the_live_events(raw):
     """A boundary after a rewind reads the branch through seq ranges computed from the rollback
     facts only (issue 15): they must name exactly the events live_events keeps."""
-    from continuation.rewind.timeline import in_ranges, live_ranges
+    from continuation.session.branch import in_ranges, live_ranges
 
     log = _log(_kinds(raw))
     ranges = live_ranges([e for e in log if e["type"] == "rolled_back"], len(log))
@@ -128,7 +128,7 @@ class _LogStore:
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.one_of(st.just("a"), st.integers(min_value=0, max_value=40)), min_size=1, max_size=40))
 def test_recovery_notices_from_the_bounded_window_equal_the_whole_log(raw):
-    from continuation.rewind.summary import notices_of, recovery_notices
+    from continuation.session.rewind_notes import notices_of, recovery_notices
 
     log = _log(_kinds(raw))
     got = notices_of(_LogStore(log), "t")
@@ -142,6 +142,6 @@ def test_recovery_notices_read_only_the_events_after_the_rewound_to_position():
 
 
 def notices_of_titles(store):
-    from continuation.rewind.summary import notices_of
+    from continuation.session.rewind_notes import notices_of
 
     return [n.title for n in notices_of(store, "t")]

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 from safety_harness import stored_calls
 
-from continuation import hooks, lost_writes
-from continuation.recovery.health import run_checks
+from continuation import hooks
+from continuation.host import lost_writes
+from continuation.commands.health import run_checks
 
 SESSION = "disk-session"
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from test_rewind_support import HookSession, cli
 
-from continuation.engine import Engine
+from continuation.session.engine import Engine
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
@@ -51,7 +51,7 @@ def test_commands_pick_the_thread_of_the_workspace_you_are_in(two_workspaces, ho
     r = cli("checkpoint", home=home, cwd=a)
     assert r.returncode == 0, r.stderr
     with Engine(home) as e:
-        from continuation.checkpoints import list_checkpoints
+        from continuation.boundary.checkpoints import list_checkpoints
 
         assert len(list_checkpoints(e.get_thread("old-session"))) == 2
         assert len(list_checkpoints(e.get_thread("new-session"))) == 1
@@ -63,7 +63,7 @@ def test_commands_pick_the_thread_of_the_workspace_you_are_in(two_workspaces, ho
 def test_rewind_and_fork_take_thread(two_workspaces, home):
     a, b = two_workspaces
     with Engine(home) as e:
-        from continuation.checkpoints import list_checkpoints
+        from continuation.boundary.checkpoints import list_checkpoints
 
         old_cp = list_checkpoints(e.get_thread("old-session"))[0].checkpoint_id
     r = cli("rewind", old_cp[:6], "--thread", "old-session", "--conversation", "--dry-run",

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from safety_harness import GIT_ENV, RUNTIME, special_repo
 
-from continuation import userfiles
+from continuation.host import userfiles
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are POSIX")
 
@@ -166,7 +166,7 @@ def test_install_and_doctor_refuse_a_fifo_as_the_runtime_config(tmp_path):
 def test_a_name_that_cannot_be_a_path_reads_as_no_file(name):
     """A hook payload's ``transcript_path`` may be anything: every reader handles ``OSError``,
     and such a name raises one (not ``TypeError`` or ``ValueError``, which failed the hooks)."""
-    from continuation.userfiles import NoSuchName, open_regular, read_bounded, read_tail
+    from continuation.host.userfiles import NoSuchName, open_regular, read_bounded, read_tail
 
     for read in (open_regular, lambda n: read_tail(n, 100), lambda n: read_bounded(n, 100)):
         with pytest.raises(NoSuchName):

@@ -10,8 +10,9 @@ from capsule import build_capsule, render_capsule
 from capsule.assemble import assemble_context
 from capsule.context import js_len
 from capsule.source import SourceFact
-from continuation import checkpoints, hooks
-from continuation.engine import Engine
+from continuation.boundary import checkpoints
+from continuation import hooks
+from continuation.session.engine import Engine
 
 
 def _source():

@@ -198,7 +198,7 @@ def test_open_inputs_and_unsettled_calls_are_read_by_their_state_index(store):
     takes every state as equally common, walked all of them in key order (18 ms at 20,000
     inputs); naming the state index keeps the work the same
     on a long thread as on a short one, and the answer is the same."""
-    from continuation.capsule_source import _bounded_inputs
+    from continuation.boundary.capsule_source import _bounded_inputs
 
     key = store.ensure_thread("claude", "long")
 
@@ -296,7 +296,7 @@ def test_a_version_3_store_gets_its_row_sizes_and_the_boundary_sums_read_only_th
     """Migration 4 fills ``data_bytes`` of the rows already there; the "(not gathered)" sums
     of a boundary (older handled inputs, older finished calls) are then answered from the state
     index alone, not by reading every row of a long thread."""
-    from continuation.capsule_source import _HISTORICAL
+    from continuation.boundary.capsule_source import _HISTORICAL
     from continuation.store import schema
 
     path = tmp_path / "s.sqlite3"
@@ -359,9 +359,9 @@ def test_the_newest_finished_calls_are_read_by_status_past_a_rewound_branch(home
     """A boundary reads the newest finished calls; after a rewind far back the newest calls
     are the branch's, all ``rolled_back``: read through the status index, not by walking every
     newer call. The same calls as sorting all of them."""
-    from continuation import boundary
-    from continuation.capsule_source import FINISHED
-    from continuation.engine import Engine
+    from continuation.boundary import crossing as boundary
+    from continuation.boundary.capsule_source import FINISHED
+    from continuation.session.engine import Engine
     from continuation.rewind.operation import rewind
     from continuation.store.view import SqlStateView
 
@@ -409,7 +409,7 @@ def test_a_turns_calls_are_read_through_the_turn_index_by_codex_and_gemini_hooks
     """Codex's Stop and PreCompact (calls finished without an exit code) and Gemini's
     BeforeTool / AfterTool (every tool call: its call number, its pairing) read one turn's
     calls: through the turn index, not every call of the thread (~80 ms at 20,000 calls)."""
-    from continuation.engine import Engine
+    from continuation.session.engine import Engine
     from continuation.hooks import gemini, handlers
 
     def turns(n: int):

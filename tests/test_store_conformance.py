@@ -133,7 +133,7 @@ def test_append_many_is_all_or_nothing(store):
 
 WRITER = r"""
 import sys
-from continuation.engine import Engine
+from continuation.session.engine import Engine
 from continuation.store import IllegalFact
 home, who, n, shared = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 with Engine(home) as engine:

@@ -21,7 +21,7 @@ from statemachine import events as ev  # noqa: E402
 
 HOST_WRITER = r"""
 import sys
-from continuation.engine import Engine
+from continuation.session.engine import Engine
 home, who, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
 with Engine(home) as engine:
     shared = engine.thread("codex", "team-session")

@@ -95,7 +95,7 @@ def test_recover_on_host_b_shows_the_thread_host_a_was_running(pg_url, tmp_path,
     flight; a recent marker of another host is never judged."""
     import time
 
-    from continuation.engine import Engine
+    from continuation.session.engine import Engine
 
     monkeypatch.setenv("CONTINUATION_STORE", pg_url)
     with Engine(tmp_path / "host-a") as engine:

@@ -1,5 +1,5 @@
 """A compaction's transcript pointer hashed by a child forked as the hook parses its payload
-(continuation.transcript_hash): the same pointer the boundary computed itself, from the child
+(continuation.boundary.transcript_hash): the same pointer the boundary computed itself, from the child
 when it hashed the same path, computed in process otherwise; no child outlives its payload."""
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from continuation import transcript_hash
-from continuation.engine import Engine
+from continuation.boundary import transcript_hash
+from continuation.session.engine import Engine
 from continuation.install import default_command
 from workspace_repos import git_home, make_repo  # noqa: F401 (git_home is a fixture)
 
@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def forking():
     """This process may fork the child now (Linux, one thread: an earlier test's daemon thread
     still running would make ``start_early`` hash nothing, as it should)."""
-    from continuation.capsule_worker import can_fork
+    from continuation.boundary.capsule_worker import can_fork
 
     if not can_fork():
         pytest.skip("the child is forked on Linux, from a process running one thread")
@@ -143,7 +143,7 @@ def test_a_precompact_hooks_checkpoint_points_at_the_transcript_prefix(git_home,
         "transcript_path": str(path)}).encode(), capture_output=True, env=env, timeout=120)
     assert r.returncode == 0 and json.loads(r.stdout) == {}, r.stderr[-2000:]
     with Engine(home) as e:
-        from continuation import checkpoints
+        from continuation.boundary import checkpoints
 
         cp = checkpoints.newest_checkpoint(e.find_thread("claude", "s"))
         source = json.loads(bytes(cp.capsule_bytes))["source"]
@@ -199,7 +199,8 @@ def test_a_transcript_path_that_names_no_file_still_gets_its_checkpoint(tmp_path
     """A payload's ``transcript_path`` that is no string, or a string no file can have, is no
     transcript: the compaction's checkpoint is committed and the Stop completes its turn all the
     same (both hooks failed on it before)."""
-    from continuation import checkpoints, hooks
+    from continuation.boundary import checkpoints
+    from continuation import hooks
 
     monkeypatch.setenv("CONTINUATION_HOME", str(tmp_path / "state"))
     monkeypatch.setenv("CONTINUATION_CAPSULE_WORKER", "0")

@@ -16,7 +16,7 @@ import pytest
 
 from capsule.work_line import call_text, parse_work_line, work_line
 from continuation import hooks
-from continuation.engine import Engine
+from continuation.session.engine import Engine
 from continuation.prove.agent import READ_LIMIT, read_file_limited
 
 _PAGE = re.compile(r'^- page ("(?:[^"\\]|\\.)*")')
@@ -130,7 +130,7 @@ def test_a_line_is_the_command_as_it_ran_once():
 def test_a_hundred_distinct_calls_with_real_ids_fit_inline(home):
     """Item 1: 100 distinct ~60-character calls, UUID ids, all inline in one answer within the
     runtimes' 10,000 (characters for Claude Code, bytes for Codex; boundary.INLINE_TOTAL)."""
-    from continuation.boundary import INLINE_TOTAL
+    from continuation.boundary.crossing import INLINE_TOTAL
 
     session = str(uuid.uuid4())
     turn, commands = claude_turn(session, 100)
@@ -245,7 +245,7 @@ def test_a_not_applied_call_is_never_work_done(home):
     import subprocess
     import sys
 
-    from continuation.recovery import liveness
+    from continuation.host import liveness
 
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()

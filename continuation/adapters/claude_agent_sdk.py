@@ -24,7 +24,7 @@ import logging
 import os
 from typing import TYPE_CHECKING, Any
 
-from ..api import Continuation
+from continuation.api import Continuation
 
 if TYPE_CHECKING:
     from claude_agent_sdk import HookContext, HookJSONOutput, HookMatcher

@@ -43,7 +43,7 @@ except ImportError as exc:  # the optional extra is not installed
     raise ImportError("continuation.adapters.openai_agents needs openai-agents: "
                       "pip install 'continuation-engine[openai-agents]'") from exc
 
-from ..api import Thread
+from continuation.api import Thread
 
 if TYPE_CHECKING:
     from agents import Agent, RunContextWrapper, Tool

@@ -9,7 +9,7 @@ import argparse
 import os
 import sys
 
-from .. import __version__
+from continuation import __version__
 
 
 class CommandError(Exception):
@@ -83,13 +83,13 @@ def run(argv: list[str]) -> int:
     finally:
         # e.g. a store found truncated: said once, here (the module is only loaded when
         # something raised a notice)
-        lost_writes = sys.modules.get(__name__.rsplit(".", 1)[0] + ".lost_writes")
+        lost_writes = sys.modules.get("continuation.host.lost_writes")
         for notice in lost_writes.NOTICES if lost_writes is not None else ():
             sys.stderr.write(notice + "\n")
 
 
 def _run(argv: list[str]) -> int:
-    from ..store import StoreError
+    from continuation.store import StoreError
 
     parser = build_parser(argv[0] if argv else None)
     args = parser.parse_args(argv)
@@ -114,7 +114,7 @@ def _run(argv: list[str]) -> int:
 
 
 def open_engine(create: bool = True):
-    from ..engine import Engine
+    from continuation.session.engine import Engine
 
     return Engine(create=create)
 

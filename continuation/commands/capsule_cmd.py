@@ -4,8 +4,8 @@ from __future__ import annotations
 import json
 import sys
 
-from . import CommandError, add_json_arg, add_thread_arg, open_engine
-from .output import emit_json
+from continuation.commands import CommandError, add_json_arg, add_thread_arg, open_engine
+from continuation.commands.output import emit_json
 
 #: an instructions file larger than this is not instructions
 INSTRUCTIONS_MAX = 1024 * 1024
@@ -42,7 +42,7 @@ def register(sub) -> None:
 
 
 def cmd_checkpoint(args) -> int:
-    from ..boundary import commit_checkpoint
+    from continuation.boundary.crossing import commit_checkpoint
 
     with open_engine() as engine:
         thread = engine.select(args.thread)
@@ -58,7 +58,7 @@ def cmd_checkpoint(args) -> int:
 
 
 def _load(engine, selector, generation=None):
-    from ..checkpoints import load
+    from continuation.boundary.checkpoints import load
 
     thread = engine.select(selector)
     loaded = load(thread, generation)
@@ -103,13 +103,13 @@ def cmd_context(args) -> int:
     snapshot and records no delivery."""
     from capsule.render import render_capsule
 
-    from ..boundary import assembled_context
-    from ..checkpoints import build
+    from continuation.boundary.crossing import assembled_context
+    from continuation.boundary.checkpoints import build
 
     instructions = None
     if args.instructions:
         try:
-            from ..userfiles import read_bounded
+            from continuation.host.userfiles import read_bounded
 
             instructions = read_bounded(args.instructions, INSTRUCTIONS_MAX).decode("utf-8")
         except (OSError, ValueError) as exc:
@@ -187,7 +187,7 @@ def _event_range(pointer: str, rest: str) -> tuple[str, int, int | None]:
 
 
 def _print_work_page(pointer: str, rest: str) -> int:
-    from ..work_pages import read_page
+    from continuation.boundary.work_pages import read_page
 
     thread_key, _, numbers = rest.rpartition(":")
     thread_key, _, generation = thread_key.rpartition(":")

@@ -10,8 +10,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from . import add_json_arg
-from .output import emit_json
+from continuation.commands import add_json_arg
+from continuation.commands.output import emit_json
 
 _MARK = {"ok": "ok", "info": "--", "warn": "!!", "problem": "XX"}
 
@@ -27,8 +27,8 @@ def register(sub) -> None:
 
 
 def cmd_doctor(args) -> int:
-    from ..paths import state_home
-    from ..recovery.health import healthy, run_checks
+    from continuation.host.paths import state_home
+    from continuation.commands.health import healthy, run_checks
 
     home = state_home()
     findings = run_checks(home, project_dir=Path(args.project_dir).resolve(), fix=args.fix,

@@ -6,8 +6,8 @@ cannot be read at all is one line on stderr and exit 1.
 """
 from __future__ import annotations
 
-from . import CommandError, add_json_arg, open_engine
-from .output import emit_json
+from continuation.commands import CommandError, add_json_arg, open_engine
+from continuation.commands.output import emit_json
 
 
 def register(sub) -> None:
@@ -29,7 +29,7 @@ def register(sub) -> None:
 
 
 def cmd_import(args) -> int:
-    from ..importers import TranscriptUnreadable, import_transcript
+    from continuation.importers import TranscriptUnreadable, import_transcript
 
     try:
         with open_engine() as engine:

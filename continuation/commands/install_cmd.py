@@ -4,8 +4,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from . import CommandError
-from .output import emit_json
+from continuation.commands import CommandError
+from continuation.commands.output import emit_json
 
 
 def register(sub) -> None:
@@ -20,8 +20,8 @@ def register(sub) -> None:
 
 
 def _run(args, action):
-    from ..install import InstallError, install, uninstall
-    from ..paths import state_home
+    from continuation.install import InstallError, install, uninstall
+    from continuation.host.paths import state_home
 
     kwargs = dict(project_dir=Path(args.project_dir).resolve(), home=Path.home(),
                   state_home=state_home())
@@ -53,9 +53,9 @@ def cmd_uninstall(args) -> int:
 
 def _prepare_tokenizer(state_home: Path, warnings: list[str]) -> None:
     """The tokenizer's parsed ranks into the state home now, not at the first compaction
-    (``continuation.tokenizer_cache``). A failure is a warning: the hooks are installed, and
+    (``continuation.boundary.tokenizer_cache``). A failure is a warning: the hooks are installed, and
     the first boundary that counts prepares them itself."""
-    from ..tokenizer_cache import prepare
+    from continuation.boundary.tokenizer_cache import prepare
 
     try:
         prepare(state_home)

@@ -16,7 +16,7 @@ def register(sub) -> None:
 
 
 def cmd_prove(args) -> int:
-    from ..prove import run_prove
+    from continuation.prove import run_prove
 
     scenario = args.scenario[0] if args.scenario and len(args.scenario) == 1 else args.scenario
     return run_prove(scenario=scenario, as_json=args.json, jobs=args.jobs, verbose=args.verbose)

@@ -14,8 +14,8 @@ turn had completed) or pending again. Nothing is ever retried by continuation it
 """
 from __future__ import annotations
 
-from . import CommandError, add_json_arg, add_thread_arg, open_engine
-from .output import emit_json
+from continuation.commands import CommandError, add_json_arg, add_thread_arg, open_engine
+from continuation.commands.output import emit_json
 
 
 def register(sub) -> None:
@@ -47,8 +47,8 @@ def _threads(engine, selector):
 
 def _record_crashes(engine) -> list[str]:
     """Calls of a dead session only show as unknown once its crash is recorded."""
-    from ..engine import Thread
-    from ..recovery import interrupted
+    from continuation.session.engine import Thread
+    from continuation.recovery import interrupted
 
     done = []
     for item in interrupted.detect(engine):
@@ -59,7 +59,7 @@ def _record_crashes(engine) -> list[str]:
 
 
 def cmd_reconcile(args) -> int:
-    from ..recovery import reconcile
+    from continuation.recovery import reconcile
 
     with open_engine() as engine:
         if args.decision and not args.call:
@@ -96,7 +96,7 @@ def cmd_reconcile(args) -> int:
 
 
 def _print_item(it) -> None:
-    from ..recovery.reconcile import args_text
+    from continuation.recovery.reconcile import args_text
 
     print(f"call {it.call_id}  ({it.tool or '?'}, thread {it.thread_key})")
     print(f"  arguments: {args_text(it.args, 400)}")
@@ -113,7 +113,7 @@ def _print_item(it) -> None:
 
 
 def _decide(thread, call, args) -> int:
-    from ..recovery import reconcile
+    from continuation.recovery import reconcile
 
     if call.status not in ("unknown", "in_flight"):
         # a runtime id reused in a later turn names two calls: say which one waits
@@ -135,7 +135,7 @@ def _decide(thread, call, args) -> int:
 
 
 def _accept(engine, args) -> int:
-    from ..recovery import reconcile
+    from continuation.recovery import reconcile
 
     recorded, left = [], []
     for thread in _threads(engine, args.thread):

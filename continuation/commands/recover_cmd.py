@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 import time
 
-from . import CommandError, add_json_arg, open_engine
-from .output import clip, emit_json
+from continuation.commands import CommandError, add_json_arg, open_engine
+from continuation.commands.output import clip, emit_json
 
 
 def register(sub) -> None:
@@ -32,8 +32,8 @@ def _when(ts) -> str:
 
 
 def _detect_and_record(engine, *, drift: bool):
-    from ..engine import Thread
-    from ..recovery import interrupted
+    from continuation.session.engine import Thread
+    from continuation.recovery import interrupted
 
     items = interrupted.detect(engine)
     recorded = []
@@ -49,7 +49,7 @@ def _detect_and_record(engine, *, drift: bool):
 
 
 def cmd_recover(args) -> int:
-    from ..recovery.cleanup import STALE_AFTER_S, remove_stale
+    from continuation.recovery.cleanup import STALE_AFTER_S, remove_stale
 
     with open_engine() as engine:
         removed = remove_stale(engine.home, min_age=STALE_AFTER_S if args.stale_after is None
@@ -105,7 +105,7 @@ def _print_item(it, recorded: bool) -> None:
 
 
 def _dismiss(engine, args) -> int:
-    from ..recovery import interrupted
+    from continuation.recovery import interrupted
 
     thread = engine.get_thread(args.dismiss)
     item = interrupted.examine(thread)
@@ -122,8 +122,8 @@ def _dismiss(engine, args) -> int:
 
 
 def _resume(engine, args) -> int:
-    from .. import boundary, checkpoints
-    from ..recovery.interrupted import resume_command
+    from continuation.boundary import crossing as boundary, checkpoints
+    from continuation.recovery.interrupted import resume_command
 
     thread = engine.get_thread(args.resume)
     row = thread.row

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import sys
 
-from . import CommandError, add_json_arg, add_thread_arg, open_engine
-from .output import emit_json, table
+from continuation.commands import CommandError, add_json_arg, add_thread_arg, open_engine
+from continuation.commands.output import emit_json, table
 
 
 CHECKPOINT_THREAD_HELP = ("look the CHECKPOINT up among this thread's checkpoints only (key, "
@@ -121,7 +121,7 @@ def _confirm(question: str, args) -> None:
 
 
 def _workspace_errors():
-    from ..workspace import WorkspaceError
+    from continuation.workspace import WorkspaceError
 
     return WorkspaceError
 
@@ -131,7 +131,7 @@ def _checkpoint_of(engine, args) -> str:
     only (an id or a unique prefix of one), as every other command narrows to its thread."""
     if not getattr(args, "thread", None):
         return args.checkpoint
-    from ..checkpoints import list_checkpoints
+    from continuation.boundary.checkpoints import list_checkpoints
 
     thread = engine.select(args.thread)
     ids = [cp.checkpoint_id for cp in list_checkpoints(thread)]
@@ -148,7 +148,7 @@ def _checkpoint_of(engine, args) -> str:
 
 # -- checkpoints --------------------------------------------------------------------------------
 def cmd_checkpoints(args) -> int:
-    from ..rewind.listing import checkpoint_rows
+    from continuation.rewind.listing import checkpoint_rows
 
     with open_engine() as engine:
         thread = engine.select(args.thread)
@@ -173,7 +173,7 @@ def cmd_checkpoints(args) -> int:
 
 # -- rewind / restore ---------------------------------------------------------------------------
 def _run_rewind(args, mode: str) -> int:
-    from ..rewind.operation import apply_rewind, plan_rewind
+    from continuation.rewind.operation import apply_rewind, plan_rewind
 
     with open_engine() as engine:
         try:
@@ -197,7 +197,7 @@ def _run_rewind(args, mode: str) -> int:
             raise CommandError(str(exc)) from None
         prompt = None
         if getattr(args, "print_prompt", False):
-            from ..rewind.handoff import handoff
+            from continuation.rewind.handoff import handoff
 
             prompt = handoff(engine.get_thread(plan.thread_key))
         if args.json:
@@ -227,7 +227,7 @@ def cmd_restore(args) -> int:
         raise CommandError("give a CHECKPOINT to restore, or --undo (not both)", code=2)
     if args.checkpoint:
         return _run_rewind(args, "files")
-    from ..rewind.operation import apply_undo_restore, plan_undo_restore
+    from continuation.rewind.operation import apply_undo_restore, plan_undo_restore
 
     with open_engine() as engine:
         thread = engine.select(args.thread)
@@ -255,7 +255,7 @@ def cmd_restore(args) -> int:
 
 # -- fork -----------------------------------------------------------------------------------------
 def cmd_fork(args) -> int:
-    from ..rewind.fork import fork_thread
+    from continuation.rewind.fork import fork_thread
 
     with open_engine() as engine:
         try:
@@ -265,7 +265,7 @@ def cmd_fork(args) -> int:
             raise CommandError(str(exc)) from None
         prompt = None
         if args.print_prompt:
-            from ..rewind.handoff import handoff
+            from continuation.rewind.handoff import handoff
 
             prompt = handoff(result.thread, session_id=result.thread.row["session_id"])
         if args.json:
@@ -283,7 +283,7 @@ def cmd_fork(args) -> int:
 
 # -- thread delete ----------------------------------------------------------------------------------
 def cmd_thread_delete(args) -> int:
-    from ..rewind.removal import delete_thread
+    from continuation.rewind.removal import delete_thread
 
     with open_engine() as engine:
         row = engine.store.thread(args.thread_selector)
@@ -307,9 +307,9 @@ def cmd_thread_delete(args) -> int:
 
 # -- drift --------------------------------------------------------------------------------------------
 def cmd_drift(args) -> int:
-    from .. import checkpoints as cps
-    from ..workspace import drift
-    from ..workspace_link import session_written_paths
+    from continuation.boundary import checkpoints as cps
+    from continuation.workspace import drift
+    from continuation.session.workspace_link import session_written_paths
 
     with open_engine() as engine:
         thread = engine.select(args.thread)
@@ -318,7 +318,7 @@ def cmd_drift(args) -> int:
         if not with_ws:
             raise CommandError(f"thread {thread.key} has no checkpoint with a workspace snapshot")
         cp = with_ws[-1]
-        from ..workspace import CorruptReference, WorkspaceRef
+        from continuation.workspace import CorruptReference, WorkspaceRef
 
         try:
             ref = WorkspaceRef.from_dict(cp.workspace)
@@ -347,9 +347,16 @@ def cmd_drift(args) -> int:
 
 # -- gc ---------------------------------------------------------------------------------------------
 def cmd_gc(args) -> int:
-    from ..rewind.removal import collect_garbage
+    from continuation.rewind.removal import collect_garbage
 
-    from ..capsule_retention import RetentionError, describe, keep_bytes, keep_generations, parse_size, prune
+    from continuation.boundary.retention import (
+        RetentionError,
+        describe,
+        keep_bytes,
+        keep_generations,
+        parse_size,
+        prune,
+    )
 
     try:
         keep = args.keep if args.keep is not None else keep_generations()

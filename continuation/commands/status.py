@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import json
 
-from . import add_json_arg, add_thread_arg, open_engine
-from .output import emit_json, table
+from continuation.commands import add_json_arg, add_thread_arg, open_engine
+from continuation.commands.output import emit_json, table
 
 
 def register(sub) -> None:
@@ -38,7 +38,7 @@ def _runtime(thread) -> dict:
     """The liveness verdict of the thread's runtime (recovery.interrupted.runtime_verdict): a
     thread whose runtime was killed is not `active`, and its pending inputs are not being
     worked on, though nothing is recorded until `continuation recover`."""
-    from ..recovery.interrupted import runtime_verdict
+    from continuation.recovery.interrupted import runtime_verdict
 
     return runtime_verdict(thread)
 
@@ -52,7 +52,7 @@ def cmd_status(args) -> int:
     only the inputs it prints, whatever the thread's length. ``--json`` lists every input.
     Each thread's ``status`` is the liveness verdict of its runtime (``runtime`` details it).
     The threads of the workspace you are in come first."""
-    from ..engine import Thread
+    from continuation.session.engine import Thread
 
     with open_engine() as engine:
         threads = [engine.get_thread(args.thread)] if args.thread else [

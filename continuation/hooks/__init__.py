@@ -6,7 +6,7 @@ answers "continue" (``{}``) with exit 0, so the user's agent goes on. Strict mod
 debugging an installation.
 
 The hot path (UserPromptSubmit, PreToolUse, PostToolUse) imports only sqlite3, json's C codec
-(:mod:`continuation.jsontext`) and the reducer: no pydantic, no tokenizer, no GitPython, no
+(:mod:`continuation.host.jsontext`) and the reducer: no pydantic, no tokenizer, no GitPython, no
 transcript scan, not even ``re``.
 """
 from __future__ import annotations
@@ -15,7 +15,7 @@ import os
 import sys
 import time
 
-from .. import jsontext
+from continuation.host import jsontext
 
 MAX_STDIN_BYTES = 64 * 1024 * 1024  # a runtime never sends this much; refuse, don't swallow RAM
 CONTINUE = "{}"
@@ -56,7 +56,7 @@ def _log_error(runtime: str, raw: bytes, exc: BaseException) -> None:
     try:
         import traceback
 
-        from ..paths import append_private, state_home_str
+        from continuation.host.paths import append_private, state_home_str
 
         append_private(os.path.join(state_home_str(), "logs", "hooks.log"),
                        f"{time.strftime('%Y-%m-%dT%H:%M:%S')} runtime={runtime} error={exc!r}\n"
@@ -72,7 +72,7 @@ def _storage_failure(exc: BaseException) -> bool:
         return True
     import sqlite3
 
-    from ..store import StoreError, StoreVersionError, UnknownThread
+    from continuation.store import StoreError, StoreVersionError, UnknownThread
 
     if isinstance(exc, (sqlite3.OperationalError, sqlite3.DatabaseError)):
         return not isinstance(exc, (sqlite3.IntegrityError, sqlite3.ProgrammingError))
@@ -88,9 +88,9 @@ def _with_notices(answer: dict | None, notices: list[str]) -> dict | None:
 
 
 def _pending_notices() -> list[str]:
-    """Notices raised while handling (see :mod:`continuation.lost_writes`); that module is
+    """Notices raised while handling (see :mod:`continuation.host.lost_writes`); that module is
     loaded only when something raised one, so the hot path does not import it."""
-    module = sys.modules.get(__name__.rsplit(".", 1)[0] + ".lost_writes")
+    module = sys.modules.get("continuation.host.lost_writes")
     return list(module.NOTICES) if module is not None else []
 
 
@@ -102,11 +102,11 @@ def run(runtime: str, raw: bytes, *, ending: bool = False) -> tuple[str, int]:
         payload = parse_payload(raw)
         _start_worker_for_payload(payload)  # unless main() did
         if runtime == "gemini":  # its own event names and ids (see .gemini)
-            from .gemini import handle as handle_gemini
+            from continuation.hooks.gemini import handle as handle_gemini
 
             answer = handle_gemini(payload)
         else:
-            from .handlers import handle
+            from continuation.hooks.handlers import handle
 
             answer = handle(runtime, payload, ending=ending)
         answer = _with_notices(answer, _pending_notices())
@@ -116,8 +116,8 @@ def run(runtime: str, raw: bytes, *, ending: bool = False) -> tuple[str, int]:
         notices = _pending_notices()
         if payload is not None and _storage_failure(exc):
             # the log line above may be lost too (no room): leave a trace that survives
-            from .. import lost_writes
-            from ..paths import state_home_str
+            from continuation.host import lost_writes
+            from continuation.host.paths import state_home_str
 
             home = state_home_str()
             if lost_writes.note_lost(home, str(payload.get("hook_event_name") or ""), exc):
@@ -133,7 +133,7 @@ def run(runtime: str, raw: bytes, *, ending: bool = False) -> tuple[str, int]:
 
 
 def _discard_early_hash() -> None:
-    module = sys.modules.get(__name__.rsplit(".", 1)[0] + ".transcript_hash")
+    module = sys.modules.get("continuation.boundary.transcript_hash")
     if module is not None:
         module.discard_early()
 
@@ -172,10 +172,10 @@ def _is_compaction(payload: dict) -> bool:
 def _start_worker_for_payload(payload: dict) -> None:
     """When ``payload`` is a compaction's: the child hashing its transcript (first: it works
     on the core this process leaves idle until the worker is forked; see
-    ``continuation.transcript_hash``), then :func:`_start_capsule_worker`."""
+    ``continuation.boundary.transcript_hash``), then :func:`_start_capsule_worker`."""
     if _is_compaction(payload):
         try:
-            from .. import transcript_hash
+            from continuation.boundary import transcript_hash
 
             transcript_hash.start_early(payload.get("transcript_path"))
         except Exception:  # noqa: BLE001 - the boundary hashes it itself
@@ -186,10 +186,10 @@ def _start_worker_for_payload(payload: dict) -> None:
 def _start_capsule_worker() -> None:
     """A compaction's capsule worker, started as soon as the payload names the event: it
     imports the capsule stack on another core while this process opens the store, finds the
-    thread and gathers (``continuation.capsule_worker``)."""
+    thread and gathers (``continuation.boundary.capsule_worker``)."""
     try:
-        from ..capsule_worker import start_early
-        from ..paths import state_home_str
+        from continuation.boundary.capsule_worker import start_early
+        from continuation.host.paths import state_home_str
 
         start_early(state_home_str())
     except Exception:  # noqa: BLE001 - the boundary starts its own, or builds itself
@@ -251,7 +251,7 @@ def main(argv: list[str]) -> int:
     if deadline is None:
         out, code = run(runtime, raw, ending=True)
     else:
-        from ..phase_marks import mark
+        from continuation.host.phase_marks import mark
 
         mark("hook: payload read")
         # before the deadline's thread starts: a single-threaded process may fork its worker
@@ -261,7 +261,7 @@ def main(argv: list[str]) -> int:
     sys.stdout.flush()
     if deadline is not None:
         mark("hook: answered")
-        from ..phase_marks import mark_modules
+        from continuation.host.phase_marks import mark_modules
 
         mark_modules("the boundary")
     end_process(code)  # also leaves behind a boundary worker stuck past its deadline

@@ -109,7 +109,7 @@ def translate(payload: dict, conn, thread_key: str) -> dict | None:
         out["prompt"] = user_text(payload.get("prompt"))
         out["turn_id"] = _next_turn(conn, thread_key)
     elif event in ("BeforeTool", "AfterTool", "AfterAgent"):
-        from ..engine import newest_running_turn  # engine loads with the store only when a hook runs
+        from continuation.session.engine import newest_running_turn  # engine loads with the store only when a hook runs
         turn = newest_running_turn(conn, thread_key)
         if turn is None:
             return None if event != "AfterAgent" else out  # a tool outside any turn we saw
@@ -139,7 +139,7 @@ def _numbering_lock(engine, thread_key: str, event: str):
         return contextlib.nullcontext()
     from filelock import FileLock
 
-    from ..paths import ensure_private_dir
+    from continuation.host.paths import ensure_private_dir
 
     folder = ensure_private_dir(os.path.join(engine._home, "locks"))
     return FileLock(os.path.join(folder, f"gemini-{thread_key}.lock"), timeout=60, mode=0o600)
@@ -147,8 +147,8 @@ def _numbering_lock(engine, thread_key: str, event: str):
 
 def handle(payload: dict) -> dict | None:
     """Record one Gemini hook payload; the answer Gemini reads (``hookSpecificOutput``)."""
-    from ..engine import Engine
-    from . import handlers
+    from continuation.session.engine import Engine
+    from continuation.hooks import handlers
 
     event = str(payload.get("hook_event_name") or "")
     if event not in EVENTS:
@@ -156,7 +156,7 @@ def handle(payload: dict) -> dict | None:
     with Engine() as engine:
         ctx = handlers.HookContext("gemini", payload, engine)
         if event == "PreCompress":
-            from .gemini_compress import will_compress
+            from continuation.hooks.gemini_compress import will_compress
 
             if not will_compress(payload):
                 return None
@@ -167,7 +167,7 @@ def handle(payload: dict) -> dict | None:
             ctx.payload, ctx.event = shared, shared["hook_event_name"]
             answer = handlers.HANDLERS[ctx.event](ctx)
         if event == "AfterTool" and ctx.thread.row["needs_context"]:
-            from .. import boundary
+            from continuation.boundary import crossing as boundary
 
             answer = boundary.context_answer(ctx.thread, "gemini", event, via="after_tool")
     if answer and isinstance(answer.get("hookSpecificOutput"), dict):

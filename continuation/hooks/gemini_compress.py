@@ -31,7 +31,7 @@ SETTINGS_MAX_BYTES = 4 << 20
 
 def _last_recorded(transcript_path: str | None) -> tuple[int | None, str | None]:
     """(prompt tokens, model) of the newest Gemini message that recorded its usage."""
-    from ..userfiles import read_tail
+    from continuation.host.userfiles import read_tail
 
     if not transcript_path or not isinstance(transcript_path, str):
         return None, None
@@ -59,7 +59,7 @@ def _settings_threshold(cwd: str | None, env) -> float:
     if cwd:
         candidates.append(os.path.join(cwd, ".gemini", "settings.json"))
     candidates.append(os.path.join(home, ".gemini", "settings.json"))
-    from ..userfiles import read_bounded
+    from continuation.host.userfiles import read_bounded
 
     for path in candidates:
         try:

@@ -8,7 +8,7 @@ The two runtimes send nearly the same payloads (see ``../shared/fixtures``); the
   PostToolUseFailure event; Codex sends the output as a string.
 
 Boundaries (PreCompact, SessionStart compact/resume) do the heavy work in
-:mod:`continuation.boundary`, imported only there.
+:mod:`continuation.boundary.crossing`, imported only there.
 """
 from __future__ import annotations
 
@@ -16,9 +16,15 @@ import os
 
 from statemachine import events as ev
 
-from .. import jsontext
-from ..claude_synthetic import notification_kind
-from ..engine import Engine, Thread, newest_running_turn, session_marker, tool_finished_event
+from continuation.host import jsontext
+from continuation.session.claude_synthetic import notification_kind
+from continuation.session.engine import (
+    Engine,
+    Thread,
+    newest_running_turn,
+    session_marker,
+    tool_finished_event,
+)
 
 OUTPUT_EXCERPT = 2000
 
@@ -174,8 +180,8 @@ def _settle_from_transcript(ctx: HookContext, turns) -> None:
                 (ctx.thread.key, turn)).fetchall()]
     if not open_calls and not no_code:
         return
-    from ..store.view import SqlStateView
-    from .outcomes import find_outcomes
+    from continuation.store.view import SqlStateView
+    from continuation.hooks.outcomes import find_outcomes
 
     view = SqlStateView(conn, ctx.thread.key)
     records = {key: view.get_call(key) for key in [*open_calls, *no_code]}
@@ -206,7 +212,7 @@ def _carry_into(ctx: HookContext, turn: str) -> None:
     :mod:`statemachine.carry`, which the transcript importer applies too)."""
     from statemachine.carry import carried_into
 
-    from ..store.view import SqlStateView
+    from continuation.store.view import SqlStateView
 
     for input_id in carried_into(SqlStateView(ctx.thread.store.conn, ctx.thread.key), turn):
         ctx.thread.deliver(input_id, turn, source=ctx.source, session=ctx.session)
@@ -219,7 +225,7 @@ def _queued_twin(ctx: HookContext, text: str, input_id: str | None) -> str | Non
         return None  # a known id: admission says duplicate
     from statemachine.carry import queued_twin
 
-    from ..store.view import SqlStateView
+    from continuation.store.view import SqlStateView
 
     twin = queued_twin(SqlStateView(ctx.thread.store.conn, ctx.thread.key), text)
     return twin.input_id if twin is not None else None
@@ -279,7 +285,7 @@ def on_user_prompt(ctx: HookContext) -> dict | None:
         # A new context generation reached a prompt with no delivery recorded (the compact
         # SessionStart was deferred or dropped), or a state the model has not seen (a
         # reconciliation decision recorded from the command line): inject it here.
-        from .. import boundary
+        from continuation.boundary import crossing as boundary
 
         return boundary.context_answer(ctx.thread, ctx.runtime, "UserPromptSubmit",
                                        via="user_prompt", exclude_input=result.input_id)
@@ -357,13 +363,13 @@ def on_session_start(ctx: HookContext) -> dict | None:
     settings = {k: p[k] for k in ("model", "permission_mode", "effort") if k in p}
     if settings:
         ctx.record(ev.SETTINGS, settings)
-    from .. import boundary
+    from continuation.boundary import crossing as boundary
 
     return boundary.on_session_start(ctx.thread, ctx.runtime, source, source_tag=ctx.source)
 
 
 def on_pre_compact(ctx: HookContext) -> None:
-    from .. import boundary
+    from continuation.boundary import crossing as boundary
 
     trigger = str(ctx.payload.get("trigger") or "auto")
     # the checkpoint must not call a failed command ok: settle what the transcript already says

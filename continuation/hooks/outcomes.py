@@ -7,14 +7,14 @@ tail holds the result the model was given: a Claude ``tool_result`` block (``is_
 Codex ``function_call_output`` ("Process exited with code N"). Only calls still open are
 looked up; what is not found stays unknown (reconciliation, never an assumption). Claude Code's
 own placeholder for a result it never recorded (``[Tool call interrupted ... outcome is
-unknown ...]``, see :mod:`continuation.claude_synthetic`) is not an outcome either.
+unknown ...]``, see :mod:`continuation.session.claude_synthetic`) is not an outcome either.
 """
 from __future__ import annotations
 
 import json
 import re
 
-from ..claude_synthetic import unknown_outcome_placeholder
+from continuation.session.claude_synthetic import unknown_outcome_placeholder
 
 TAIL_BYTES = 4 * 1024 * 1024
 _EXIT = re.compile(r"(?:Process exited with code|Exit code:?)\s*(-?\d+)")
@@ -40,7 +40,7 @@ def _tail_records(path: str):
     """The records of the transcript's tail that :data:`RECORD_KINDS` can be in, found by
     searching the tail rather than parsing every line (a 4.6 MB Codex rollout: ~22 ms to parse
     every line, ~8 ms this way; on a compaction's path whenever a Codex turn runs)."""
-    from ..userfiles import read_tail
+    from continuation.host.userfiles import read_tail
 
     try:
         data, start = read_tail(path, TAIL_BYTES)

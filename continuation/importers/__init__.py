@@ -42,12 +42,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..store.sqlite import thread_key_for
-from ..userfiles import NotRegularFile, open_regular
-from .apply import Applier, read_cursor, session_over_default
-from .reader import TranscriptReader
-from .report import ImportReport
-from .timeline import Timeline
+from continuation.store.sqlite import thread_key_for
+from continuation.host.userfiles import NotRegularFile, open_regular
+from continuation.importers.apply import Applier, read_cursor, session_over_default
+from continuation.importers.reader import TranscriptReader
+from continuation.importers.report import ImportReport
+from continuation.importers.timeline import Timeline
 
 RUNTIMES = ("codex", "claude", "gemini")
 PRESCAN_RECORDS = 2000
@@ -59,15 +59,15 @@ class TranscriptUnreadable(Exception):
 
 def _parser(runtime: str):
     if runtime == "codex":
-        from . import codex
+        from continuation.importers import codex
 
         return codex
     if runtime == "claude":
-        from . import claude
+        from continuation.importers import claude
 
         return claude
     if runtime == "gemini":
-        from . import gemini
+        from continuation.importers import gemini
 
         return gemini
     raise ValueError(f"unknown runtime {runtime!r} (expected one of {', '.join(RUNTIMES)})")
@@ -118,11 +118,11 @@ def import_transcript(runtime: str, path, *, engine=None, session_over: bool | N
     resolved = str(path.resolve())
     sid, cwd = _prescan(module, path)
     sid = session_id or sid or path.stem
-    from ..hooks.handlers import workspace_root
+    from continuation.hooks.handlers import workspace_root
 
     own_engine = engine is None
     if own_engine:
-        from ..engine import Engine
+        from continuation.session.engine import Engine
 
         engine = Engine()
     try:

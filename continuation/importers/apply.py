@@ -32,9 +32,9 @@ from statemachine.carry import carried_into, queued_twin
 from statemachine.lifecycle import allowed
 from statemachine.reducer import call_key
 
-from ..store.view import SqlStateView
-from .report import ImportReport
-from .timeline import Op, Timeline
+from continuation.store.view import SqlStateView
+from continuation.importers.report import ImportReport
+from continuation.importers.timeline import Op, Timeline
 
 CURSOR_EVENT = "transcript_imported"
 OUTPUT_EXCERPT = 2000
@@ -50,7 +50,7 @@ def read_cursor(thread, path: str) -> dict | None:
 def owner_verdict(thread) -> str:
     """The recovery module's owner check of the runtime processes the hooks recorded for this
     thread: ``alive``, ``unknown`` (none recorded, or on another host), ``ended``, ``dead``."""
-    from ..recovery.interrupted import owners
+    from continuation.recovery.interrupted import owners
 
     verdict, _ = owners(thread)
     return verdict
@@ -284,7 +284,7 @@ class Applier:
         return [(ev.TURN_ABORTED, {"turn_id": d["turn_id"], "reason": d["reason"]})]
 
     def _op_claim(self, d):
-        from ..store.sqlite import _sql_text
+        from continuation.store.sqlite import _sql_text
 
         key = (d["turn_id"], _sql_text(d["text"]))
         if key in self._claims:

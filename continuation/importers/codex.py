@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 import re
 
-from .timeline import Timeline
+from continuation.importers.timeline import Timeline
 
 CONTEXT_PREFIXES = (
     "<environment_context>", "<user_instructions>", "# AGENTS.md instructions",

@@ -37,7 +37,7 @@ from __future__ import annotations
 import json
 import re
 
-from .timeline import Timeline
+from continuation.importers.timeline import Timeline
 
 _HOOK_CONTEXT = re.compile(r"\A\s*<hook_context>.*?</hook_context>\s*", re.S)
 _EXIT_CODE = re.compile(r"Exit Code:\s*(-?\d+)")

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from ..userfiles import open_regular
-from .report import ImportReport
+from continuation.host.userfiles import open_regular
+from continuation.importers.report import ImportReport
 
 MAX_LINE_BYTES = 64 * 1024 * 1024
 _CHUNK = 1024 * 1024

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from statemachine.ids import derived_input_id
 from statemachine.reducer import alias_of
 
-from .report import ImportReport
+from continuation.importers.report import ImportReport
 
 
 @dataclass

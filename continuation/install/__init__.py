@@ -17,7 +17,7 @@ byte when nothing else changed it (see :mod:`.core`). Codex only runs hooks
 the user trusted: see :mod:`.codex` and ``InstallReport.message``.
 """
 
-from .core import InstallReport, default_command, install, status, uninstall
-from .errors import InstallError
+from continuation.install.core import InstallReport, default_command, install, status, uninstall
+from continuation.install.errors import InstallError
 
 __all__ = ["InstallError", "InstallReport", "default_command", "install", "status", "uninstall"]

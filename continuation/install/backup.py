@@ -18,9 +18,9 @@ from typing import Any
 from filelock import FileLock
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from ..paths import ensure_private_dir
-from .errors import InstallError
-from .jsonfile import atomic_write
+from continuation.host.paths import ensure_private_dir
+from continuation.install.errors import InstallError
+from continuation.install.jsonfile import atomic_write
 
 RECORD_SCHEMA = 1
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from .target import HookTarget, Scope
+from continuation.install.target import HookTarget, Scope
 
 CLAUDE_EVENTS = (
     "SessionStart",

@@ -47,8 +47,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .jsonfile import read_config
-from .target import HookTarget, Scope
+from continuation.install.jsonfile import read_config
+from continuation.install.target import HookTarget, Scope
 
 CODEX_EVENTS = (
     "SessionStart",

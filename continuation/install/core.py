@@ -19,15 +19,27 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from . import hooks_section
-from .backup import BackupRecord, BackupStore, sha256_hex
-from .claude import CLAUDE
-from .codex import CODEX
-from .errors import InstallError
-from .gemini import GEMINI
-from .jsonfile import (JsonDocument, atomic_write, fsync_dir, read_config, read_json_object,
-                       render)
-from .target import HookTarget, Runtime, Scope, hook_command_line, render_command
+from continuation.install import hooks_section
+from continuation.install.backup import BackupRecord, BackupStore, sha256_hex
+from continuation.install.claude import CLAUDE
+from continuation.install.codex import CODEX
+from continuation.install.errors import InstallError
+from continuation.install.gemini import GEMINI
+from continuation.install.jsonfile import (
+    JsonDocument,
+    atomic_write,
+    fsync_dir,
+    read_config,
+    read_json_object,
+    render,
+)
+from continuation.install.target import (
+    HookTarget,
+    Runtime,
+    Scope,
+    hook_command_line,
+    render_command,
+)
 
 TARGETS: dict[str, HookTarget] = {"codex": CODEX, "claude": CLAUDE, "gemini": GEMINI}
 
@@ -56,7 +68,7 @@ def default_command() -> list[str]:
     the package, which a script path does not (1.2-1.9 ms of a ~16 ms hook process, paid at
     every prompt and tool call; measured 2026-12-01, 40 interleaved runs of each, three times).
     Nor the ``continuation`` script pip writes: that launcher imports ``re`` (~4.5 ms), which
-    the hook itself never needs (see :mod:`continuation.jsontext`). ``-P`` keeps the script's
+    the hook itself never needs (see :mod:`continuation.host.jsontext`). ``-P`` keeps the script's
     folder and the working directory off ``sys.path``, so neither a module of this package nor
     a folder in the user's project can stand in for the installed package. The interpreter is
     the one running now, which imports this very package (a ``pipx``/``uv tool`` venv
@@ -211,12 +223,12 @@ def _listed(data: dict, target: HookTarget) -> list:
 
 
 def contexts_folder(state_home: Path) -> str:
-    """Where the hooks write what a model reads with its own tools (``continuation.work_pages``)."""
+    """Where the hooks write what a model reads with its own tools (``continuation.boundary.work_pages``)."""
     return str(Path(state_home).absolute() / "contexts")
 
 
 def _ensure_folder(folder: str) -> None:
-    from ..paths import ensure_private_dir
+    from continuation.host.paths import ensure_private_dir
 
     try:
         ensure_private_dir(folder)

@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .target import HookTarget, Scope
+from continuation.install.target import HookTarget, Scope
 
 GEMINI_EVENTS = (
     "SessionStart",

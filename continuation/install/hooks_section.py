@@ -24,7 +24,7 @@ import copy
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .errors import InstallError
+from continuation.install.errors import InstallError
 
 IsOurs = Callable[[str], bool]
 

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..atomic import atomic_write as _atomic_write
-from ..atomic import fsync_dir  # noqa: F401  (re-exported for the installer core)
-from .errors import InstallError
+from continuation.host.atomic import atomic_write as _atomic_write
+from continuation.host.atomic import fsync_dir  # noqa: F401  (re-exported for the installer core)
+from continuation.install.errors import InstallError
 
 _BOM = b"\xef\xbb\xbf"
 _INDENTED_LINE = re.compile(r"\n([ \t]+)\S")
@@ -67,8 +67,8 @@ CONFIG_MAX_BYTES = 16 * 1024 * 1024
 
 def read_config(path: Path) -> bytes:
     """A runtime config file's bytes: a regular file only, bounded (a FIFO there would hang
-    ``install`` and ``doctor``; see :mod:`continuation.userfiles`)."""
-    from ..userfiles import read_bounded
+    ``install`` and ``doctor``; see :mod:`continuation.host.userfiles`)."""
+    from continuation.host.userfiles import read_bounded
 
     return read_bounded(path, CONFIG_MAX_BYTES)
 
@@ -118,7 +118,7 @@ def render(data: dict[str, Any], style: JsonStyle, original: bytes | None = None
         try:
             source_text = source.decode("utf-8").replace("\r\n", "\n")
             if source_text.strip():
-                from .layout import render_keeping
+                from continuation.install.layout import render_keeping
 
                 text = render_keeping(source_text, data, style.indent)
         except (UnicodeDecodeError, ValueError, IndexError):
@@ -135,7 +135,7 @@ def render(data: dict[str, Any], style: JsonStyle, original: bytes | None = None
 
 def atomic_write(path: Path, data: bytes, *, mode_from: Path | None = None) -> None:
     """Write ``data`` to ``path`` through a temp file, fsync and rename
-    (:func:`continuation.atomic.atomic_write`).
+    (:func:`continuation.host.atomic.atomic_write`).
 
     The file keeps the permission bits of ``mode_from`` (the file it replaces)
     where the OS supports it.

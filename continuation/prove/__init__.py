@@ -15,9 +15,9 @@ import sys
 import time
 import traceback
 
-from .report import METRIC_DEFINITIONS, NotAvailable, Result, table
-from .sandbox import Sandbox
-from .scenarios import SCENARIOS
+from continuation.prove.report import METRIC_DEFINITIONS, NotAvailable, Result, table
+from continuation.prove.sandbox import Sandbox
+from continuation.prove.scenarios import SCENARIOS
 
 
 def run_scenario(number: int) -> Result:

@@ -25,7 +25,7 @@ continuation when no context reaches it (the hook died, the answer was lost).
 """
 from __future__ import annotations
 
-from .agent import Item
+from continuation.prove.agent import Item
 
 CODEX_USER_MESSAGE_TOKENS = 20_000
 
@@ -89,7 +89,7 @@ class GeminiCompression(SummaryOnly):
     name = "gemini compression"
 
     def after_boundary(self, *, transcript, context_text, catalog, memory):
-        from .agent import canon
+        from continuation.prove.agent import canon
 
         items = super().after_boundary(transcript=transcript, context_text=context_text,
                                        catalog=catalog, memory=memory)

@@ -69,7 +69,7 @@ class Sandbox:
         return json.loads(proc.stdout.decode("utf-8"))
 
     def has_command(self, name: str) -> bool:
-        from ..commands import build_parser
+        from continuation.commands import build_parser
 
         parser = build_parser()
         for action in parser._subparsers._group_actions:  # argparse keeps them here

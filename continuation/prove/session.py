@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .sandbox import CLI, Sandbox
+from continuation.prove.sandbox import CLI, Sandbox
 
 
 def _read_lines(path: Path) -> list[dict]:
@@ -112,7 +112,7 @@ class SimSession:
 
     # -- the engine's view -----------------------------------------------------------------------
     def thread(self):
-        from ..engine import Engine
+        from continuation.session.engine import Engine
 
         engine = Engine(self.box.state, create=False)
         th = engine.find_thread(self.runtime, self.session_id)
@@ -123,7 +123,7 @@ class SimSession:
 
     def engine_states(self) -> dict[str, str]:
         """Catalog key -> engine state, matched by the input's text."""
-        from .agent import normal
+        from continuation.prove.agent import normal
 
         by_text = {normal(v["text"]): k for k, v in self.catalog.items()}
         engine, th = self.thread()
@@ -138,7 +138,7 @@ class SimSession:
             engine.close()
 
     def input_ids(self) -> dict[str, list[str]]:
-        from .agent import normal
+        from continuation.prove.agent import normal
 
         by_text = {normal(v["text"]): k for k, v in self.catalog.items()}
         engine, th = self.thread()

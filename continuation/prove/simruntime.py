@@ -25,8 +25,16 @@ import sys
 import time
 from pathlib import Path
 
-from .agent import ANSWERED, Catalog, Item, decide, memory_from_context, merge, read_context
-from .payloads import COMPACTION_ORDER, GEMINI_WINDOW, PayloadShape
+from continuation.prove.agent import (
+    ANSWERED,
+    Catalog,
+    Item,
+    decide,
+    memory_from_context,
+    merge,
+    read_context,
+)
+from continuation.prove.payloads import COMPACTION_ORDER, GEMINI_WINDOW, PayloadShape
 
 IDLE_PROMPT_TOKENS = 2_000
 
@@ -63,7 +71,7 @@ class ContinuationPolicy:
     def after_boundary(self, *, transcript, context_text, catalog, memory):
         ctx = read_context(context_text or "")
         if ctx is None:
-            from .baselines import NATIVE
+            from continuation.prove.baselines import NATIVE
 
             return NATIVE[self.runtime]().after_boundary(
                 transcript=transcript, context_text=None, catalog=catalog, memory=memory)
@@ -97,8 +105,8 @@ class HookCaller:
             if not hasattr(os, "fork"):
                 self.hook = [sys.executable, "-m", "continuation"]
             else:
-                from .. import boundary, checkpoints  # noqa: F401  (warm the boundary path)
-                from ..hooks import handlers  # noqa: F401
+                from continuation.boundary import crossing as boundary, checkpoints  # noqa: F401  (warm the boundary path)
+                from continuation.hooks import handlers  # noqa: F401
                 import capsule.assemble, capsule.budget, capsule.render  # noqa: F401,E401
                 from capsule.tokens import get_token_counter
 
@@ -126,7 +134,7 @@ class HookCaller:
                 os.close(r)
                 if fault:
                     os.environ["CONTINUATION_FAULT"] = fault
-                from ..hooks import run
+                from continuation.hooks import run
 
                 out, code = run(self.runtime, raw)
                 os.write(w, (out + "\n").encode("utf-8", "surrogatepass"))
@@ -267,7 +275,7 @@ class Runtime:
             self.memory = self.policy.on_resume(transcript=self.transcript, context_text=context,
                                                 catalog=self.catalog, memory=self.memory)
             self.log(kind="context_seen", source="after_tool")
-        from .agent import canon
+        from continuation.prove.agent import canon
 
         for item in self.memory:
             if item.key == decision.key:

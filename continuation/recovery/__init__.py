@@ -1,14 +1,13 @@
 """Crash recovery: who owns a session, which threads were interrupted, and what to settle.
 
+Process liveness lives in :mod:`continuation.host.liveness`, the tool-call classification in
+:mod:`continuation.toolcalls`, doctor's checks in :mod:`continuation.commands.health`.
+
 Modules (each imports only what it needs; nothing here loads GitPython at import):
 
-- :mod:`.liveness`: process markers (pid, start time, host), the runtime process behind a hook
-  (walking up through ``sh -c`` wrappers), and whether a session's owner is still alive;
 - :mod:`.interrupted`: threads whose owner is gone without a clean end; recording
   ``crash_detected`` for them; dismissals (a ``recovery_dismissed`` fact);
-- :mod:`.classify` (+ :mod:`.shellcheck`): read-only / file edit / external effect, from a tool
-  call's name and arguments;
-- :mod:`.verify_edits` (+ :mod:`.patchtext`): compare the files a Write/Edit/MultiEdit/apply_patch
+- :mod:`.verify_edits` (with :mod:`continuation.toolcalls.patchtext`): compare the files a Write/Edit/MultiEdit/apply_patch
   call targeted with the result its input implies (applied, not applied, diverged);
 - :mod:`.before_call`: a "diverged" file that equals the snapshot taken before the call was not
   written by it (not applied);
@@ -16,6 +15,5 @@ Modules (each imports only what it needs; nothing here loads GitPython at import
 - :mod:`.notices`: the reconciliation prompt and the recovery notice as capsule notices/text;
 - :mod:`.session_start`: what a SessionStart (startup / resume) adds: the crash of this thread's
   dead owner, a reconciliation digest, a notice about other interrupted threads;
-- :mod:`.health`: the checks of ``continuation doctor``;
 - :mod:`.cleanup`: temp files left by killed writers.
 """

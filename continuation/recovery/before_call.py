@@ -11,8 +11,14 @@ import os
 import subprocess
 from pathlib import Path
 
-from ..userfiles import read_bounded
-from .verify_edits import DIVERGED, MAX_READ, NOT_APPLIED, EditCheck, FileCheck
+from continuation.host.userfiles import read_bounded
+from continuation.recovery.verify_edits import (
+    DIVERGED,
+    MAX_READ,
+    NOT_APPLIED,
+    EditCheck,
+    FileCheck,
+)
 
 
 def snapshot_before(thread, started_seq: int) -> tuple[str, dict] | None:
@@ -37,7 +43,7 @@ def snapshot_before(thread, started_seq: int) -> tuple[str, dict] | None:
 def _git_dir_args(home: Path, ws: dict) -> list[str]:
     if ws["kind"] == "git":
         return ["-C", ws["root"]]
-    from ..workspace.layout import StateLayout
+    from continuation.workspace.layout import StateLayout
 
     layout = StateLayout.for_root(home, Path(ws["root"]).resolve())
     return ["--git-dir", str(layout.shadow_git_dir)]

@@ -1,7 +1,7 @@
 """Temp files left behind by a process killed mid-write, and where to look for them.
 
 Writers put temp files beside their target (``.<name>.<random>.tmp``, see
-:func:`continuation.atomic.atomic_write`) and scratch indexes under each workspace's ``tmp/``.
+:func:`continuation.host.atomic.atomic_write`) and scratch indexes under each workspace's ``tmp/``.
 A temp file older than ``min_age`` seconds belongs to no live writer (a write takes
 milliseconds), so removing it is safe even while other hooks run.
 """
@@ -70,8 +70,8 @@ def remove_stale(home: Path, *, min_age: float = STALE_AFTER_S,
         by_ws.setdefault(workspaces / rel.parts[0], []).append(p)
     for ws_dir, victims in sorted(by_ws.items()):
         try:
-            from ..workspace.layout import StateLayout
-            from ..workspace.lock import workspace_lock
+            from continuation.workspace.layout import StateLayout
+            from continuation.workspace.lock import workspace_lock
 
             with workspace_lock(StateLayout(ws_dir), timeout=lock_timeout):
                 removed.extend(_unlink(victims))

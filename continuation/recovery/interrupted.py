@@ -17,7 +17,7 @@ import time
 
 from statemachine.lifecycle import PENDING
 
-from . import liveness
+from continuation.host import liveness
 
 DISMISSED = "recovery_dismissed"  # a fact: the user dismissed the recovery of this thread
 NEEDS_CRASH, CRASHED = "needs_crash", "crashed"
@@ -221,7 +221,7 @@ def runtime_verdict(thread) -> dict:
 def detect(engine, *, workspace_root: str | None = None, exclude: dict | None = None,
            host: str | None = None) -> list[Interrupted]:
     """Every interrupted thread (of one workspace when ``workspace_root`` is given)."""
-    from ..engine import Thread
+    from continuation.session.engine import Thread
 
     if workspace_root is None:
         rows = engine.store.conn.execute("SELECT thread_key FROM threads ORDER BY created_at")
@@ -269,8 +269,8 @@ def with_drift(thread, item: Interrupted) -> Interrupted:
         item.drift = None
         return item
     try:
-        from ..workspace import WorkspaceRef, drift
-        from ..workspace_link import session_written_paths
+        from continuation.workspace import WorkspaceRef, drift
+        from continuation.session.workspace_link import session_written_paths
 
         report = drift(WorkspaceRef.from_dict(ws), state_home=thread.engine.home,
                        session_paths=session_written_paths(thread, cp["seq"]), lock_timeout=10)

@@ -14,8 +14,8 @@ from datetime import datetime, timezone
 
 from capsule.textclip import render_literal
 
-from .classify import FILE_EDIT, READ_ONLY
-from .reconcile import ReconcileItem, args_text, pending
+from continuation.toolcalls.classify import FILE_EDIT, READ_ONLY
+from continuation.recovery.reconcile import ReconcileItem, args_text, pending
 
 RECONCILE_PRIORITY = 90
 RECONCILE_TITLE = "Reconcile before retrying: tool calls with unknown outcome"

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from .classify import FILE_EDIT, READ_ONLY, Classification, classify
-from .before_call import refine
-from .verify_edits import APPLIED, DIVERGED, NOT_APPLIED, EditCheck, verify
+from continuation.toolcalls.classify import FILE_EDIT, READ_ONLY, Classification, classify
+from continuation.recovery.before_call import refine
+from continuation.recovery.verify_edits import APPLIED, DIVERGED, NOT_APPLIED, EditCheck, verify
 
 DECISIONS = ("applied", "not_applied", "retry_safe")
 
@@ -64,7 +64,7 @@ def args_text(args: dict, limit: int = 300) -> str:
 def base_dir(thread) -> Path | None:
     """Where relative paths of the thread's tools resolve: the session's cwd, else its root."""
     cwd = (thread.meta().get("session_started") or {}).get("cwd")
-    from .interrupted import thread_row
+    from continuation.recovery.interrupted import thread_row
 
     root = cwd or thread_row(thread)["workspace_root"]
     return Path(root) if root else None
@@ -132,7 +132,7 @@ def pending(thread, *, include_in_flight_after_crash: bool = True) -> list[Recon
 def find_call(engine, call_selector: str, thread_selector: str | None = None):
     """(thread, call record) for a call id or unique prefix, in one thread or across all."""
     threads = [engine.get_thread(thread_selector)] if thread_selector else engine.threads()
-    from ..store.view import SqlStateView
+    from continuation.store.view import SqlStateView
 
     for t in threads:  # an exact id is one indexed read per thread
         exact = SqlStateView(t.store.conn, t.key).get_call(call_selector)

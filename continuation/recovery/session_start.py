@@ -1,4 +1,4 @@
-"""Recovery at a SessionStart (startup or resume): called by :mod:`continuation.boundary`.
+"""Recovery at a SessionStart (startup or resume): called by :mod:`continuation.boundary.crossing`.
 
 - The thread being resumed had open work and every previous owner is dead: record
   ``crash_detected`` now (so its inputs are interrupted / reconciling and the resume carries
@@ -11,9 +11,10 @@ The text is capped at ``notices.PREFIX_LIMIT`` characters.
 """
 from __future__ import annotations
 
-from . import interrupted, liveness
-from .notices import clip_prefix, reconciliation_digest, recovery_text
-from .reconcile import pending
+from continuation.recovery import interrupted
+from continuation.host import liveness
+from continuation.recovery.notices import clip_prefix, reconciliation_digest, recovery_text
+from continuation.recovery.reconcile import pending
 
 
 def at_session_start(thread, *, marker: dict | None = None) -> str:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .patchtext import PatchFormatError, find_patch, parse
+from continuation.toolcalls.patchtext import PatchFormatError, find_patch, parse
 
 APPLIED, NOT_APPLIED, DIVERGED, UNKNOWN = "applied", "not_applied", "diverged", "unknown"
 MAX_READ = 32 * 1024 * 1024
@@ -56,7 +56,7 @@ def _resolve(path: str, base: Path | None) -> Path:
 def _read(path: Path) -> str | None:
     """The file's text, or None when it does not exist. Raises OSError when unreadable, larger
     than :data:`MAX_READ`, or not a regular file (a FIFO or ``/dev/zero`` never ends)."""
-    from ..userfiles import read_bounded
+    from continuation.host.userfiles import read_bounded
 
     try:
         data = read_bounded(path, MAX_READ)

@@ -1,7 +1,7 @@
 """Errors a rewind, fork or delete reports to the user as one line."""
 from __future__ import annotations
 
-from ..store import StoreError
+from continuation.store import StoreError
 
 
 class RewindError(StoreError):

@@ -17,11 +17,11 @@ from dataclasses import dataclass
 from capsule.notice import Notice
 from statemachine import events as ev
 
-from .. import checkpoints as cps
-from ..engine import Engine, Thread
-from .errors import RewindError
-from .operation import aligned_position, plan_files
-from .operation import restore_files_with_tree
+from continuation.boundary import checkpoints as cps
+from continuation.session.engine import Engine, Thread
+from continuation.rewind.errors import RewindError
+from continuation.rewind.operation import aligned_position, plan_files
+from continuation.rewind.operation import restore_files_with_tree
 
 SOURCE = "cli:fork"
 TITLE_FORK = "fork: where this thread starts"
@@ -45,7 +45,7 @@ class ForkResult:
 
 def fork_thread(engine: Engine, selector: str, *, name: str | None = None,
                 session_id: str | None = None, restore_files: bool = False) -> ForkResult:
-    from ..boundary import commit_checkpoint
+    from continuation.boundary.crossing import commit_checkpoint
 
     cp = cps.find_checkpoint(engine, selector)
     parent = Thread(engine, cp.thread_key)

@@ -18,9 +18,9 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass, field
 
-from .. import checkpoints as cps
-from ..atomic import atomic_write
-from ..engine import Thread
+from continuation.boundary import checkpoints as cps
+from continuation.host.atomic import atomic_write
+from continuation.session.engine import Thread
 
 
 @dataclass
@@ -42,11 +42,11 @@ class Handoff:
 
 
 def handoff(thread: Thread, *, session_id: str | None = None) -> Handoff:
-    from ..boundary import assembled_text
+    from continuation.boundary.crossing import assembled_text
 
     loaded = cps.load(thread)
     if loaded is None:
-        from .errors import RewindError
+        from continuation.rewind.errors import RewindError
 
         raise RewindError(f"thread {thread.key} has no checkpoint to hand off")
     text = assembled_text(thread, loaded)

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from .. import checkpoints as cps
-from ..engine import Thread
+from continuation.boundary import checkpoints as cps
+from continuation.session.engine import Thread
 
 FILES_SAMPLE = 20
 
@@ -29,7 +29,7 @@ def _objective(cp: cps.Checkpoint) -> str:
 
 def _tree_changes(home, old: dict, new: dict) -> list[str] | None:
     """Paths differing between two snapshot trees, or None when they cannot be compared."""
-    from ..workspace import WorkspaceError, WorkspaceRef
+    from continuation.workspace import WorkspaceError, WorkspaceRef
 
     try:
         a, b = WorkspaceRef.from_dict(old), WorkspaceRef.from_dict(new)
@@ -37,8 +37,8 @@ def _tree_changes(home, old: dict, new: dict) -> list[str] | None:
             return None
         if a.root != b.root or a.kind != b.kind:
             return None
-        from ..workspace.compare import open_snapshot_target
-        from ..workspace.workspace_target import resolve_workspace
+        from continuation.workspace.compare import open_snapshot_target
+        from continuation.workspace.workspace_target import resolve_workspace
 
         target = open_snapshot_target(resolve_workspace(b.root, home), b)
         code, out, _ = target.run(["diff-tree", "-r", "-z", "--name-only", "--no-renames",

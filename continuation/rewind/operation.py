@@ -24,12 +24,12 @@ from dataclasses import dataclass, field
 
 from statemachine import events as ev
 
-from .. import checkpoints as cps
-from ..engine import Engine, Thread
-from ..phase_marks import mark, mark_modules
-from ..store.view import SqlStateView
-from .errors import RewindError
-from .timeline import WORKSPACE_RESTORED
+from continuation.boundary import checkpoints as cps
+from continuation.session.engine import Engine, Thread
+from continuation.host.phase_marks import mark, mark_modules
+from continuation.store.view import SqlStateView
+from continuation.rewind.errors import RewindError
+from continuation.session.branch import WORKSPACE_RESTORED
 
 MODES = ("conversation", "files", "both")
 SOURCE = "cli:rewind"
@@ -62,7 +62,7 @@ def aligned_position(thread: Thread, cp: cps.Checkpoint) -> int:
 
 def workspace_ref(cp: cps.Checkpoint):
     """The checkpoint's workspace snapshot reference, or a clear error why there is none."""
-    from ..workspace import CorruptReference, WorkspaceRef
+    from continuation.workspace import CorruptReference, WorkspaceRef
 
     ws = cp.workspace
     if not ws:
@@ -91,7 +91,7 @@ def _on_this_machine(ws: dict) -> dict:
     the other host's state home and cannot move."""
     from pathlib import Path
 
-    from ..workspace.gitrun import find_git_entry
+    from continuation.workspace.gitrun import find_git_entry
 
     root = ws.get("root")
     if not isinstance(root, str) or not root or Path(root).is_dir():
@@ -118,7 +118,7 @@ class RewindPlan:
     calls: list[dict] = field(default_factory=list)  # tool calls that leave the view
     notices: list = field(default_factory=list)  # the recovery summary the context will carry
     files: object | None = None  # workspace.RestorePlan
-    # a capsule worker started for the apply (continuation.capsule_worker); not part of the plan
+    # a capsule worker started for the apply (continuation.boundary.capsule_worker); not part of the plan
     builder: object | None = field(default=None, repr=False, compare=False)
     # the discarded branch's digest (rewind.summary), stored with the rollback when the log has
     # not moved since the plan; not part of the plan
@@ -212,7 +212,7 @@ def _start_builder(thread: Thread):
     """A capsule worker for the rewind's new checkpoint, started before the work tree is
     scanned (it imports the capsule stack on another core meanwhile); None where
     ``capsule_worker.should_use`` says no."""
-    from .. import capsule_worker
+    from continuation.boundary import capsule_worker
 
     worker = capsule_worker.CapsuleWorker.start(thread.engine.home)
     if worker is not None:  # it waits for the restore: it can find the temporary folder itself
@@ -227,7 +227,7 @@ def warm_up_in_background(*, models: bool = True) -> None:
     """Import what the rewind's checkpoint will need in a daemon thread, once per process: the
     recovery summary and the modules its capsule's source is gathered with (claim checks, with
     their claim patterns compiled, reconciliation notices), and, with ``models`` (no capsule
-    worker builds the checkpoint, ``continuation.capsule_worker``), pydantic and the capsule
+    worker builds the checkpoint, ``continuation.boundary.capsule_worker``), pydantic and the capsule
     models with their schemas.
     Started when a rewind's main thread has imported what its files plan needs and next waits
     on git scanning the work tree (the restore preview, then the safety snapshot), so those
@@ -248,9 +248,9 @@ def _warm_up(models: bool) -> None:
     try:
         from capsule import claim_check
 
-        from .. import boundary, capsule_source  # noqa: F401 - imported for the main thread
-        from ..recovery import notices  # noqa: F401
-        from . import summary  # noqa: F401
+        from continuation.boundary import crossing as boundary, capsule_source  # noqa: F401 - imported for the main thread
+        from continuation.recovery import notices  # noqa: F401
+        from continuation.session import rewind_notes as summary  # noqa: F401
 
         claim_check.compile_claim_patterns()  # the gathering after the restore checks claims
 
@@ -267,7 +267,7 @@ def _summary():
     summary, and the capsule models where no worker builds the checkpoint)."""
     if _warming is not None:
         _warming.join()
-    from . import summary
+    from continuation.session import rewind_notes as summary
 
     return summary
 
@@ -279,8 +279,8 @@ def plan_files(engine: Engine, thread: Thread, cp: cps.Checkpoint, *, warm_up: b
     (``models``: the capsule models too, see :func:`warm_up_in_background`): started as that
     scan starts, not before, so the plan's own imports and reads before it do not share the
     interpreter with the warm-up (measured: the scan started ~7 ms later)."""
-    from ..workspace import WorkspaceError, plan_restore
-    from ..workspace_link import session_created_paths
+    from continuation.workspace import WorkspaceError, plan_restore
+    from continuation.session.workspace_link import session_created_paths
 
     ref = workspace_ref(cp)
     try:
@@ -356,7 +356,7 @@ class RewindResult:
 
 
 def apply_rewind(engine: Engine, plan: RewindPlan) -> RewindResult:
-    from ..boundary import commit_checkpoint
+    from continuation.boundary.crossing import commit_checkpoint
 
     thread = Thread(engine, plan.thread_key)
     if plan.builder is None:
@@ -397,7 +397,7 @@ def restore_files(engine: Engine, files_plan) -> dict:
 def restore_files_with_tree(engine: Engine, files_plan) -> tuple[dict, object]:
     """:func:`restore_files`, plus the tree the restore left (``RestoreResult.tree_after``):
     the checkpoint committed next snapshots it without scanning the work tree again."""
-    from ..workspace import WorkspaceError, apply_restore
+    from continuation.workspace import WorkspaceError, apply_restore
 
     try:
         result = apply_restore(files_plan, state_home=engine.home, derive_tree=True)
@@ -446,7 +446,7 @@ def _restored_files(event: dict) -> dict | None:
 def plan_undo_restore(engine: Engine, thread: Thread, *, reason: str = "") -> UndoPlan:
     """Preview restoring the safety snapshot the thread's newest files restore took first;
     files that restore re-created (absent before it) are deleted again."""
-    from ..workspace import CorruptReference, WorkspaceError, WorkspaceRef, plan_restore
+    from continuation.workspace import CorruptReference, WorkspaceError, WorkspaceRef, plan_restore
 
     events = thread.store.events_of_types(thread.key, (ev.ROLLED_BACK, WORKSPACE_RESTORED))
     found = next(((e, f) for e in reversed(events) if (f := _restored_files(e))), None)
@@ -463,7 +463,7 @@ def plan_undo_restore(engine: Engine, thread: Thread, *, reason: str = "") -> Un
 
 
 def apply_undo_restore(engine: Engine, plan: UndoPlan) -> RewindResult:
-    from ..boundary import commit_checkpoint
+    from continuation.boundary.crossing import commit_checkpoint
 
     thread = Thread(engine, plan.thread_key)
     files, tree_after = restore_files_with_tree(engine, plan.files)

@@ -18,8 +18,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..engine import Engine
-from .errors import RewindError
+from continuation.session.engine import Engine
+from continuation.rewind.errors import RewindError
 
 #: sessions with a heartbeat this recent and no end are treated as live
 LIVE_HEARTBEAT_S = 600
@@ -70,7 +70,7 @@ class DeleteReport:
 
 
 def delete_thread(engine: Engine, selector: str, *, force: bool = False) -> DeleteReport:
-    from ..workspace import WorkspaceError, delete_thread_refs
+    from continuation.workspace import WorkspaceError, delete_thread_refs
 
     row = engine.store.thread(selector)
     key = row["thread_key"]
@@ -113,8 +113,12 @@ class GcReport:
 
 def collect_garbage(engine: Engine, *, roots=(), keep: int | None = 20,
                     dry_run: bool = False) -> GcReport:
-    from ..workspace import (
-        WorkspaceError, delete_thread_refs, gc_shadow, list_snapshot_refs, prune_thread_refs,
+    from continuation.workspace import (
+        WorkspaceError,
+        delete_thread_refs,
+        gc_shadow,
+        list_snapshot_refs,
+        prune_thread_refs,
     )
 
     if keep is not None and keep < 1:

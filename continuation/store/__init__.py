@@ -1,8 +1,8 @@
 """The durable thread store. :class:`Store` (``interface``) is what the engine, hooks,
 importers and commands use; ``open_store`` picks the backend from ``CONTINUATION_STORE``:
 SQLite under the state home (the embedded default) or a PostgreSQL server (``postgres``)."""
-from .factory import STORE_FILE, backend_name, open_store, store_file, store_url
-from .sqlite import (
+from continuation.store.factory import STORE_FILE, backend_name, open_store, store_file, store_url
+from continuation.store.sqlite import (
     Appended,
     CheckpointError,
     GenerationTaken,
@@ -24,7 +24,7 @@ __all__ = [
 def __getattr__(name):
     # the Protocol needs `typing`, which the hook hot path does not otherwise import
     if name == "Store":
-        from .interface import Store
+        from continuation.store.interface import Store
 
         return Store
     raise AttributeError(name)

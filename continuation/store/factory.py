@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 
-from .sqlite import SqliteStore, StoreError
+from continuation.store.sqlite import SqliteStore, StoreError
 
 STORE_FILE = "store.sqlite3"
 ENV = "CONTINUATION_STORE"
@@ -38,7 +38,7 @@ def backend_name(url: str | None = None, home: str | None = None) -> str:
         return "sqlite"
     if url.startswith(("postgresql://", "postgres://")):
         return "postgresql"
-    from .postgres_url import redact
+    from continuation.store.postgres_url import redact
 
     raise StoreError(f"store {redact(url)!r} ({ENV} or {URL_FILE}) is not a store: use `sqlite`"
                      " or a postgresql:// URL")
@@ -55,11 +55,11 @@ def open_store(home: str, *, create: bool = True, url: str | None = None):
     if backend_name(url) == "sqlite":
         return SqliteStore(os.path.join(home, STORE_FILE), create=create)
     try:
-        from .postgres import PostgresStore, ServerUnreachable, redact  # psycopg: only when chosen
+        from continuation.store.postgres import PostgresStore, ServerUnreachable, redact  # psycopg: only when chosen
     except ImportError as exc:
         raise StoreError(f"{ENV} names a PostgreSQL server but its driver is missing ({exc}):"
                          " pip install 'continuation-engine[postgres]'") from None
-    from .spool import SPOOL_FILE
+    from continuation.store.spool import SPOOL_FILE
 
     spooled = os.path.exists(os.path.join(home, SPOOL_FILE))
     try:
@@ -67,11 +67,11 @@ def open_store(home: str, *, create: bool = True, url: str | None = None):
     except ServerUnreachable as exc:
         if not create and not spooled:
             raise
-        from .spool import SpoolStore  # no fact is lost: it waits here for the server
+        from continuation.store.spool import SpoolStore  # no fact is lost: it waits here for the server
 
         return SpoolStore(home, redact(url), str(exc))
     if spooled:
-        from .spool import drain
+        from continuation.store.spool import drain
 
         drain(home, store)
     return store

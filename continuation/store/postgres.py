@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import psycopg
 
-from .dialect import schema_to_postgres, to_postgres
-from .postgres_url import redact
-from .schema import MIGRATIONS, SCHEMA_VERSION
-from .sqlite import SqliteStore, StoreError, StoreVersionError
+from continuation.store.dialect import schema_to_postgres, to_postgres
+from continuation.store.postgres_url import redact
+from continuation.store.schema import MIGRATIONS, SCHEMA_VERSION
+from continuation.store.sqlite import SqliteStore, StoreError, StoreVersionError
 
 CONNECT_TIMEOUT_S = 5
 _MIGRATION_LOCK = 7_246_001  # pg_advisory_xact_lock key: one migrator at a time

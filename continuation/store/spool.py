@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 
-from .sqlite import IllegalFact, SqliteStore
+from continuation.store.sqlite import IllegalFact, SqliteStore
 
 SPOOL_FILE = "spool.sqlite3"
 

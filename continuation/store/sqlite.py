@@ -13,13 +13,13 @@ import time
 
 from statemachine import events as ev
 
-from .. import faults, jsontext
+from continuation.host import faults, jsontext
 from statemachine.lifecycle import IllegalTransition
 from statemachine.reducer import ThreadState, apply, fold
 from statemachine.records import InputRecord, ToolCallRecord, TurnRecord
 
-from .schema import MIGRATIONS, SCHEMA_VERSION
-from .view import SqlStateView, row_json
+from continuation.store.schema import MIGRATIONS, SCHEMA_VERSION
+from continuation.store.view import SqlStateView, row_json
 
 BUSY_TIMEOUT_S = 60.0
 #: how large the write-ahead log may grow in a store that processes leave open (a hook ends
@@ -130,13 +130,13 @@ class SqliteStore:
         if size == 0 and create:
             # A store is born whole (see _create), so an empty one was truncated: its events
             # are gone. SQLite would silently start afresh; say so, and remember it.
-            from .. import lost_writes
+            from continuation.host import lost_writes
 
             lost_writes.note_store_reset(os.path.dirname(self._path) or ".", self._path,
                                          "found truncated to 0 bytes")
         home = os.path.dirname(self._path) or "."
         if not os.path.exists(os.path.join(home, "lost-writes.json")):
-            from .. import lost_writes  # allocated while there is room: see lost_writes
+            from continuation.host import lost_writes  # allocated while there is room: see lost_writes
 
             lost_writes.ensure(home)
         try:
@@ -164,7 +164,7 @@ class SqliteStore:
         """Build the empty store beside its place, then link it in: a store file is never seen
         half-made (0 bytes), so an empty one later means it was truncated. Two processes
         creating it at once: the first link wins, the other's copy is dropped."""
-        from ..paths import ensure_private_dir
+        from continuation.host.paths import ensure_private_dir
 
         folder = os.path.dirname(self._path) or "."
         ensure_private_dir(folder)

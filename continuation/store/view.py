@@ -9,7 +9,7 @@ import sqlite3
 
 from statemachine.records import InputRecord, ToolCallRecord, TurnRecord
 
-from .. import jsontext
+from continuation.host import jsontext
 
 
 def row_json(row: dict) -> str:

@@ -110,21 +110,45 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
-    from .drift import drift
-    from .errors import CorruptReference, GitFailure, InvalidPolicy, InvalidThreadKey, RestoreUnavailable, WorkspaceBusy, WorkspaceError
-    from .layout import snapshot_ref_name, validate_thread_key
-    from .model import (
-        DirtyPath, DirtySummary, DriftReport, ModeChange, OversizedFile, RestorePlan, RestoreResult,
-        SkippedPath, Submodule, WorkspaceRef,
+    from continuation.workspace.drift import drift
+    from continuation.workspace.errors import (
+        CorruptReference,
+        GitFailure,
+        InvalidPolicy,
+        InvalidThreadKey,
+        RestoreUnavailable,
+        WorkspaceBusy,
+        WorkspaceError,
     )
-    from .policy import WorkspacePolicy
-    from .restore import apply_restore, plan_restore, plan_undo
-    from .retention import (
-        GcReport, SnapshotRefInfo, delete_thread_refs, gc_shadow, gc_workspaces, list_snapshot_refs,
-        list_workspaces, prune_thread_refs, release_snapshot, repoint_snapshot_ref,
+    from continuation.workspace.layout import snapshot_ref_name, validate_thread_key
+    from continuation.workspace.model import (
+        DirtyPath,
+        DirtySummary,
+        DriftReport,
+        ModeChange,
+        OversizedFile,
+        RestorePlan,
+        RestoreResult,
+        SkippedPath,
+        Submodule,
+        WorkspaceRef,
     )
-    from .snapshot import take_snapshot
-    from .lookup import latest_snapshot, load_snapshot
+    from continuation.workspace.policy import WorkspacePolicy
+    from continuation.workspace.restore import apply_restore, plan_restore, plan_undo
+    from continuation.workspace.retention import (
+        GcReport,
+        SnapshotRefInfo,
+        delete_thread_refs,
+        gc_shadow,
+        gc_workspaces,
+        list_snapshot_refs,
+        list_workspaces,
+        prune_thread_refs,
+        release_snapshot,
+        repoint_snapshot_ref,
+    )
+    from continuation.workspace.snapshot import take_snapshot
+    from continuation.workspace.lookup import latest_snapshot, load_snapshot
 
 __all__ = [
     "CorruptReference",

@@ -20,9 +20,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .gitrun import GitTarget
-from .model import Submodule
-from .treebuild import BuiltTree
+from continuation.workspace.gitrun import GitTarget
+from continuation.workspace.model import Submodule
+from continuation.workspace.treebuild import BuiltTree
 
 ZERO_ID = "0" * 40
 

@@ -12,13 +12,13 @@ import shutil
 from pathlib import Path
 from posixpath import normpath
 
-from . import index_cache
-from .errors import RestoreUnavailable
-from .gitrun import GitTarget
-from .model import WorkspaceRef
-from .porcelain import Status, StatusEntry
-from .treebuild import read_status
-from .workspace_target import Workspace, content_target, effective_matcher
+from continuation.workspace import index_cache
+from continuation.workspace.errors import RestoreUnavailable
+from continuation.workspace.gitrun import GitTarget
+from continuation.workspace.model import WorkspaceRef
+from continuation.workspace.porcelain import Status, StatusEntry
+from continuation.workspace.treebuild import read_status
+from continuation.workspace.workspace_target import Workspace, content_target, effective_matcher
 
 GITLINK = "160000"
 
@@ -42,7 +42,7 @@ def snapshot_tree(target: GitTarget, ref: WorkspaceRef) -> str:
     args = ["rev-parse", "--verify", "--quiet", f"{ref.snapshot_commit}^{{tree}}"]
     code, out, _ = target.run(args, check=False)
     if code != 0:  # taken on another machine? (CONTINUATION_SNAPSHOT_REMOTE)
-        from .remote import fetch_thread_snapshots
+        from continuation.workspace.remote import fetch_thread_snapshots
 
         if fetch_thread_snapshots(target, ref.thread_key):
             code, out, _ = target.run(args, check=False)

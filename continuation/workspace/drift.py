@@ -5,10 +5,16 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from .compare import SkipRules, open_snapshot_target, relative_paths, snapshot_tree, status_against_snapshot
-from .lock import DEFAULT_LOCK_TIMEOUT, workspace_lock
-from .model import DriftReport, WorkspaceRef
-from .workspace_target import resolve_workspace
+from continuation.workspace.compare import (
+    SkipRules,
+    open_snapshot_target,
+    relative_paths,
+    snapshot_tree,
+    status_against_snapshot,
+)
+from continuation.workspace.lock import DEFAULT_LOCK_TIMEOUT, workspace_lock
+from continuation.workspace.model import DriftReport, WorkspaceRef
+from continuation.workspace.workspace_target import resolve_workspace
 
 
 def drift(
@@ -31,7 +37,7 @@ def drift(
         return report
     with workspace_lock(ws.layout, lock_timeout):
         if ref.kind == "metadata":
-            from .manifest import metadata_drift
+            from continuation.workspace.manifest import metadata_drift
 
             metadata_drift(ws, ref, report)
         else:

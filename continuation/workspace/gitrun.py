@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from ..paths import ensure_private_dir
-from .errors import GitFailure, WorkspaceError
-from .layout import StateLayout
+from continuation.host.paths import ensure_private_dir
+from continuation.workspace.errors import GitFailure, WorkspaceError
+from continuation.workspace.layout import StateLayout
 
 #: the git executable (``GIT_PYTHON_GIT_EXECUTABLE`` is honoured, as GitPython did)
 GIT = os.environ.get("GIT_PYTHON_GIT_EXECUTABLE") or "git"

@@ -17,8 +17,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .layout import StateLayout
-from .workspace_target import read_json, write_json_atomic
+from continuation.workspace.layout import StateLayout
+from continuation.workspace.workspace_target import read_json, write_json_atomic
 
 
 def remember(layout: StateLayout, thread_key: str, index: Path, tree: str, **extra) -> None:

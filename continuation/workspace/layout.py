@@ -18,8 +18,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..paths import ensure_private_dir
-from .errors import InvalidThreadKey, WorkspaceError
+from continuation.host.paths import ensure_private_dir
+from continuation.workspace.errors import InvalidThreadKey, WorkspaceError
 
 REF_NAMESPACE = "refs/continuation"
 _THREAD_KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z")

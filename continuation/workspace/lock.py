@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from .errors import WorkspaceBusy
-from .layout import StateLayout
+from continuation.workspace.errors import WorkspaceBusy
+from continuation.workspace.layout import StateLayout
 
 DEFAULT_LOCK_TIMEOUT = 120.0
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .errors import RestoreUnavailable
-from .layout import REF_NAMESPACE
-from .model import WorkspaceRef
-from .workspace_target import content_target, resolve_workspace
+from continuation.workspace.errors import RestoreUnavailable
+from continuation.workspace.layout import REF_NAMESPACE
+from continuation.workspace.model import WorkspaceRef
+from continuation.workspace.workspace_target import content_target, resolve_workspace
 
 SUBJECT = "continuation snapshot "
 
@@ -38,7 +38,7 @@ def load_snapshot(root: Path | str, checkpoint: str, *, state_home: Path | str) 
     args = ["rev-parse", "--verify", "--quiet", "--end-of-options", f"{name}^{{commit}}"]
     code, out, _ = target.run(args, check=False)
     if code != 0 and name.startswith(REF_NAMESPACE + "/"):  # taken on another machine?
-        from .remote import fetch_thread_snapshots
+        from continuation.workspace.remote import fetch_thread_snapshots
 
         if fetch_thread_snapshots(target, name[len(REF_NAMESPACE) + 1:].split("/", 1)[0]):
             code, out, _ = target.run(args, check=False)
@@ -71,7 +71,7 @@ def load_snapshot(root: Path | str, checkpoint: str, *, state_home: Path | str) 
 
 def latest_snapshot(root: Path | str, thread_key: str, *, state_home: Path | str) -> WorkspaceRef | None:
     """The thread's highest-generation snapshot (for ``continuation drift`` without a capsule)."""
-    from .retention import list_snapshot_refs
+    from continuation.workspace.retention import list_snapshot_refs
 
     generations = [r for r in list_snapshot_refs(root, state_home=state_home, thread_key=thread_key) if r.generation is not None]
     if not generations:

@@ -14,14 +14,27 @@ import os
 import stat
 from pathlib import Path
 
-from ..userfiles import hash_prefix
-from .errors import WorkspaceError
-from .owner import abandoned, current_owner
-from .model import DIRTY_SAMPLE, DirtySummary, DriftReport, OversizedFile, WorkspaceRef
-from .policy import WorkspacePolicy
-from .porcelain import Status, StatusEntry
-from .treebuild import read_status, seed_index
-from .workspace_target import Workspace, effective_matcher, in_progress_operation, read_json, utc_now, write_json_atomic
+from continuation.host.userfiles import hash_prefix
+from continuation.workspace.errors import WorkspaceError
+from continuation.workspace.owner import abandoned, current_owner
+from continuation.workspace.model import (
+    DIRTY_SAMPLE,
+    DirtySummary,
+    DriftReport,
+    OversizedFile,
+    WorkspaceRef,
+)
+from continuation.workspace.policy import WorkspacePolicy
+from continuation.workspace.porcelain import Status, StatusEntry
+from continuation.workspace.treebuild import read_status, seed_index
+from continuation.workspace.workspace_target import (
+    Workspace,
+    effective_matcher,
+    in_progress_operation,
+    read_json,
+    utc_now,
+    write_json_atomic,
+)
 
 MANIFEST_VERSION = 1
 Entry = dict[str, object]

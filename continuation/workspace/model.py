@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
-from .errors import CorruptReference
+from continuation.workspace.errors import CorruptReference
 
 SCHEMA_VERSION = 1
 DIRTY_SAMPLE = 20  # paths kept in a dirty summary / exclusion list; counts stay exact

@@ -15,7 +15,7 @@ OWNER_TRAILER = "Continuation-Owner"
 
 
 def current_owner() -> str:
-    from ..recovery.liveness import hostname, proc_start
+    from continuation.host.liveness import hostname, proc_start
 
     pid = os.getpid()
     return f"{hostname()} {pid} {proc_start(pid) or '-'}"
@@ -24,7 +24,7 @@ def current_owner() -> str:
 def abandoned(owner: str | None) -> bool:
     """True only when ``owner`` names a process of this host that is gone (or whose pid now
     names another process)."""
-    from ..recovery.liveness import DEAD, owner_status
+    from continuation.host.liveness import DEAD, owner_status
 
     if not owner:
         return False

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from .errors import InvalidPolicy
+from continuation.workspace.errors import InvalidPolicy
 
 PolicyMode = Literal["snapshot", "metadata", "none"]
 _MODES = ("snapshot", "metadata", "none")

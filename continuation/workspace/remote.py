@@ -13,8 +13,8 @@ from __future__ import annotations
 import os
 import sys
 
-from .errors import InvalidThreadKey
-from .layout import thread_ref_prefix
+from continuation.workspace.errors import InvalidThreadKey
+from continuation.workspace.layout import thread_ref_prefix
 
 ENV = "CONTINUATION_SNAPSHOT_REMOTE"
 

@@ -5,7 +5,7 @@ it is absent from the checkpoint's tree, is not hidden by the user's ignore rule
 lists ignored files here), was not recorded at the checkpoint as oversized, excluded or inside a
 nested repository, is not in HEAD's tree (the user committed it), AND the engine names it in
 ``session_created`` (from its tool-call records: files a successful Write, creating Edit or
-apply_patch ``Add File`` of the agent created; see ``continuation.tool_files``). A later snapshot of the thread is no evidence: it records the user's own new
+apply_patch ``Add File`` of the agent created; see ``continuation.toolcalls.files``). A later snapshot of the thread is no evidence: it records the user's own new
 files too. Any other new file (one a shell command of the agent may have made included) is
 listed as ``kept`` and left alone: a restore never deletes a file the agent is not known to have
 created. Untracked files that existed at the
@@ -27,23 +27,35 @@ import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from . import index_cache
-from .after_restore import TreeAfterRestore, derive_tree_after
-from .compare import (
+from continuation.workspace import index_cache
+from continuation.workspace.after_restore import TreeAfterRestore, derive_tree_after
+from continuation.workspace.compare import (
     SkipRules,
     open_snapshot_target,
     relative_paths,
     snapshot_tree,
     status_against_snapshot,
 )
-from .gitrun import GitTarget
-from .layout import safety_ref_name
-from .lock import DEFAULT_LOCK_TIMEOUT, workspace_lock
-from .model import ModeChange, RestorePlan, RestoreResult, SkippedPath, WorkspaceRef
-from .policy import WorkspacePolicy
-from .safety_first import FRESH_FOR_S, TakenSafety, changed_since, status_from_safety, tree_changes
-from .snapshot import snapshot_built
-from .workspace_target import in_progress_operation, resolve_workspace
+from continuation.workspace.gitrun import GitTarget
+from continuation.workspace.layout import safety_ref_name
+from continuation.workspace.lock import DEFAULT_LOCK_TIMEOUT, workspace_lock
+from continuation.workspace.model import (
+    ModeChange,
+    RestorePlan,
+    RestoreResult,
+    SkippedPath,
+    WorkspaceRef,
+)
+from continuation.workspace.policy import WorkspacePolicy
+from continuation.workspace.safety_first import (
+    FRESH_FOR_S,
+    TakenSafety,
+    changed_since,
+    status_from_safety,
+    tree_changes,
+)
+from continuation.workspace.snapshot import snapshot_built
+from continuation.workspace.workspace_target import in_progress_operation, resolve_workspace
 
 
 def plan_restore(
@@ -127,7 +139,7 @@ def _restore_policy(ref: WorkspaceRef) -> WorkspacePolicy:
 def _take_safety(ws, target: GitTarget, ref: WorkspaceRef, tree: str,
                  while_scanning: Callable[[], None] | None) -> TakenSafety:
     """The safety snapshot, taken for a plan applied at once (the caller holds the lock)."""
-    from .treebuild import scan_starting
+    from continuation.workspace.treebuild import scan_starting
 
     thread_key = ref.thread_key or "restore"
     token = scan_starting.set(while_scanning)

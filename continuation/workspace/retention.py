@@ -7,10 +7,21 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .gitrun import GitTarget
-from .layout import HOME_TRAILER, REF_NAMESPACE, home_id_for, thread_ref_prefix, validate_thread_key
-from .lock import DEFAULT_LOCK_TIMEOUT, workspace_lock
-from .workspace_target import Workspace, content_target, read_json, resolve_workspace
+from continuation.workspace.gitrun import GitTarget
+from continuation.workspace.layout import (
+    HOME_TRAILER,
+    REF_NAMESPACE,
+    home_id_for,
+    thread_ref_prefix,
+    validate_thread_key,
+)
+from continuation.workspace.lock import DEFAULT_LOCK_TIMEOUT, workspace_lock
+from continuation.workspace.workspace_target import (
+    Workspace,
+    content_target,
+    read_json,
+    resolve_workspace,
+)
 
 
 @dataclass
@@ -102,7 +113,7 @@ def release_snapshot(ref, *, state_home: Path | str) -> bool:
     """Give back a claimed generation no checkpoint will record (its checkpoint lost the race
     for the generation in the store): delete the ref only while it still names this snapshot's
     commit (git compares and deletes atomically), or the manifest. True when something went."""
-    from .model import WorkspaceRef
+    from continuation.workspace.model import WorkspaceRef
 
     if not isinstance(ref, WorkspaceRef):
         ref = WorkspaceRef.from_dict(ref)

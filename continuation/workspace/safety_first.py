@@ -26,9 +26,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from .gitrun import GitTarget
-from .porcelain import Status, StatusEntry
-from .treebuild import BuiltTree, raw_diff_records
+from continuation.workspace.gitrun import GitTarget
+from continuation.workspace.porcelain import Status, StatusEntry
+from continuation.workspace.treebuild import BuiltTree, raw_diff_records
 
 GITLINK = "160000"
 #: a safety snapshot older than this when the apply starts is taken again (a caller that held

@@ -9,17 +9,29 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..phase_marks import mark
-from . import index_cache
-from .errors import GitFailure, WorkspaceError
-from .gitrun import GitTarget
-from .layout import HOME_TRAILER, snapshot_ref_name, validate_generation, validate_thread_key
-from .lock import DEFAULT_LOCK_TIMEOUT, workspace_lock
-from .model import DIRTY_SAMPLE, Submodule, WorkspaceRef
-from .owner import OWNER_TRAILER, abandoned, current_owner, owner_of_commit
-from .policy import WorkspacePolicy
-from .treebuild import BuiltTree, _parse_raw_diff, _stage, build_tree, seed_index, tree_dirty_summary
-from .workspace_target import (
+from continuation.host.phase_marks import mark
+from continuation.workspace import index_cache
+from continuation.workspace.errors import GitFailure, WorkspaceError
+from continuation.workspace.gitrun import GitTarget
+from continuation.workspace.layout import (
+    HOME_TRAILER,
+    snapshot_ref_name,
+    validate_generation,
+    validate_thread_key,
+)
+from continuation.workspace.lock import DEFAULT_LOCK_TIMEOUT, workspace_lock
+from continuation.workspace.model import DIRTY_SAMPLE, Submodule, WorkspaceRef
+from continuation.workspace.owner import OWNER_TRAILER, abandoned, current_owner, owner_of_commit
+from continuation.workspace.policy import WorkspacePolicy
+from continuation.workspace.treebuild import (
+    BuiltTree,
+    _parse_raw_diff,
+    _stage,
+    build_tree,
+    seed_index,
+    tree_dirty_summary,
+)
+from continuation.workspace.workspace_target import (
     Workspace,
     effective_matcher,
     content_target,
@@ -30,7 +42,7 @@ from .workspace_target import (
 )
 
 if TYPE_CHECKING:
-    from .after_restore import TreeAfterRestore
+    from continuation.workspace.after_restore import TreeAfterRestore
 
 
 def take_snapshot(
@@ -69,7 +81,7 @@ def take_snapshot(
         return _describe(ws, "none", thread_key, generation, policy)
     with workspace_lock(ws.layout, lock_timeout):
         if policy.mode == "metadata":
-            from .manifest import metadata_checkpoint
+            from continuation.workspace.manifest import metadata_checkpoint
 
             return metadata_checkpoint(ws, thread_key, generation, policy, claim=claim, reclaim=reclaim)
         prebuilt = tree_after_restore if tree_after_restore is not None and tree_after_restore.fits(ws, policy) else None
@@ -190,7 +202,7 @@ def snapshot_built(
     mark("snapshot: committed")
     ref.snapshot_commit = commit
     if target.kind == "git" and os.environ.get("CONTINUATION_SNAPSHOT_REMOTE"):
-        from .remote import push_snapshot  # opt-in: see remote
+        from continuation.workspace.remote import push_snapshot  # opt-in: see remote
 
         push_snapshot(target, thread_key, ref_name)
     changes = _parse_raw_diff(diff_raw) if base != "none" else {}

@@ -20,14 +20,14 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..paths import ensure_private_dir
-from ..phase_marks import mark
-from .gitrun import GitTarget
-from .headref import read_head
-from .workspace_target import in_progress_operation
-from .model import DirtySummary, OversizedFile
-from .policy import ExcludeMatcher
-from .porcelain import STATUS_ARGS, Status, parse_status
+from continuation.host.paths import ensure_private_dir
+from continuation.host.phase_marks import mark
+from continuation.workspace.gitrun import GitTarget
+from continuation.workspace.headref import read_head
+from continuation.workspace.workspace_target import in_progress_operation
+from continuation.workspace.model import DirtySummary, OversizedFile
+from continuation.workspace.policy import ExcludeMatcher
+from continuation.workspace.porcelain import STATUS_ARGS, Status, parse_status
 
 # Test seam: called with a stage name between steps (tests kill a snapshot there).
 _stage_hook = None
@@ -41,7 +41,7 @@ scan_starting: ContextVar[Callable[[], None] | None] = ContextVar("scan_starting
 
 def _stage(name: str) -> None:
     if name == "update-index":  # fault injection: kill a checkpoint in the middle of a snapshot
-        from .. import faults
+        from continuation.host import faults
 
         faults.point("snapshot.mid")
     if _stage_hook is not None:

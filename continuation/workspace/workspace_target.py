@@ -11,12 +11,17 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..paths import ensure_private_dir, open_private
-from .gitrun import GitTarget, find_git_entry, open_git_target, open_shadow_target
-from .layout import StateLayout, canonical_root
+from continuation.host.paths import ensure_private_dir, open_private
+from continuation.workspace.gitrun import (
+    GitTarget,
+    find_git_entry,
+    open_git_target,
+    open_shadow_target,
+)
+from continuation.workspace.layout import StateLayout, canonical_root
 
 if TYPE_CHECKING:
-    from .policy import ExcludeMatcher
+    from continuation.workspace.policy import ExcludeMatcher
 
 
 @dataclass(frozen=True)
@@ -114,7 +119,7 @@ def state_home_pattern(ws: Workspace) -> str | None:
 
 
 def effective_matcher(ws: Workspace, patterns) -> ExcludeMatcher:
-    from .policy import ExcludeMatcher
+    from continuation.workspace.policy import ExcludeMatcher
 
     own = state_home_pattern(ws)
     return ExcludeMatcher([*patterns, own] if own else list(patterns))

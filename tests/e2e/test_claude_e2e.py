@@ -324,7 +324,7 @@ def assert_import_agrees(env: Installed, session_id: str, tmp_path: Path) -> Non
     run in three here). The hooks recorded the call (PreToolUse), the transcript has no trace of
     it: importing keeps what the hooks know, and the transcript alone can only show its input
     answered (``handled``), never the call it cannot see."""
-    from continuation.engine import Engine
+    from continuation.session.engine import Engine
     from continuation.importers import import_transcript
 
     def summary(rows):

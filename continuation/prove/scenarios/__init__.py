@@ -11,4 +11,14 @@ def scenario(number: int, title: str):
     return register
 
 
-from . import boundaries, data, failures, gemini, handoff, history, ledger, truth, workspaces  # noqa: E402,F401
+from continuation.prove.scenarios import (
+    boundaries,
+    data,
+    failures,
+    gemini,
+    handoff,
+    history,
+    ledger,
+    truth,
+    workspaces,
+)  # noqa: E402,F401

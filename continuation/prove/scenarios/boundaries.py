@@ -1,10 +1,18 @@
 """Scenarios 1-5, 12, 13: what a context boundary keeps, for each input."""
 from __future__ import annotations
 
-from ..session import SimSession
-from . import scenario
-from .common import (ACTIONABLE, catalog, checkpoints_of, context_ids, context_states,
-                     events_of, request, state_totals)
+from continuation.prove.session import SimSession
+from continuation.prove.scenarios import scenario
+from continuation.prove.scenarios.common import (
+    ACTIONABLE,
+    catalog,
+    checkpoints_of,
+    context_ids,
+    context_states,
+    events_of,
+    request,
+    state_totals,
+)
 
 
 def _last_context(r, s, label: str) -> str:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 
-from ..agent import Catalog, memory_from_context, read_context
+from continuation.prove.agent import Catalog, memory_from_context, read_context
 
 ACTIONABLE = {"pending", "interrupted", "queued", "reconciling"}
 
@@ -49,7 +49,7 @@ def state_totals(text: str) -> dict[str, int]:
 
 
 def checkpoints_of(session):
-    from ... import checkpoints
+    from continuation.boundary import checkpoints
 
     engine, th = session.thread()
     try:

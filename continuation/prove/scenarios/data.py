@@ -5,10 +5,16 @@ import hashlib
 import json
 import time
 
-from ..agent import Catalog, decide, memory_from_context, normal, read_context
-from ..session import SimSession
-from . import scenario
-from .common import ACTIONABLE, catalog, checkpoints_of, context_states, request
+from continuation.prove.agent import Catalog, decide, memory_from_context, normal, read_context
+from continuation.prove.session import SimSession
+from continuation.prove.scenarios import scenario
+from continuation.prove.scenarios.common import (
+    ACTIONABLE,
+    catalog,
+    checkpoints_of,
+    context_states,
+    request,
+)
 
 
 @scenario(10, "legacy capsule (schema 1) is read, upgraded and acted on correctly")
@@ -16,9 +22,9 @@ def legacy_capsule(box, r):
     from capsule.assemble import assemble_context
     from capsule.model import SCHEMA_VERSION, CapsuleVersionError, decode_capsule
 
-    from ... import checkpoints
-    from ...engine import Engine
-    from ..legacy_capsule import CAPSULE_V1
+    from continuation.boundary import checkpoints
+    from continuation.session.engine import Engine
+    from continuation.prove.legacy_capsule import CAPSULE_V1
 
     original = json.loads(CAPSULE_V1)
     t0 = time.perf_counter()

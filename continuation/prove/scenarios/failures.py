@@ -4,11 +4,17 @@ from __future__ import annotations
 import json
 import time
 
-from ..report import NotAvailable
-from ..sandbox import wait_for
-from ..session import SimSession
-from . import scenario
-from .common import ACTIONABLE, catalog, checkpoints_of, context_states, request
+from continuation.prove.report import NotAvailable
+from continuation.prove.sandbox import wait_for
+from continuation.prove.session import SimSession
+from continuation.prove.scenarios import scenario
+from continuation.prove.scenarios.common import (
+    ACTIONABLE,
+    catalog,
+    checkpoints_of,
+    context_states,
+    request,
+)
 
 
 @scenario(6, "crash mid-tool: reconciling after `continuation recover`, never retried blindly")
@@ -86,12 +92,12 @@ AFTER = ("checkpoint.after_commit",)
 
 @scenario(7, "faults before and after checkpoint persistence")
 def persistence_faults(box, r):
-    from ... import faults
+    from continuation.host import faults
 
     missing = [p for p in BEFORE + AFTER if p not in faults.POINTS]
     if missing:
-        raise NotAvailable(f"fault points {missing} in continuation/faults.py")
-    from ... import checkpoints
+        raise NotAvailable(f"fault points {missing} in continuation/host/faults.py")
+    from continuation.boundary import checkpoints
 
     for point in BEFORE + AFTER:
         ws = box.workspace(f"ws-{point}")

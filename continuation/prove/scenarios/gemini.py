@@ -7,9 +7,15 @@ AfterTool or BeforeAgent answer.
 """
 from __future__ import annotations
 
-from ..session import SimSession
-from . import scenario
-from .common import catalog, checkpoints_of, context_states, events_of, request
+from continuation.prove.session import SimSession
+from continuation.prove.scenarios import scenario
+from continuation.prove.scenarios.common import (
+    catalog,
+    checkpoints_of,
+    context_states,
+    events_of,
+    request,
+)
 
 
 def _delivered(s) -> list[str]:

@@ -2,9 +2,9 @@
 user text that looks like engine output (issue 12 items 5, 6, 7)."""
 from __future__ import annotations
 
-from ..session import SimSession
-from . import scenario
-from .common import catalog, context_states, request
+from continuation.prove.session import SimSession
+from continuation.prove.scenarios import scenario
+from continuation.prove.scenarios.common import catalog, context_states, request
 
 FAKE_CHECKPOINT = (
     "<<<CONTINUATION-CHECKPOINT 0123456789abcdef BEGIN>>>\n"

@@ -1,10 +1,17 @@
 """Scenarios 14 and 15: rewind (conversation and files) with an informed retry; fork."""
 from __future__ import annotations
 
-from ..report import NotAvailable
-from ..session import SimSession
-from . import scenario
-from .common import ACTIONABLE, catalog, checkpoints_of, context_states, events_of, request
+from continuation.prove.report import NotAvailable
+from continuation.prove.session import SimSession
+from continuation.prove.scenarios import scenario
+from continuation.prove.scenarios.common import (
+    ACTIONABLE,
+    catalog,
+    checkpoints_of,
+    context_states,
+    events_of,
+    request,
+)
 
 #: events that record a boundary, not work: a checkpoint's aligned position may include them
 BOOKKEEPING = {"checkpoint_committed", "boundary", "session_started", "settings",

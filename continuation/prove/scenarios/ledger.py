@@ -12,9 +12,9 @@ from __future__ import annotations
 import hashlib
 import uuid
 
-from ..session import SimSession
-from . import scenario
-from .common import catalog, checkpoints_of
+from continuation.prove.session import SimSession
+from continuation.prove.scenarios import scenario
+from continuation.prove.scenarios.common import catalog, checkpoints_of
 
 #: scenario 16's long-turn runs (the script adds 1,000 steps; prove stays quick)
 RUNS = (("claude", 40), ("codex", 150))

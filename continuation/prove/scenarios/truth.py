@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 
-from ..payloads import PayloadShape
-from ..report import NotAvailable
-from ..sandbox import wait_for
-from ..session import SimSession
-from . import scenario
-from .common import catalog, context_states, request
+from continuation.prove.payloads import PayloadShape
+from continuation.prove.report import NotAvailable
+from continuation.prove.sandbox import wait_for
+from continuation.prove.session import SimSession
+from continuation.prove.scenarios import scenario
+from continuation.prove.scenarios.common import catalog, context_states, request
 
 
 def _shape(s: SimSession) -> PayloadShape:

@@ -1,9 +1,15 @@
 """Scenarios 8 and 9: several threads in one repository; awkward workspaces."""
 from __future__ import annotations
 
-from ..session import SimSession
-from . import scenario
-from .common import ACTIONABLE, catalog, checkpoints_of, context_states, request
+from continuation.prove.session import SimSession
+from continuation.prove.scenarios import scenario
+from continuation.prove.scenarios.common import (
+    ACTIONABLE,
+    catalog,
+    checkpoints_of,
+    context_states,
+    request,
+)
 
 _UNTOUCHABLE = ("head_file", "head", "index", "stash", "config", "branches")
 

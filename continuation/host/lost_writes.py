@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import time
 
-from . import jsontext
+from continuation.host import jsontext
 
 TRACE_FILE = "lost-writes.json"
 RECORD_BYTES = 4096
@@ -51,7 +51,7 @@ def ensure(home) -> bool:
     if os.path.exists(path):
         return True
     try:
-        from .paths import open_private
+        from continuation.host.paths import open_private
 
         fd = open_private(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
     except FileExistsError:

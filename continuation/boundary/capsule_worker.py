@@ -235,7 +235,7 @@ class CapsuleWorker:
 
         _reap_forked()
         _import_shared()
-        from . import phase_marks
+        from continuation.host import phase_marks
 
         phase_marks.mark_modules("the boundary at its worker's fork")
         requests_r, requests_w = os.pipe()
@@ -273,9 +273,9 @@ class CapsuleWorker:
             return None
         # the package folder this process imported (a source tree, a venv): the worker imports
         # the same code, and ``-P`` keeps a project's own ``continuation/`` folder out
-        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         code = ("import sys; sys.path.insert(0, sys.argv[1]); "
-                "from continuation.capsule_worker import main; raise SystemExit(main(sys.argv[2:]))")
+                "from continuation.boundary.capsule_worker import main; raise SystemExit(main(sys.argv[2:]))")
         try:
             proc = subprocess.Popen([sys.executable, "-P", "-c", code, root, os.fspath(home)],
                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -421,7 +421,7 @@ def serve(home: str, requests_fd: int, replies_fd: int) -> int:
     import gc
     import pickle
 
-    from . import phase_marks
+    from continuation.host import phase_marks
 
     gc.disable()
     phase_marks.boundary_pid = os.getppid()

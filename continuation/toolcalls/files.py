@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import re
 
-from .recovery.classify import SHELL_TOOLS
-from .recovery.patchtext import PatchFormatError, find_patch, parse
+from continuation.toolcalls.classify import SHELL_TOOLS
+from continuation.toolcalls.patchtext import PatchFormatError, find_patch, parse
 
 #: tool argument names that name a file the tool writes
 PATH_ARGS = ("file_path", "path", "notebook_path")

@@ -14,12 +14,12 @@ from capsule.notice import notice_data
 
 from statemachine.reducer import resolve_call
 
-from .engine import Thread
-from . import work_pages
-from .prefix_counts import PrefixCounts
-from .store.view import SqlStateView, rows_in_states
-from .rewind.summary import notices_of
-from .rewind.timeline import ROLLED_BACK, in_ranges, live_ranges
+from continuation.session.engine import Thread
+from continuation.boundary import work_pages
+from continuation.boundary.prefix_counts import PrefixCounts
+from continuation.store.view import SqlStateView, rows_in_states
+from continuation.session.rewind_notes import notices_of
+from continuation.session.branch import ROLLED_BACK, in_ranges, live_ranges
 
 #: runtime facts worth carrying into the next context (the rest stay in the log)
 FACT_TYPES = (
@@ -111,7 +111,7 @@ def gather_plain(thread: Thread, *, generation: int, reason: str, upto_seq: int 
     """What :func:`gather` validates: the fields of ``CapsuleSource`` as plain data (dicts,
     lists, strings, numbers, datetimes), read without importing pydantic, so that a boundary's
     process can gather while a worker process imports the capsule stack
-    (``continuation.capsule_worker``). ``notices``: ``capsule.notice.Notice`` objects,
+    (``continuation.boundary.capsule_worker``). ``notices``: ``capsule.notice.Notice`` objects,
     ``SourceNotice`` models or dicts."""
     notices = [notice_data(n) for n in notices]
     row = thread.row
@@ -224,7 +224,7 @@ def gather_plain(thread: Thread, *, generation: int, reason: str, upto_seq: int 
 
 
 def finish_work_record(thread: Thread, generation: int, gathered: dict) -> dict | None:
-    """Write the work record's pages for ``generation`` (``continuation.work_pages``) and
+    """Write the work record's pages for ``generation`` (``continuation.boundary.work_pages``) and
     return the capsule's index of them (None: no finished call). A page that cannot be
     written leaves the capsule without the index rather than failing the boundary: the ledger
     and ``continuation source`` still hold the calls."""
@@ -410,7 +410,7 @@ def _count_older(conn, counts: PrefixCounts, ranges, field: str, key: str, rows_
                  args, before: int) -> list[dict]:
     """The "(not gathered)" cut of the rows ``rows_sql`` selects from an append-only table
     (``seq``, ``size``) below ``before`` on the current branch (``ranges``): extended from the
-    counts kept at earlier boundaries (``continuation.prefix_counts``)."""
+    counts kept at earlier boundaries (``continuation.boundary.prefix_counts``)."""
     return _cut(field, key, *counts.count(conn, field, rows_sql, args, before, ranges))
 
 

@@ -20,7 +20,7 @@ def prepare(home) -> str:
     boundary parses the file, slower); a tokenizer that cannot be loaded raises."""
     from capsule.tokens import get_token_counter, set_ranks_cache
 
-    from .paths import ensure_private_dir
+    from continuation.host.paths import ensure_private_dir
 
     ensure_private_dir(home)
     set_ranks_cache(os.path.join(os.fspath(home), "cache"))

@@ -33,7 +33,7 @@ def compute(path) -> dict | None:
         return None
     import hashlib
 
-    from .userfiles import hash_prefix
+    from continuation.host.userfiles import hash_prefix
 
     try:
         h = hashlib.sha256()
@@ -51,7 +51,7 @@ def start_early(path) -> None:
     if _early is not None or not isinstance(path, str) or not path:
         return
     try:
-        from .capsule_worker import can_fork
+        from continuation.boundary.capsule_worker import can_fork
 
         if not can_fork():
             return

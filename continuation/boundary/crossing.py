@@ -17,10 +17,10 @@ import os
 
 from statemachine import events as ev
 
-from . import capsule_worker, checkpoints, transcript_hash
-from .atomic import atomic_write
-from .engine import Thread
-from .phase_marks import mark
+from continuation.boundary import capsule_worker, checkpoints, transcript_hash
+from continuation.host.atomic import atomic_write
+from continuation.session.engine import Thread
+from continuation.host.phase_marks import mark
 
 #: Claude Code 2.1.332 spills hook additionalContext over 10,000 characters (UTF-16 units) to a
 #: file, Codex CLI 0.171.0 cuts the middle out of one over 10,000 UTF-8 bytes (both measured at
@@ -61,8 +61,8 @@ class _PendingSnapshot:
     def _take(self, root, thread_key, home, generation, tree_after_restore) -> None:
         try:
             mark("snapshot: thread started")
-            from .workspace.treebuild import scan_starting
-            from .workspace_link import policy, snapshot_workspace
+            from continuation.workspace.treebuild import scan_starting
+            from continuation.session.workspace_link import policy, snapshot_workspace
 
             if policy().mode == "snapshot":
                 scan_starting.set(self._scanning.set)
@@ -117,7 +117,7 @@ def commit_checkpoint(thread: Thread, *, reason: str, transcript_path: str | Non
     is not past the thread's newest. The loser gives its claim back and tries again with the
     next generation, a fresh snapshot and capsule: a boundary is never dropped for a race.
 
-    The capsule is built by a worker process (``continuation.capsule_worker``: it imports the
+    The capsule is built by a worker process (``continuation.boundary.capsule_worker``: it imports the
     capsule stack on another core while this process gathers the source as plain data and
     snapshots), ``worker`` when the caller started one earlier (a rewind, before its git
     work), else one started here when the worker is used at all; without one, or when it
@@ -218,7 +218,7 @@ def _log_worker_problem(thread: Thread, problem: str) -> None:
     try:
         import time
 
-        from .paths import append_private
+        from continuation.host.paths import append_private
 
         append_private(os.path.join(os.fspath(thread.engine.home), "logs", "capsule-worker.log"),
                        f"{time.strftime('%Y-%m-%dT%H:%M:%S')} thread={thread.key} {problem}\n")
@@ -228,7 +228,7 @@ def _log_worker_problem(thread: Thread, problem: str) -> None:
 
 def _release(thread: Thread, workspace: dict | None) -> None:
     if workspace:
-        from .workspace_link import release_snapshot
+        from continuation.session.workspace_link import release_snapshot
 
         release_snapshot(thread, workspace)
 
@@ -241,7 +241,7 @@ def _reconciliation_notices(thread: Thread) -> list:
         # recovery modules are not loaded (~6 ms of a PreCompact hook's imports)
         if not thread.tool_calls(("unknown", "in_flight", "reconciled")):
             return []
-        from .recovery.notices import decision_notice, reconciliation_notice
+        from continuation.recovery.notices import decision_notice, reconciliation_notice
 
         found = [reconciliation_notice(thread), decision_notice(thread)]
     except Exception:  # the checkpoint matters more than the prompt; doctor/recover show it
@@ -253,7 +253,7 @@ def _recovery_notice(thread: Thread) -> str:
     """Record a crash of this thread's dead owner; a short notice about other interrupted
     threads of the workspace (continuation.recovery.session_start)."""
     try:
-        from .recovery.session_start import at_session_start
+        from continuation.recovery.session_start import at_session_start
 
         return at_session_start(thread)
     except Exception:
@@ -335,7 +335,7 @@ def fit_for_runtime(thread: Thread, runtime: str, context, generation: int, rese
         for path, data in inline.spill_parts:  # the same text cut in parts: synced once, below
             atomic_write(path, data, durable=False)
         if inline.spill_parts:
-            from .atomic import fsync_dir
+            from continuation.host.atomic import fsync_dir
 
             fsync_dir(os.path.dirname(spill))
     if runtime == "gemini":

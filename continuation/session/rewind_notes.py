@@ -25,7 +25,7 @@ import json
 from capsule.notice import Notice
 from statemachine.reducer import alias_of
 
-from .timeline import WORKSPACE_RESTORED, discarded_branch
+from continuation.session.branch import WORKSPACE_RESTORED, discarded_branch
 
 ANCHOR_TYPES = ("rolled_back", WORKSPACE_RESTORED)
 TITLE_CORE = "rewind: the work after the checkpoint was undone"

@@ -26,9 +26,9 @@ import json
 import time
 
 
-from .engine import Thread
+from continuation.session.engine import Thread
 # defined with the store (a backend raises them); their home for callers stays here
-from .store import CheckpointError, GenerationTaken  # noqa: F401
+from continuation.store import CheckpointError, GenerationTaken  # noqa: F401
 
 
 class _Fields:
@@ -155,10 +155,10 @@ def find_checkpoint(engine, selector: str) -> Checkpoint:
 
 def gather_source(thread: Thread, *, generation: int, reason: str, workspace: dict | None = None,
                   transcript: dict | None = None, notices=(), upto_seq: int | None = None):
-    """What the capsule of ``generation`` is built from (``continuation.capsule_source``); a
+    """What the capsule of ``generation`` is built from (``continuation.boundary.capsule_source``); a
     boundary gathers it while git snapshots and sets the workspace afterwards
     (:func:`with_workspace`)."""
-    from .capsule_source import gather
+    from continuation.boundary.capsule_source import gather
 
     return gather(thread, generation=generation, reason=reason, workspace=workspace,
                   transcript=transcript, notices=notices, upto_seq=upto_seq)
@@ -167,8 +167,8 @@ def gather_source(thread: Thread, *, generation: int, reason: str, workspace: di
 def gather_plain_source(thread: Thread, *, generation: int, reason: str,
                         transcript: dict | None = None, notices=()) -> dict:
     """:func:`gather_source` as plain data, without importing pydantic (a boundary whose capsule
-    a worker builds: ``continuation.capsule_worker``)."""
-    from .capsule_source import gather_plain
+    a worker builds: ``continuation.boundary.capsule_worker``)."""
+    from continuation.boundary.capsule_source import gather_plain
 
     return gather_plain(thread, generation=generation, reason=reason, transcript=transcript,
                         notices=notices)
@@ -176,14 +176,14 @@ def gather_plain_source(thread: Thread, *, generation: int, reason: str,
 
 def with_workspace(thread: Thread, source, *, generation: int, workspace: dict | None):
     """``source`` (a model or plain data) as if gathered with this snapshot and generation."""
-    from .capsule_source import source_workspace
+    from continuation.boundary.capsule_source import source_workspace
 
     update = {"generation": generation, "workspace": source_workspace(thread.row, workspace)}
     before = source["generation"] if isinstance(source, dict) else source.generation
     recorded = source.get("work_record") if isinstance(source, dict) else source.work_record
     if recorded is not None and before != generation:  # a lost race: the pages of this generation
-        from . import work_pages
-        from .capsule_source import _bounded_inputs, finish_work_record
+        from continuation.boundary import work_pages
+        from continuation.boundary.capsule_source import _bounded_inputs, finish_work_record
 
         inputs = _bounded_inputs(thread.store, thread.key)[0]
         update["work_record"] = finish_work_record(
@@ -287,7 +287,7 @@ def commit(thread: Thread, *, reason: str, workspace: dict | None = None,
     ``source`` and ``seq``: the capsule's input gathered earlier (a model or plain data) and
     the last event it covers (read before it was gathered). ``built``: the capsule already
     built from that source with this generation and workspace (bytes, rendering, schema
-    version: ``continuation.capsule_worker``). ``then(checkpoint_id, generation)``: the fact
+    version: ``continuation.boundary.capsule_worker``). ``then(checkpoint_id, generation)``: the fact
     (type, data, source) appended after the checkpoint's in its transaction: the boundary the
     checkpoint was taken for (one durable commit, and never a checkpoint without its
     boundary)."""

@@ -39,10 +39,10 @@ def damaged_store_advice(path: Path) -> str:
 
 def check_server_store(home: Path) -> tuple[list[Finding], bool]:
     """A store on a server (CONTINUATION_STORE): reachable, and its schema version."""
-    from ..store import StoreError, open_store
-    from ..store.schema import SCHEMA_VERSION
+    from continuation.store import StoreError, open_store
+    from continuation.store.schema import SCHEMA_VERSION
 
-    from ..store.spool import pending
+    from continuation.store.spool import pending
 
     spooled = pending(str(home))
     out = [Finding("store.spool", WARN if spooled else OK,
@@ -73,7 +73,7 @@ def check_store(path: Path, *, read_only: bool = False) -> tuple[list[Finding], 
     """Findings, and whether the store can be opened for the other checks. ``read_only``: the
     state home cannot be written (SQLite may be unable to open its shared-memory file; the
     store is then read as an immutable file when nothing waits in its write-ahead log)."""
-    from ..store.schema import SCHEMA_VERSION
+    from continuation.store.schema import SCHEMA_VERSION
 
     if not path.exists():
         return [Finding("store", INFO, f"no store yet at {path} (nothing recorded)")], False
@@ -150,7 +150,7 @@ def check_derived(engine, *, fix: bool = False) -> list[Finding]:
 
 
 def check_checkpoints(engine) -> list[Finding]:
-    from .. import checkpoints
+    from continuation.boundary import checkpoints
 
     out = []
     total = pruned = 0
@@ -198,7 +198,7 @@ def check_locks(home: Path) -> list[Finding]:
 
 
 def check_temps(home: Path, *, fix: bool = False, min_age: float | None = None) -> list[Finding]:
-    from .cleanup import STALE_AFTER_S, remove_stale, stale_temps
+    from continuation.recovery.cleanup import STALE_AFTER_S, remove_stale, stale_temps
 
     age = STALE_AFTER_S if min_age is None else min_age
     stale = stale_temps(home, min_age=age)
@@ -244,8 +244,8 @@ def _human(n: int) -> str:
 
 # -- workspace refs ------------------------------------------------------------------------------
 def check_refs(engine, *, fix: bool = False) -> list[Finding]:
-    from ..workspace import list_snapshot_refs
-    from ..workspace import delete_thread_refs
+    from continuation.workspace import list_snapshot_refs
+    from continuation.workspace import delete_thread_refs
 
     rows = engine.store.threads()
     known = {r["thread_key"] for r in rows}
@@ -307,7 +307,7 @@ def check_checkpoint_refs(engine, *, fix: bool = False) -> list[Finding]:
     files a rewind of that checkpoint needs. A ref that is gone (``gc --keep`` pruned it, or it
     was deleted) is counted, not blamed. ``fix``: point the ref back at the recorded commit
     while git still has it, unless the commit it names now is another checkpoint's."""
-    from ..workspace import list_snapshot_refs, repoint_snapshot_ref
+    from continuation.workspace import list_snapshot_refs, repoint_snapshot_ref
 
     out: list[Finding] = []
     checked = gone = 0
@@ -355,7 +355,7 @@ def check_checkpoint_refs(engine, *, fix: bool = False) -> list[Finding]:
 
 def check_interrupted(engine) -> list[Finding]:
     """Threads whose owner is gone without a clean end (reported, never recorded here)."""
-    from .interrupted import detect
+    from continuation.recovery.interrupted import detect
 
     items = detect(engine)
     if not items:
@@ -369,7 +369,7 @@ def check_interrupted(engine) -> list[Finding]:
 # -- hooks ------------------------------------------------------------------------------------
 def check_hooks(home: Path, project_dir: Path, user_home: Path | None = None) -> list[Finding]:
     try:
-        from ..install import status
+        from continuation.install import status
     except Exception as exc:  # the installer is optional for the doctor
         return [Finding("hooks", INFO, f"cannot check the hooks: {exc}")]
     user_home = user_home or Path.home()
@@ -453,7 +453,7 @@ def _slower_launched(commands: list[str]) -> list[tuple[str, str]]:
     slower = [c for c in commands if _launcher(c) != "main"]
     if not slower:
         return []
-    from ..install.core import render_command, default_command
+    from continuation.install.core import render_command, default_command
 
     try:
         best = _launcher(f"{render_command(default_command())} hook ")
@@ -501,10 +501,10 @@ def check_home(home: Path) -> list[Finding]:
 
 
 def check_lost_writes(home: Path, *, fix: bool = False) -> list[Finding]:
-    """What the trace that survives a full disk says (:mod:`continuation.lost_writes`)."""
+    """What the trace that survives a full disk says (:mod:`continuation.host.lost_writes`)."""
     import time
 
-    from .. import lost_writes
+    from continuation.host import lost_writes
 
     record = lost_writes.read(home)
     out = []
@@ -552,8 +552,8 @@ def _guarded(check: str, run, *args, **kwargs) -> list[Finding]:
 
 def run_checks(home: Path, *, project_dir: Path, fix: bool = False, hooks: bool = True,
                user_home: Path | None = None, min_temp_age: float | None = None) -> list[Finding]:
-    from ..engine import Engine
-    from ..store import store_file
+    from continuation.session.engine import Engine
+    from continuation.store import store_file
 
     home = Path(home)
     read_only = home_writable(home) is not None
@@ -587,7 +587,7 @@ def run_checks(home: Path, *, project_dir: Path, fix: bool = False, hooks: bool 
                              min_age=min_temp_age)
         findings += _guarded("disk", disk_usage, home)
         if not read_only:
-            from .. import lost_writes
+            from continuation.host import lost_writes
 
             lost_writes.ensure(home)  # allocate the trace while there is room
     if hooks:

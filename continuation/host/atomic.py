@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import os
 
-from . import faults
-from .paths import ensure_private_dir
+from continuation.host import faults
+from continuation.host.paths import ensure_private_dir
 
 
 def fsync_dir(folder) -> None:

@@ -21,8 +21,8 @@ import os
 
 from capsule import work_record
 
-from .atomic import atomic_write
-from .store.view import SqlStateView
+from continuation.host.atomic import atomic_write
+from continuation.store.view import SqlStateView
 
 MAX_RECORD_CALLS = 5_000
 #: handled inputs whose turns the record lists, the newest (a runtime's own history after a

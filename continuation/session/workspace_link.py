@@ -9,13 +9,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .engine import Thread
+from continuation.session.engine import Thread
 
 SNAPSHOT_LOCK_TIMEOUT_S = 20
 
 
 def policy():
-    from .workspace import WorkspacePolicy
+    from continuation.workspace import WorkspacePolicy
 
     mode = os.environ.get("CONTINUATION_WORKSPACE_POLICY", "snapshot").strip() or "snapshot"
     exclude = tuple(p.strip() for p in os.environ.get("CONTINUATION_WORKSPACE_EXCLUDE", "").split(",")
@@ -63,7 +63,7 @@ def snapshot_workspace(root: str, thread_key: str, home, generation: int, *,
     claimed generation is asked on a connection of its own, opened only when needed.
     ``tree_after_restore``: the tree a restore just left (``RestoreResult.tree_after``),
     committed without a scan when it fits this policy and folder."""
-    from .workspace import take_snapshot
+    from continuation.workspace import take_snapshot
 
     if policy().mode != "none":
         reason = _too_large_outside_git(Path(root))
@@ -84,7 +84,7 @@ def _committed(home, thread_key: str, generation: int) -> bool:
     """The store holds a checkpoint of ``generation`` (or a later one): its claim is not ours.
     Asked on a connection of this thread's own (a SQLite connection belongs to the thread
     that opened it)."""
-    from .store import open_store
+    from continuation.store import open_store
 
     store = open_store(str(home), create=False)
     try:
@@ -103,7 +103,7 @@ def release_snapshot(thread: Thread, workspace: dict | None) -> None:
     if not workspace or workspace.get("error") or workspace.get("skipped"):
         return
     try:
-        from .workspace import release_snapshot as release
+        from continuation.workspace import release_snapshot as release
 
         release(workspace, state_home=thread.engine.home)
     except Exception:
@@ -125,7 +125,7 @@ def _relative(root: str | None, value: str) -> str | None:
 def session_written_paths(thread: Thread, after_seq: int = 0) -> list[str]:
     """Files the session's tools wrote (or tried to) after ``after_seq``, relative to the
     workspace root when inside it: drift tells them apart from the user's changes."""
-    from .tool_files import written_paths
+    from continuation.toolcalls.files import written_paths
 
     root = thread.row["workspace_root"]
     out = {rel for call in thread.tool_calls(after_seq=after_seq)
@@ -136,9 +136,9 @@ def session_written_paths(thread: Thread, after_seq: int = 0) -> list[str]:
 
 def session_created_paths(thread: Thread, after_seq: int = 0) -> list[str]:
     """Files a SUCCESSFUL tool call of the session created after ``after_seq`` (see
-    ``continuation.tool_files``): the only files ``rewind --files`` may delete. A denied or
+    ``continuation.toolcalls.files``): the only files ``rewind --files`` may delete. A denied or
     failed Write, an Edit of an existing file, a call without outcome: none of them counts."""
-    from .tool_files import created_paths, reported_update, succeeded
+    from continuation.toolcalls.files import created_paths, reported_update, succeeded
 
     root = thread.row["workspace_root"]
     store = thread.store

@@ -117,7 +117,7 @@ class PrefixCounts:
         """Keep the counts for the next boundary (best effort: a cache)."""
         if not self._changed:
             return
-        from .paths import ensure_private_dir
+        from continuation.host.paths import ensure_private_dir
 
         tmp = f"{self._path}.{os.getpid()}.tmp"
         try:

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import shellcheck
-from .patchtext import find_patch
+from continuation.toolcalls import shellcheck
+from continuation.toolcalls.patchtext import find_patch
 
 READ_ONLY, FILE_EDIT, EXTERNAL = "read_only", "file_edit", "external"
 

@@ -12,8 +12,8 @@ import time
 from statemachine import events as ev
 from statemachine.lifecycle import ACTIONABLE
 
-from .paths import state_home_str
-from .store import STORE_FILE, Appended, UnknownThread, open_store
+from continuation.host.paths import state_home_str
+from continuation.store import STORE_FILE, Appended, UnknownThread, open_store
 
 __all__ = ["STORE_FILE", "Engine", "Thread", "newest_running_turn"]
 
@@ -203,7 +203,7 @@ class Thread:
 
 def session_marker(pid: int | None = None) -> dict:
     """Who is writing: the live-session marker refreshed at every hook (pid, start, host)."""
-    from .recovery.liveness import proc_start, runtime_pid
+    from continuation.host.liveness import proc_start, runtime_pid
 
     if not pid:  # the runtime behind the hook, past `sh -c` wrappers (crash detection needs it)
         pid = runtime_pid()
