@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .context import (  # noqa: F401  (re-exported: the assembly API)
+from capsule.context import (
     CLAUDE_CODE_INLINE_LIMIT,
     CODEX_INLINE_LIMIT,
     INPUT_MARKER,
@@ -24,9 +24,9 @@ from .context import (  # noqa: F401  (re-exported: the assembly API)
     assemble_rendered,
     js_len,
 )
-from .model import Capsule
-from .render import render_capsule
-from .source import ACTIONABLE_STATES
+from capsule.model import Capsule
+from capsule.render import render_capsule
+from capsule.source import ACTIONABLE_STATES
 
 
 def _actionable_from_capsule(capsule: Capsule) -> list[ContextMessage]:

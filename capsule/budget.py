@@ -64,9 +64,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
-from . import render
-from .elements import Element, PendingCut, Skeleton, apply_settings, collect
-from .model import (
+from capsule import render
+from capsule.elements import Element, PendingCut, Skeleton, apply_settings, collect
+from capsule.model import (
     BudgetReport,
     Capsule,
     Cursor,
@@ -76,8 +76,8 @@ from .model import (
     canonical_json,
     encode_capsule,
 )
-from .source import CapsuleSource
-from .textclip import (
+from capsule.source import CapsuleSource
+from capsule.textclip import (
     clip_json_bytes,
     clip_tokens,
     json_size,
@@ -87,7 +87,7 @@ from .textclip import (
     sha256_texts,
     short_id,
 )
-from .tokens import TokenCounter, get_token_counter
+from capsule.tokens import TokenCounter, get_token_counter
 
 MIN_BYTES = 6144
 MIN_TOKENS = 2000

@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import re
 
-from .work_line import SHELL_JSON_MARK
+from capsule.work_line import SHELL_JSON_MARK
 
 _MARKER = re.compile(r"^<<<(CONTINUATION-[A-Z-]+ [0-9a-f]+ (?:BEGIN|END)\b[^\n]*)>>>$")
 _WORK = re.compile(r"^((?:T\d+ )?#\d[^$]*?)\$ (.*)$")

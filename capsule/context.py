@@ -27,7 +27,7 @@ import hashlib
 from collections import namedtuple
 from collections.abc import Iterable, Sequence
 
-from .textclip import render_literal, scrub
+from capsule.textclip import render_literal, scrub
 
 # The records below are named tuples and the type names plain aliases, not dataclasses and
 # `typing` literals: SessionStart(compact) answers through this module, and importing
@@ -267,7 +267,7 @@ def _shrink(m: ContextMessage, room: int, where: str, quoted: set[str] = frozens
     if m.kind == "instructions":
         return None
     if m.kind == "capsule":  # the most useful lines stay, the others move (capsule.spill_order)
-        from .spill_order import objective_once, shorten_block
+        from capsule.spill_order import objective_once, shorten_block
 
         return shorten_block(objective_once(whole.split("\n"), quoted), room, js_len)
     # a user input: its start and its end, inside its own markers. A long request is a plan

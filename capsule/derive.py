@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .model import CapsuleInput, CapsuleToolCall, NextAction
-from .source import SourceInput, SourceToolCall
+from capsule.model import CapsuleInput, CapsuleToolCall, NextAction
+from capsule.source import SourceInput, SourceToolCall
 
 # The next action sits in every capsule, however small: it names a few items, never all.
 MAX_REFS = 4

@@ -19,9 +19,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from . import render
-from .derive import derive_next_action, pick_objective
-from .model import (
+from capsule import render
+from capsule.derive import derive_next_action, pick_objective
+from capsule.model import (
     AssistantClaim,
     Attachment,
     BackgroundWork,
@@ -40,7 +40,7 @@ from .model import (
     WorkDone,
     WorkRecord,
 )
-from .source import (
+from capsule.source import (
     ACTIONABLE_STATES,
     INPUT_STATES,
     NOTICE_HIGH_PRIORITY,
@@ -48,11 +48,11 @@ from .source import (
     CapsuleSource,
     ThreadKey,
 )
-from .ledger import group_calls
-from .work_line import call_text
-from .spill_order import KEY_FACT_KINDS
-from .textclip import clip_json_bytes, json_size, scrub, short_id
-from .workspace_view import workspace_view
+from capsule.ledger import group_calls
+from capsule.work_line import call_text
+from capsule.spill_order import KEY_FACT_KINDS
+from capsule.textclip import clip_json_bytes, json_size, scrub, short_id
+from capsule.workspace_view import workspace_view
 
 ID_MAX = 128
 POINTER_MAX = 256

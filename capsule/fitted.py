@@ -5,14 +5,14 @@ texts are that small (``capsule.tokens.ByteBoundCounter``): when that build made
 (a "(not gathered)" cut of unread history does not depend on the counter) and its bound fits,
 the capsule is the one an exact count gives, and its budget records the bound as its encoding.
 Otherwise it is built with exact counts (``get_token_counter``). Pure: the engine
-(``continuation.checkpoints.build``) and the capsule worker (``continuation.capsule_worker``)
+(``continuation.boundary.checkpoints.build``) and the capsule worker (``continuation.boundary.capsule_worker``)
 both call :func:`build_fitted`, so a capsule is the same wherever it was built.
 """
 from __future__ import annotations
 
-from .budget import Budget, build_capsule
-from .model import Capsule
-from .source import CapsuleSource
+from capsule.budget import Budget, build_capsule
+from capsule.model import Capsule
+from capsule.source import CapsuleSource
 
 
 def build_fitted(source: CapsuleSource, budget: Budget, *, exact_first: bool) -> Capsule:
@@ -20,7 +20,7 @@ def build_fitted(source: CapsuleSource, budget: Budget, *, exact_first: bool) ->
     newest capsule needed an exact count; a thread only grows) or its texts are too large for
     the bound to fit, then exactly counted."""
     if not exact_first and text_bytes(source) <= budget.max_tokens:
-        from .tokens import ByteBoundCounter
+        from capsule.tokens import ByteBoundCounter
 
         capsule = build_capsule(source, budget, counter=ByteBoundCounter())
         if uncut_and_within(capsule, source):

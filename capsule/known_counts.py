@@ -24,7 +24,7 @@ import hashlib
 import marshal
 from pathlib import Path
 
-from . import checked_file
+from capsule import checked_file
 
 VERSION = 1
 #: counts kept in a file: the newest build's texts, then earlier ones up to this many (~0.5 MB)

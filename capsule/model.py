@@ -27,8 +27,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_serializer
 
-from .source import InputState, ThreadKey, ToolStatus
-from .textclip import scrub
+from capsule.source import InputState, ThreadKey, ToolStatus
+from capsule.textclip import scrub
 
 SCHEMA_VERSION = 4
 SUPPORTED_VERSIONS = (1, 2, 3, 4)
@@ -339,7 +339,7 @@ def build_schemas() -> int:
     waits for git, so the build itself does not pay for them. Returns how many were built."""
     import sys
 
-    from . import budget, source
+    from capsule import budget, source
 
     built = 0
     for module in (source, sys.modules[__name__], budget):
@@ -400,11 +400,11 @@ def decode_capsule(data: bytes | str | dict[str, Any]) -> Capsule:
         raise CapsuleFormatError(f"capsule schema_version {version} is not supported")
     try:
         if version == 1:
-            from .v1 import upgrade_v1
+            from capsule.v1 import upgrade_v1
 
             obj = upgrade_v1(obj)
         if obj.get("schema_version") == 2:
-            from .v2 import upgrade_v2
+            from capsule.v2 import upgrade_v2
 
             obj = upgrade_v2(obj)
         if obj.get("schema_version") == 3:  # schema 4 only added optional fields

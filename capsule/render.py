@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable
 
-from .model import (
+from capsule.model import (
     AssistantClaim,
     Attachment,
     BackgroundWork,
@@ -37,8 +37,8 @@ from .model import (
     WorkRecord,
     canonical_json,
 )
-from .textclip import render_json, render_literal
-from .work_line import work_line
+from capsule.textclip import render_json, render_literal
+from capsule.work_line import work_line
 
 MARKER = "CONTINUATION-CHECKPOINT"
 CLIPPED = " [clipped: full text at pointer]"

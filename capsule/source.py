@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .states import (  # noqa: F401 (their home before capsule.states)
+from capsule.states import (
     ACTIONABLE_STATES,
     HISTORICAL_STATES,
     INPUT_STATES,
@@ -195,7 +195,7 @@ class CapsuleSource(_Source):
     # reads the open ones and only the newest historical ones); None: ``inputs`` is all of them
     input_counts: dict[str, int] | None = None
     # the work record's index (``capsule.model.WorkRecord`` as plain data: the page files the
-    # engine wrote for this generation, ``continuation.work_pages``); None: no finished call
+    # engine wrote for this generation, ``continuation.boundary.work_pages``); None: no finished call
     work_record: dict[str, Any] | None = None
     # calls reconciled as not applied or retry-safe: read, and on purpose in neither
     # ``tool_calls`` nor the work record (their work is still to do; the decision notice says so)

@@ -1,6 +1,6 @@
 """The states and priorities the capsule's source speaks of, without its pydantic models: the
 engine gathers a source as plain data in a process that never imports pydantic (a boundary's
-own process, while a worker builds the capsule: ``continuation.capsule_worker``)."""
+own process, while a worker builds the capsule: ``continuation.boundary.capsule_worker``)."""
 from __future__ import annotations
 
 INPUT_STATES: tuple[str, ...] = (

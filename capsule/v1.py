@@ -17,9 +17,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .derive import derive_next_action
-from .model import CapsuleInput, CapsuleToolCall
-from .source import ACTIONABLE_STATES, InputState
+from capsule.derive import derive_next_action
+from capsule.model import CapsuleInput, CapsuleToolCall
+from capsule.source import ACTIONABLE_STATES, InputState
 
 
 class _V1(BaseModel):

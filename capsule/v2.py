@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .source import UNSETTLED_TOOL_STATUSES
-from .workspace_view import workspace_view
+from capsule.source import UNSETTLED_TOOL_STATUSES
+from capsule.workspace_view import workspace_view
 
 
 def upgrade_v2(obj: dict[str, Any]) -> dict[str, Any]:

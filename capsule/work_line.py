@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 
-from .textclip import render_json
+from capsule.textclip import render_json
 
 SHELL_ARGS = ("command", "cmd")
 #: argument keys that describe a shell call without changing what it ran

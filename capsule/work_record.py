@@ -2,7 +2,7 @@
 
 The capsule's budget bounds what is inline, never what the model can know. At each boundary the
 finished calls of every open input's turns, and of the handled inputs the runtime still shows,
-are written as page files beside the spilled context (``continuation.work_pages``): each page
+are written as page files beside the spilled context (``continuation.boundary.work_pages``): each page
 fits one read of each runtime's own file tool within its output limit (Codex cuts a tool's
 output at ~10 KB, Claude Code's Read cuts lines at 2,000 characters), so :data:`PAGE_CHARS`
 characters and :data:`PAGE_LINES` lines at most, a call line at most :data:`LINE_CHARS`
@@ -19,10 +19,10 @@ from __future__ import annotations
 import hashlib
 from collections import namedtuple
 
-from .context import js_len as _js_len
-from .states import ACTIONABLE_STATES
-from .textclip import render_literal
-from .work_line import call_text, shell_command, work_line
+from capsule.context import js_len as _js_len
+from capsule.states import ACTIONABLE_STATES
+from capsule.textclip import render_literal
+from capsule.work_line import call_text, shell_command, work_line
 
 PAGE_CHARS = 8_000
 PAGE_LINES = 150

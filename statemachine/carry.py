@@ -24,7 +24,7 @@ of the same session end in the same states.
 """
 from __future__ import annotations
 
-from .lifecycle import INTERRUPTED, PENDING, QUEUED
+from statemachine.lifecycle import INTERRUPTED, PENDING, QUEUED
 
 
 def carried_into(view, turn_id: str | None) -> list[str]:

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs the hot path
 
-from . import events as ev
-from .lifecycle import (
+from statemachine import events as ev
+from statemachine.lifecycle import (
     ACTIONABLE,
     NEW,
     PENDING,
@@ -23,7 +23,7 @@ from .lifecycle import (
     allowed,
     next_state,
 )
-from .records import InputRecord, ToolCallRecord, TurnRecord
+from statemachine.records import InputRecord, ToolCallRecord, TurnRecord
 
 if TYPE_CHECKING:
     from typing import Callable, Iterable, Iterator, Protocol
