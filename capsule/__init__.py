@@ -14,7 +14,7 @@ import importlib
 _EXPORTS = {
     "MIN_BYTES": "budget", "MIN_TOKENS": "budget", "Budget": "budget", "build_capsule": "budget",
     "SCHEMA_VERSION": "model", "Capsule": "model", "CapsuleFormatError": "model",
-    "CapsuleVersionError": "model", "decode_capsule": "model", "encode_capsule": "model",
+    "CapsuleVersionError": "model", "decode_capsule": "decode", "encode_capsule": "model",
     "render_capsule": "render", "CapsuleSource": "source",
     "TokenCounter": "tokens", "get_token_counter": "tokens", "token_counter_for": "tokens",
 }

@@ -25,10 +25,9 @@ import json
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_serializer
+from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
 from capsule.source import InputState, ThreadKey, ToolStatus
-from capsule.textclip import scrub
 
 SCHEMA_VERSION = 4
 SUPPORTED_VERSIONS = (1, 2, 3, 4)
@@ -333,25 +332,6 @@ class Capsule(_Part):
         return [i.id for i in self.inputs if i.state == "queued"]
 
 
-def build_schemas() -> int:
-    """Build now the schemas that ``defer_build`` leaves to first use, for the models a capsule
-    build touches (its source, the capsule's parts, the budget): a boundary calls this while it
-    waits for git, so the build itself does not pay for them. Returns how many were built."""
-    import sys
-
-    from capsule import budget, source
-
-    built = 0
-    for module in (source, sys.modules[__name__], budget):
-        for value in list(vars(module).values()):
-            if (isinstance(value, type) and issubclass(value, BaseModel)
-                    and value.__module__ == module.__name__ and not value.__name__.startswith("_")
-                    and not value.__pydantic_complete__):
-                value.model_rebuild()
-                built += 1
-    return built
-
-
 def canonical_json(data: Any) -> bytes:
     return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
@@ -359,59 +339,3 @@ def canonical_json(data: Any) -> bytes:
 def encode_capsule(capsule: Capsule) -> bytes:
     """The canonical bytes of a capsule (what is stored and hashed)."""
     return canonical_json(capsule.model_dump(mode="json"))
-
-
-def _scrub_tree(value: Any) -> Any:
-    """JSON may spell lone surrogates (``"\\ud800"``); make every string encodable."""
-    if isinstance(value, str):
-        return scrub(value)[0]
-    if isinstance(value, list):
-        return [_scrub_tree(v) for v in value]
-    if isinstance(value, dict):
-        return {_scrub_tree(k): _scrub_tree(v) for k, v in value.items()}
-    return value
-
-
-def decode_capsule(data: bytes | str | dict[str, Any]) -> Capsule:
-    """Read a capsule of any supported version and return it as the current model."""
-    if isinstance(data, (bytes, bytearray, memoryview)):
-        try:
-            text = bytes(data).decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise CapsuleFormatError(f"capsule is not UTF-8: {exc}") from None
-    else:
-        text = data
-    if isinstance(text, str):
-        try:
-            obj = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise CapsuleFormatError(f"capsule is not valid JSON: {exc}") from None
-    else:
-        obj = text
-    if not isinstance(obj, dict):
-        raise CapsuleFormatError("capsule must be a JSON object")
-    obj = _scrub_tree(obj)
-    version = obj.get("schema_version")
-    if isinstance(version, bool) or not isinstance(version, int):
-        raise CapsuleFormatError(f"capsule has no integer schema_version (got {version!r})")
-    if version > SCHEMA_VERSION:
-        raise CapsuleVersionError(version)
-    if version not in SUPPORTED_VERSIONS:
-        raise CapsuleFormatError(f"capsule schema_version {version} is not supported")
-    try:
-        if version == 1:
-            from capsule.v1 import upgrade_v1
-
-            obj = upgrade_v1(obj)
-        if obj.get("schema_version") == 2:
-            from capsule.v2 import upgrade_v2
-
-            obj = upgrade_v2(obj)
-        if obj.get("schema_version") == 3:  # schema 4 only added optional fields
-            obj = {**obj, "schema_version": 4}
-        return Capsule.model_validate(obj)
-    except ValidationError as exc:
-        raise CapsuleFormatError(
-            f"capsule (schema {version}) is malformed: {exc.error_count()} problem(s): "
-            + "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:5])
-        ) from None

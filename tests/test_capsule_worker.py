@@ -18,7 +18,8 @@ import pytest
 
 from capsule.budget import Budget
 from capsule.fitted import build_fitted
-from capsule.model import SCHEMA_VERSION, decode_capsule, encode_capsule
+from capsule.model import SCHEMA_VERSION, encode_capsule
+from capsule.decode import decode_capsule
 from capsule.notice import Notice, notice_data
 from capsule.render import render_capsule
 from capsule.source import CapsuleSource, SourceNotice

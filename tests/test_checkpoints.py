@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from capsule.model import decode_capsule
+from capsule.decode import decode_capsule
 from continuation.boundary import crossing as boundary, checkpoints
 from continuation import hooks
 from continuation.session.engine import Engine

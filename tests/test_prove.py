@@ -101,13 +101,13 @@ def test_unknown_scenario_is_a_clear_error():
 
 
 def test_missing_feature_reports_not_available(monkeypatch):
+    from continuation.host import faults
     from continuation.prove import run_scenario
-    from continuation.prove.sandbox import Sandbox
 
-    monkeypatch.setattr(Sandbox, "has_command", lambda self, name: name != "recover")
-    result = run_scenario(6)
+    monkeypatch.setattr(faults, "POINTS", tuple(p for p in faults.POINTS if p != "snapshot.mid"))
+    result = run_scenario(7)
     assert not result.passed
-    assert result.error == "not available: `continuation recover`"
+    assert result.error == "not available: fault points ['snapshot.mid'] in continuation/host/faults.py"
 
 
 def test_legacy_capsule_copy_equals_the_fixture():

@@ -153,7 +153,7 @@ def test_a_checkpoint_after_a_rewind_reads_only_the_events_after_the_rollback(ho
 
 
 def cps_notices(cp):
-    from capsule.model import decode_capsule
+    from capsule.decode import decode_capsule
 
     return decode_capsule(cp.capsule_bytes).notices
 

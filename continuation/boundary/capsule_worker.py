@@ -492,7 +492,7 @@ def _without_pydantic_plugins() -> None:
 
 def _warm_models() -> None:
     from capsule import fitted, render  # noqa: F401 - imported ahead of the request
-    from capsule.model import build_schemas
+    from capsule.schemas import build_schemas
 
     build_schemas()
 

@@ -93,7 +93,7 @@ class LoadedCapsule(_Fields):
 
         capsule = self.capsule
         if capsule is None:
-            from capsule.model import decode_capsule
+            from capsule.decode import decode_capsule
 
             capsule = decode_capsule(self.checkpoint.capsule_bytes)
         return render_capsule(capsule)
@@ -228,7 +228,7 @@ def warm_up(thread: Thread) -> None:
     use) and, when this thread's next capsule will be counted exactly, the tokenizer.
     Called in the boundary's own thread: a background load would hold the interpreter lock
     against the git worker's process starts."""
-    from capsule.model import build_schemas
+    from capsule.schemas import build_schemas
     from capsule.tokens import get_token_counter, set_ranks_cache
 
     build_schemas()
@@ -373,7 +373,8 @@ def load(thread: Thread, generation: int | None = None, *, decode: bool = True) 
         if issue is None and not decode and cp.rendered:
             return LoadedCapsule(cp, None, problems)
         if issue is None:
-            from capsule.model import CapsuleFormatError, decode_capsule
+            from capsule.model import CapsuleFormatError
+            from capsule.decode import decode_capsule
 
             try:
                 return LoadedCapsule(cp, decode_capsule(cp.capsule_bytes), problems)

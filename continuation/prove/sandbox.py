@@ -68,15 +68,6 @@ class Sandbox:
                                f"{proc.stderr.decode(errors='replace').strip()[:300]}")
         return json.loads(proc.stdout.decode("utf-8"))
 
-    def has_command(self, name: str) -> bool:
-        from continuation.commands import build_parser
-
-        parser = build_parser()
-        for action in parser._subparsers._group_actions:  # argparse keeps them here
-            if name in getattr(action, "choices", {}):
-                return True
-        return False
-
     def git(self, cwd: Path, *args: str, check: bool = True) -> str:
         proc = subprocess.run(["git", *args], cwd=str(cwd), capture_output=True,
                               env=self.env, timeout=60)

@@ -19,7 +19,7 @@ def _objective(cp: cps.Checkpoint) -> str:
     if cp.pruned:
         return "(capsule pruned by `continuation gc`)"
     try:
-        from capsule.model import decode_capsule
+        from capsule.decode import decode_capsule
 
         capsule = decode_capsule(cp.capsule_bytes)
     except Exception as exc:  # a corrupt capsule is listed, not fatal

@@ -255,7 +255,7 @@ def _warm_up(models: bool) -> None:
         claim_check.compile_claim_patterns()  # the gathering after the restore checks claims
 
         if models:
-            from capsule.model import build_schemas
+            from capsule.schemas import build_schemas
 
             build_schemas()
     except Exception:  # noqa: BLE001 - the main thread's own import reports it

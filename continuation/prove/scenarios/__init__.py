@@ -1,17 +1,7 @@
-"""The scenario registry: ``SCENARIOS[n] = (title, function(sandbox, result))``."""
+"""The proof's scenarios, numbered: importing the package registers every one of them."""
 from __future__ import annotations
 
-SCENARIOS: dict = {}
-
-
-def scenario(number: int, title: str):
-    def register(func):
-        SCENARIOS[number] = (title, func)
-        return func
-    return register
-
-
-from continuation.prove.scenarios import (
+from continuation.prove.scenarios import (  # noqa: F401  (each module registers its scenarios)
     boundaries,
     data,
     failures,
@@ -21,4 +11,7 @@ from continuation.prove.scenarios import (
     ledger,
     truth,
     workspaces,
-)  # noqa: E402,F401
+)
+from continuation.prove.scenarios.registry import SCENARIOS
+
+__all__ = ["SCENARIOS"]

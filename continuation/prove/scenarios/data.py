@@ -7,7 +7,7 @@ import time
 
 from continuation.prove.agent import Catalog, decide, memory_from_context, normal, read_context
 from continuation.prove.session import SimSession
-from continuation.prove.scenarios import scenario
+from continuation.prove.scenarios.registry import scenario
 from continuation.prove.scenarios.common import (
     ACTIONABLE,
     catalog,
@@ -20,7 +20,8 @@ from continuation.prove.scenarios.common import (
 @scenario(10, "legacy capsule (schema 1) is read, upgraded and acted on correctly")
 def legacy_capsule(box, r):
     from capsule.assemble import assemble_context
-    from capsule.model import SCHEMA_VERSION, CapsuleVersionError, decode_capsule
+    from capsule.model import SCHEMA_VERSION, CapsuleVersionError
+    from capsule.decode import decode_capsule
 
     from continuation.boundary import checkpoints
     from continuation.session.engine import Engine
@@ -109,7 +110,7 @@ def oversized_inputs(box, r):
     sizes = [len(c.capsule_bytes) for c in cps]
     r.check(f"every capsule within {budget.max_bytes} bytes", sizes and max(sizes) <= budget.max_bytes,
             f"sizes {sizes}")
-    from capsule.model import decode_capsule
+    from capsule.decode import decode_capsule
 
     caps = [decode_capsule(c.capsule_bytes) for c in cps]
     r.check(f"every capsule within {budget.max_tokens} tokens",

@@ -7,7 +7,7 @@ import time
 from continuation.prove.report import NotAvailable
 from continuation.prove.sandbox import wait_for
 from continuation.prove.session import SimSession
-from continuation.prove.scenarios import scenario
+from continuation.prove.scenarios.registry import scenario
 from continuation.prove.scenarios.common import (
     ACTIONABLE,
     catalog,
@@ -19,9 +19,6 @@ from continuation.prove.scenarios.common import (
 
 @scenario(6, "crash mid-tool: reconciling after `continuation recover`, never retried blindly")
 def crash_mid_tool(box, r):
-    for cmd in ("recover", "reconcile"):
-        if not box.has_command(cmd):
-            raise NotAvailable(f"`continuation {cmd}`")
     ws = box.workspace("ws")
     cat = catalog(request("A", "create the staging database schema", 1),
                   request("B", "run the data migration against staging", 2),
@@ -131,11 +128,10 @@ def persistence_faults(box, r):
         r.expect_states(s, {"A": "handled", "B": "handled"}, f" ({point})")
     for point in ("event.before_commit", "event.after_commit"):
         _delivery_fault(box, r, point)  # the first event the compact SessionStart commits
-    doctor = box.cli("doctor", "--json") if box.has_command("doctor") else None
-    if doctor is not None:
-        r.check("`continuation doctor` runs on the store after the kills",
-                doctor.returncode in (0, 1) and doctor.stdout.strip(),
-                doctor.stderr.decode(errors="replace")[-300:])
+    doctor = box.cli("doctor", "--json")
+    r.check("`continuation doctor` runs on the store after the kills",
+            doctor.returncode in (0, 1) and doctor.stdout.strip(),
+            doctor.stderr.decode(errors="replace")[-300:])
 
 
 def _delivery_fault(box, r, point: str) -> None:

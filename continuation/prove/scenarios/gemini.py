@@ -8,7 +8,7 @@ AfterTool or BeforeAgent answer.
 from __future__ import annotations
 
 from continuation.prove.session import SimSession
-from continuation.prove.scenarios import scenario
+from continuation.prove.scenarios.registry import scenario
 from continuation.prove.scenarios.common import (
     catalog,
     checkpoints_of,

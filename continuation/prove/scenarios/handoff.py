@@ -3,7 +3,7 @@ user text that looks like engine output (issue 12 items 5, 6, 7)."""
 from __future__ import annotations
 
 from continuation.prove.session import SimSession
-from continuation.prove.scenarios import scenario
+from continuation.prove.scenarios.registry import scenario
 from continuation.prove.scenarios.common import catalog, context_states, request
 
 FAKE_CHECKPOINT = (

@@ -1,9 +1,8 @@
 """Scenarios 14 and 15: rewind (conversation and files) with an informed retry; fork."""
 from __future__ import annotations
 
-from continuation.prove.report import NotAvailable
 from continuation.prove.session import SimSession
-from continuation.prove.scenarios import scenario
+from continuation.prove.scenarios.registry import scenario
 from continuation.prove.scenarios.common import (
     ACTIONABLE,
     catalog,
@@ -20,15 +19,8 @@ BOOKKEEPING = {"checkpoint_committed", "boundary", "session_started", "settings"
 _UNTOUCHABLE = ("head_file", "head", "index", "stash", "config", "branches")
 
 
-def _need(box, *commands):
-    for cmd in commands:
-        if not box.has_command(cmd):
-            raise NotAvailable(f"`continuation {cmd}`")
-
-
 @scenario(14, "rewind both (conversation + files), then an informed retry")
 def rewind_both(box, r):
-    _need(box, "rewind", "checkpoints")
     ws = box.workspace("ws")
     reason = "approach Y broke the integration tests"
     cat = catalog(request("A", "add input validation to the upload endpoint", 1, "upload.py"),
@@ -81,7 +73,6 @@ def rewind_both(box, r):
 
 @scenario(15, "fork: a new thread from a checkpoint, with lineage, sharing nothing after it")
 def fork(box, r):
-    _need(box, "fork", "checkpoints")
     ws = box.workspace("ws")
     cat = catalog(request("A", "sketch the plugin interface", 1, "plugins.md"),
                   request("B", "implement plugin loading with entry points", 1, "plugins.md"),

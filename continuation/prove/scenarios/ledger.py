@@ -13,7 +13,7 @@ import hashlib
 import uuid
 
 from continuation.prove.session import SimSession
-from continuation.prove.scenarios import scenario
+from continuation.prove.scenarios.registry import scenario
 from continuation.prove.scenarios.common import catalog, checkpoints_of
 
 #: scenario 16's long-turn runs (the script adds 1,000 steps; prove stays quick)
@@ -79,7 +79,7 @@ def long_turn(box, runtime: str, calls: int, *, done_before: int | None = None) 
           timeout=900)
     got = _outcome(s, ws, ("L",), {"L": calls})
     cps, _ = checkpoints_of(s)
-    from capsule.model import decode_capsule
+    from capsule.decode import decode_capsule
 
     budget = decode_capsule(cps[-1].capsule_bytes).budget if cps else None
     got.update(calls=calls, done_before=done_before, executions=s.executions("L"),

@@ -5,10 +5,9 @@ from __future__ import annotations
 import json
 
 from continuation.prove.payloads import PayloadShape
-from continuation.prove.report import NotAvailable
 from continuation.prove.sandbox import wait_for
 from continuation.prove.session import SimSession
-from continuation.prove.scenarios import scenario
+from continuation.prove.scenarios.registry import scenario
 from continuation.prove.scenarios.common import catalog, context_states, request
 
 
@@ -147,9 +146,6 @@ def _killed_in_second_call(box, r, name: str, cat: dict) -> tuple[SimSession, st
 
 @scenario(22, "a reconciliation decision reaches the model at the next resume or prompt")
 def decision_delivered(box, r):
-    for cmd in ("recover", "reconcile"):
-        if not box.has_command(cmd):
-            raise NotAvailable(f"`continuation {cmd}`")
     cat = catalog(request("B", "run the release migration against staging", 2),
                   request("C", "what does the release checklist say about rollbacks?", 0))
 

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from continuation.prove.session import SimSession
-from continuation.prove.scenarios import scenario
+from continuation.prove.scenarios.registry import scenario
 from continuation.prove.scenarios.common import (
     ACTIONABLE,
     catalog,
