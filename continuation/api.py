@@ -14,11 +14,12 @@ process per event::
         thread.checkpoint()                                      # before you compact
         context = thread.context(instructions="You are ...")     # the fresh context after it
 
-One code path: every method runs the functions the ``continuation hook`` command runs
-(:mod:`continuation.hooks.handlers`, :mod:`continuation.boundary.crossing`, :mod:`continuation.recovery`)
-against a store held open, with this process as the session's owner. What the hooks decide
-(a new prompt cuts a turn left running, a turn completes its inputs only with no call left
-without an outcome, a boundary's context is delivered once) holds here too.
+One code path: every method tells the recording core the ``continuation hook`` command tells
+(:mod:`continuation.session.recording`), and runs the boundaries and recovery it runs
+(:mod:`continuation.boundary.crossing`, :mod:`continuation.recovery`), against a store held
+open, with this process as the session's owner. What the hooks decide (a new prompt cuts a turn
+left running, a turn completes its inputs only with no call left without an outcome, a
+boundary's context is delivered once) holds here too.
 
 Choices where the harness is silent:
 
@@ -40,9 +41,10 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from continuation.session.engine import Engine, newest_running_turn, session_marker
+from continuation.host import jsontext
+from continuation.session.engine import Engine, session_marker, workspace_root
 from continuation.session.engine import Thread as _EngineThread
-from continuation.hooks import handlers
+from continuation.session.recording import Recorder
 
 if TYPE_CHECKING:
     from capsule.context import ContextMessage
@@ -135,13 +137,15 @@ class Continuation:
         folder the harness works in (its git root is found; snapshots are taken there)."""
         if not session_id or not isinstance(session_id, str):
             raise ValueError("session_id must be a non-empty string")
-        root = handlers.workspace_root(os.fspath(workspace)) if workspace is not None else None
+        root = workspace_root(os.fspath(workspace)) if workspace is not None else None
         return Thread(self, self.engine.thread(runtime, session_id, workspace_root=root), runtime)
 
     def hook(self, runtime: str, payload: Mapping[str, Any]) -> dict[str, Any]:
         """Handle one hook payload of ``runtime`` (``claude`` or ``codex`` shaped) with the
-        handlers ``continuation hook`` runs; returns the answer that command would print
+        hook dialect ``continuation hook`` runs; returns the answer that command would print
         (``{}`` for none). Errors are raised: the caller decides to fail open."""
+        from continuation.hooks import handlers
+
         handler = handlers.HANDLERS.get(str(payload.get("hook_event_name") or ""))
         if handler is None:
             return {}
@@ -184,6 +188,7 @@ class Thread:
         self.session_id: str = thread.row["session_id"]
         self._turn: str | None = None  # the turn this object opened, until it ends
         self._owns_engine = False
+        self._rec = Recorder(thread, source=owner.source, session=owner.session)
 
     def __repr__(self) -> str:
         return f"continuation.api.Thread({self.key!r})"
@@ -192,23 +197,13 @@ class Thread:
     def key(self) -> str:
         return self._thread.key
 
-    def _ctx(self, payload: dict[str, Any]) -> handlers.HookContext:
-        return handlers.HookContext(self.runtime, payload, self._owner.engine, thread=self._thread,
-                                    session=self._owner.session, source=self._owner.source)
-
-    def _handle(self, event: str, **fields: Any) -> dict[str, Any] | None:
-        payload = {"hook_event_name": event, "session_id": self.session_id, **fields}
-        if self._turn is not None and "turn_id" not in payload:
-            payload["turn_id"] = self._turn
-        return handlers.HANDLERS[event](self._ctx(payload))
-
-    def _running_turn(self) -> str | None:
-        return newest_running_turn(self._thread.store.conn, self.key)
+    def _current_turn(self) -> str | None:
+        """The turn an event without one belongs to: the one this object opened, else the
+        newest still running."""
+        return self._turn or self._rec.newest_running_turn()
 
     def _input(self, input_id: str) -> InputState | None:
-        from continuation.store.view import SqlStateView
-
-        rec = SqlStateView(self._thread.store.conn, self.key).get_input(input_id)
+        rec = self._rec.view().get_input(input_id)
         return None if rec is None else InputState(rec.input_id, rec.state, rec.text, rec.turn_id)
 
     # -- recording ---------------------------------------------------------------------------
@@ -225,16 +220,10 @@ class Thread:
             known = self._input(input_id)
             if known is not None:
                 return Admission(input_id, known.turn_id, True, known.state)
-        turn = self._running_turn() if steer else None
+        turn = self._rec.newest_running_turn() if steer else None
         if turn is None:
-            if input_id:
-                turn = f"turn:{input_id}"
-            else:
-                count = self._thread.store.conn.execute(
-                    "SELECT count(*) FROM turns WHERE thread_key=?", (self.key,)).fetchone()[0]
-                turn = f"turn-{count + 1}"
-        result = handlers.admit_prompt(self._ctx({"hook_event_name": "UserPromptSubmit"}), text,
-                                       turn, input_id)
+            turn = f"turn:{input_id}" if input_id else f"turn-{self._rec.turn_count() + 1}"
+        result = self._rec.admit_prompt(text, turn, input_id)
         self._turn = turn
         admitted = self._input(result.input_id)
         context = None
@@ -250,43 +239,50 @@ class Thread:
         """A tool call is about to run (before its effect: a crash after this leaves its outcome
         unknown, to be reconciled, never blindly retried). A known ``call_id`` is a no-op."""
         _require_id(call_id, "call_id")
-        self._handle("PreToolUse", tool_use_id=call_id, tool_name=str(tool),
-                     tool_input=dict(args or {}))
+        self._rec.tool_started(call_id, str(tool), dict(args or {}), self._current_turn())
 
     def tool_outcome(self, call_id: str, *, ok: bool = True, output: str | None = None,
                      exit_code: int | None = None) -> None:
         """The call's outcome: ``ok=False`` or a non-zero ``exit_code`` records an error."""
         _require_id(call_id, "call_id")
+        # kept as the hooks keep a runtime's outcome object: the whole outcome, as JSON text
         response: dict[str, Any] = {"is_error": not ok}
         if exit_code is not None:
             response["exit_code"] = int(exit_code)
         if output is not None:
             response["output"] = output
-        self._handle("PostToolUse", tool_use_id=call_id, tool_response=response)
+        failed = not ok or bool(exit_code)
+        self._rec.tool_finished(call_id, "error" if failed else "ok",
+                                exit_code=response.get("exit_code"),
+                                output=jsontext.dumps(response, ensure_ascii=False),
+                                turn=self._current_turn())
 
     def turn_completed(self, claim: str | None = None) -> None:
         """The running turn ended normally. Its inputs become handled when none of its tool
         calls is left without an outcome (else reconciling). ``claim``: the assistant's final
         text, recorded as a claim (never as proof that anything was done)."""
-        fields: dict[str, Any] = {}
+        turn = self._current_turn()
         if claim:
-            fields["last_assistant_message"] = claim
-        self._handle("Stop", **fields)
+            self._rec.claim(claim, turn, via="Stop")
+        if turn:
+            self._rec.complete_turn(turn)
         self._turn = None
 
     def turn_aborted(self, reason: str = "interrupted") -> None:
         """The running turn was cut (user interrupt, an error): its inputs stay actionable."""
-        self._handle("StopFailure", error=reason)
+        turn = self._current_turn()
+        if turn:
+            self._rec.abort_turn(turn, reason or "stop_failure")
         self._turn = None
 
     def claim(self, text: str) -> None:
         """Assistant text (e.g. "next I will..."): kept as a labelled claim, never authority."""
-        self._thread.claim(text, self._turn or self._running_turn(), source=self._owner.source,
+        self._thread.claim(text, self._current_turn(), source=self._owner.source,
                            session=self._owner.session)
 
     def end(self, reason: str = "other") -> None:
         """The session ended cleanly (a turn still running was cut); no crash is reported."""
-        self._handle("SessionEnd", reason=reason)
+        self._rec.session_ended(reason or "other")
         self._turn = None
 
     # -- boundaries --------------------------------------------------------------------------

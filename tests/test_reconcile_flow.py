@@ -13,7 +13,7 @@ import pytest
 from continuation import hooks
 from continuation.commands import run as cli
 from continuation.session.engine import Engine, session_marker
-import continuation.hooks.handlers as handlers
+import continuation.session.recording as recording
 
 SID = "01a226b0-e445-74a1-b671-074faf6bd457"
 KEY = f"codex-{SID}"
@@ -42,13 +42,13 @@ def killed_template(tmp_path_factory, codex_lines):
     marker = dead_marker()
     saved = os.environ.get("CONTINUATION_HOME")
     os.environ["CONTINUATION_HOME"] = str(state)
-    real = handlers.session_marker
-    handlers.session_marker = lambda pid=None: marker
+    real = recording.session_marker
+    recording.session_marker = lambda pid=None: marker
     try:
         for line in codex_lines:
             assert hooks.run("codex", line)[1] == 0
     finally:
-        handlers.session_marker = real
+        recording.session_marker = real
         if saved is None:
             os.environ.pop("CONTINUATION_HOME", None)
         else:

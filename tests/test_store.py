@@ -410,7 +410,8 @@ def test_a_turns_calls_are_read_through_the_turn_index_by_codex_and_gemini_hooks
     BeforeTool / AfterTool (every tool call: its call number, its pairing) read one turn's
     calls: through the turn index, not every call of the thread (~80 ms at 20,000 calls)."""
     from continuation.session.engine import Engine
-    from continuation.hooks import gemini, handlers
+    from continuation.hooks import gemini
+    from continuation.session.recording import Recorder
 
     def turns(n: int):
         for i in range(n):
@@ -429,15 +430,14 @@ def test_a_turns_calls_are_read_through_the_turn_index_by_codex_and_gemini_hooks
         e.store.append_many(codex.key, [*turns(200), *running], source="test")
         traced: list[str] = []
         e.store.conn.set_trace_callback(traced.append)
-        ctx = handlers.HookContext("codex", {"session_id": "long", "transcript_path": ""}, e,
-                                   thread=codex)
-        handlers._settle_from_transcript(ctx, ["now"])
+        Recorder(codex, source="test").settle_open_calls(["now"], lambda wanted: {},
+                                                         missing_exit_codes=True)
         gem = e.thread("gemini", "long")
         prompt = ("input_admitted", {"input_id": "p", "turn_id": "prompt-201", "text": "go"})
         e.store.append_many(gem.key, [*turns(200), prompt], source="test")
         before = {"hook_event_name": "BeforeTool", "tool_name": "run_shell_command",
                   "tool_input": {"command": "ls"}}
-        assert gemini.translate(before, e.store.conn, gem.key)["call_id"] == "prompt-201:call-1"
+        assert gemini.translate(before, Recorder(gem, source="test"))["call_id"] == "prompt-201:call-1"
         e.store.conn.set_trace_callback(None)
         plans = _plans_on_tool_calls(e.store.conn, traced)
         assert len([p for p in plans if "tool_calls_by_turn" in p]) == 2, plans

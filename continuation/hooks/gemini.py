@@ -1,4 +1,4 @@
-"""Gemini CLI hooks, translated to the events :mod:`.handlers` records for every runtime.
+"""Gemini CLI hooks, translated to the shared payload vocabulary :mod:`.handlers` reads.
 
 Gemini CLI 0.61.0 sends (``HookEventHandler.createBaseInput``) ``session_id``,
 ``transcript_path``, ``cwd``, ``hook_event_name`` and ``timestamp``, plus per event:
@@ -57,21 +57,6 @@ def user_text(prompt) -> str:
     return _LEADING_HOOK_CONTEXT.sub("", prompt, count=1)
 
 
-def _next_turn(conn, key: str) -> str:
-    count = conn.execute("SELECT count(*) FROM turns WHERE thread_key=?", (key,)).fetchone()[0]
-    return f"prompt-{count + 1}"
-
-
-def _calls_of_turn(conn, key: str, turn: str) -> list[tuple[str, str, dict]]:
-    # through the turn index (schema 5): BeforeTool and AfterTool read every call of the
-    # thread without it (~80 ms at 20,000 calls, on each tool call)
-    rows = conn.execute(
-        "SELECT call_id, status, data FROM tool_calls INDEXED BY tool_calls_by_turn WHERE"
-        " thread_key=? AND json_extract(data, '$.turn_id')=? ORDER BY started_seq",
-        (key, turn)).fetchall()
-    return [(r[0], r[1], json.loads(r[2])) for r in rows]
-
-
 def _same_call(record: dict, payload: dict) -> bool:
     return record.get("tool") == str(payload.get("tool_name") or "") and \
         record.get("args") == _args(payload)
@@ -83,7 +68,7 @@ def _args(payload: dict) -> dict:
 
 
 def _tool_response(payload: dict) -> dict:
-    """Gemini's ``tool_response`` in the shape :func:`.handlers._tool_status` reads."""
+    """Gemini's ``tool_response`` in the shape the shared ``PostToolUse`` payload has."""
     response = payload.get("tool_response")
     if not isinstance(response, dict):
         return {"output": response}
@@ -98,8 +83,10 @@ def _tool_response(payload: dict) -> dict:
     return out
 
 
-def translate(payload: dict, conn, thread_key: str) -> dict | None:
-    """The payload in the shared vocabulary, or ``None`` for an event we do not record."""
+def translate(payload: dict, rec) -> dict | None:
+    """The payload in the shared vocabulary (read by ``rec``, the thread's
+    :class:`~continuation.session.recording.Recorder`), or ``None`` for an event we do not
+    record."""
     event = str(payload.get("hook_event_name") or "")
     shared = EVENTS.get(event)
     if shared is None:
@@ -107,14 +94,13 @@ def translate(payload: dict, conn, thread_key: str) -> dict | None:
     out = dict(payload, hook_event_name=shared)
     if event == "BeforeAgent":
         out["prompt"] = user_text(payload.get("prompt"))
-        out["turn_id"] = _next_turn(conn, thread_key)
+        out["turn_id"] = f"prompt-{rec.turn_count() + 1}"
     elif event in ("BeforeTool", "AfterTool", "AfterAgent"):
-        from continuation.session.engine import newest_running_turn  # engine loads with the store only when a hook runs
-        turn = newest_running_turn(conn, thread_key)
+        turn = rec.newest_running_turn()
         if turn is None:
             return None if event != "AfterAgent" else out  # a tool outside any turn we saw
         out["turn_id"] = turn
-        calls = _calls_of_turn(conn, thread_key, turn)
+        calls = rec.calls_of_turn(turn)
         if event == "BeforeTool":
             out["call_id"] = f"{turn}:call-{len(calls) + 1}"
         elif event == "AfterTool":
@@ -161,7 +147,7 @@ def handle(payload: dict) -> dict | None:
             if not will_compress(payload):
                 return None
         with _numbering_lock(engine, ctx.thread.key, event):
-            shared = translate(payload, ctx.thread.store.conn, ctx.thread.key)
+            shared = translate(payload, ctx.rec)
             if shared is None:
                 return None
             ctx.payload, ctx.event = shared, shared["hook_event_name"]

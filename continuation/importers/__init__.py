@@ -118,7 +118,7 @@ def import_transcript(runtime: str, path, *, engine=None, session_over: bool | N
     resolved = str(path.resolve())
     sid, cwd = _prescan(module, path)
     sid = session_id or sid or path.stem
-    from continuation.hooks.handlers import workspace_root
+    from continuation.session.engine import workspace_root
 
     own_engine = engine is None
     if own_engine:

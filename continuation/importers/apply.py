@@ -27,17 +27,18 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+
 from statemachine import events as ev
-from statemachine.carry import carried_into, queued_twin
 from statemachine.lifecycle import allowed
 from statemachine.reducer import call_key
 
-from continuation.store.view import SqlStateView
 from continuation.importers.report import ImportReport
 from continuation.importers.timeline import Op, Timeline
+from continuation.session import facts
+from continuation.session.turn_rules import carried, sent_twin
+from continuation.store.view import SqlStateView
 
 CURSOR_EVENT = "transcript_imported"
-OUTPUT_EXCERPT = 2000
 
 
 def read_cursor(thread, path: str) -> dict | None:
@@ -73,13 +74,6 @@ def session_over_default(thread) -> tuple[bool, bool]:
 #: The reason of a turn cut because the file ended inside it: a later import of the grown file
 #: may still bring the turn's real end, which then replaces the cut (see ``_reopen_cut``).
 END_OF_TRANSCRIPT_CUT = "crashed: end_of_transcript"
-
-
-def _excerpt(text):
-    if text is None or len(text) <= OUTPUT_EXCERPT:
-        return text
-    half = OUTPUT_EXCERPT // 2
-    return text[:half] + f"\n[... {len(text) - OUTPUT_EXCERPT} chars cut ...]\n" + text[-half:]
 
 
 class Applier:
@@ -151,7 +145,7 @@ class Applier:
         if self.view.get_input(d["input_id"]) is not None:
             self.report.duplicates += 1
             return []
-        twin = self._twin(d) if d["turn_id"] else None
+        twin = sent_twin(self.view, d["text"], d["turn_id"]) if d["turn_id"] else None
         if twin is not None:
             # this prompt was recorded already under another id: an earlier import of the
             # shorter file left it queued (no turn), or the hooks delivered that queued input
@@ -160,28 +154,11 @@ class Applier:
             self.report.duplicates += 1
             if twin.turn_id == d["turn_id"] or not allowed(twin.state, "delivered"):
                 return []
-            return [(ev.INPUT_DELIVERED, {"input_id": twin.input_id, "turn_id": d["turn_id"],
-                                          "via": "import:queued_then_sent"})]
+            return [facts.input_delivered(twin.input_id, d["turn_id"], "import:queued_then_sent")]
         self.report.inputs_admitted += 1
-        data = {"input_id": d["input_id"], "text": d["text"], "turn_id": d["turn_id"],
-                "ordinal": d["ordinal"], "queued": d["queued"],
-                "id_source": d["id_source"]}
-        if d.get("attachments"):
-            data["attachments"] = d["attachments"]
-        return [(ev.INPUT_ADMITTED, data)]
-
-    def _twin(self, d):
-        """The input this prompt already is under another id (see ``_op_admit``)."""
-        twin = queued_twin(self.view, d["text"])
-        if twin is not None:
-            return twin
-        turn = self.view.get_turn(d["turn_id"])
-        for input_id in (turn.input_ids if turn else []):
-            rec = self.view.get_input(input_id)
-            if rec is not None and rec.text == d["text"] and rec.queued \
-                    and rec.admitted_seq < turn.started_seq:
-                return rec  # a queued input the hooks delivered into this turn
-        return None
+        return [facts.input_admitted(d["input_id"], d["text"], turn_id=d["turn_id"],
+                                     ordinal=d["ordinal"], queued=d["queued"],
+                                     id_source=d["id_source"], attachments=d.get("attachments"))]
 
     def _op_deliver(self, d):
         d = {**d, "input_id": self.alias.get(d["input_id"], d["input_id"])}
@@ -190,15 +167,14 @@ class Applier:
             return self._known()
         if rec.state == "pending" and rec.turn_id == d["turn_id"]:
             return self._known()
-        return [(ev.INPUT_DELIVERED, {"input_id": d["input_id"], "turn_id": d["turn_id"]})]
+        return [facts.input_delivered(d["input_id"], d["turn_id"])]
 
     def _op_tool_started(self, d):
         # keyed as the reducer keys it: a call id reused in another turn is a new call
         key = call_key(self.view, d["call_id"], d["turn_id"], starting=True)
         if self.view.get_call(key) is not None:
             return self._known()
-        return [(ev.TOOL_STARTED, {"call_id": d["call_id"], "tool": d["tool"], "args": d["args"],
-                                   "turn_id": d["turn_id"]})]
+        return [facts.tool_started(d["call_id"], d["tool"], d["args"], d["turn_id"])]
 
     def _op_plan(self, d):
         # written right after its tool_started; a call known before this import was skipped,
@@ -206,19 +182,17 @@ class Applier:
         call = self.view.get_call(d["call_id"])
         if call is not None and call.started_seq <= self._start_seq:
             return self._known()
-        return [(ev.PLAN_UPDATED, {"tool": d["tool"], "items": d["items"], "call_id": d["call_id"]})]
+        return [facts.plan_updated(d["tool"], d["items"], d["call_id"])]
 
     def _op_tool_finished(self, d):
         call = self.view.get_call(call_key(self.view, d["call_id"], d["turn_id"]))
         if call is not None and (call.finished_seq is not None
                                  or call.status not in ("in_flight", "unknown")):
             return self._known()
-        data = {"call_id": d["call_id"], "status": d["status"], "turn_id": d["turn_id"]}
-        if d.get("exit_code") is not None:
-            data["exit_code"] = d["exit_code"]
-        if d.get("output") is not None:
-            data["output"] = _excerpt(d["output"])
-        return [(ev.TOOL_FINISHED, data)]
+        output = d.get("output")
+        return [facts.tool_finished(d["call_id"], d["status"], exit_code=d.get("exit_code"),
+                                    output=None if output is None else facts.excerpt(output),
+                                    turn_id=d["turn_id"])]
 
     def _running(self, turn_id) -> bool:
         turn = self.view.get_turn(turn_id) if turn_id else None
@@ -232,14 +206,8 @@ class Applier:
             out = self._reopen_cut(d["turn_id"])
             if not out:
                 return self._known()
-        out += self._carry(d["turn_id"])
-        return out + [(ev.TURN_COMPLETED, {"turn_id": d["turn_id"], "via": f"import:{d['how']}"})]
-
-    def _carry(self, turn_id) -> list:
-        """The hooks' rule for inputs left interrupted or pending on ended turns: the turn that
-        completes cleanly next decides them (:mod:`statemachine.carry`)."""
-        return [(ev.INPUT_DELIVERED, {"input_id": i, "turn_id": turn_id, "via": "import:carry"})
-                for i in carried_into(self.view, turn_id)]
+        out += carried(self.view, d["turn_id"], "import:carry")
+        return out + [facts.turn_completed(d["turn_id"], f"import:{d['how']}")]
 
     def _last_end(self, turn_id) -> dict | None:
         """The latest recorded end (completed / aborted) of ``turn_id``, with its source."""
@@ -270,8 +238,8 @@ class Applier:
         for input_id in (turn.input_ids if turn else []):
             rec = self.view.get_input(input_id)
             if rec is not None and rec.turn_id == turn_id and rec.state == "interrupted":
-                out.append((ev.INPUT_DELIVERED, {"input_id": input_id, "turn_id": turn_id,
-                                                 "via": "import:reopened_end_of_transcript_cut"}))
+                out.append(facts.input_delivered(input_id, turn_id,
+                                                 "import:reopened_end_of_transcript_cut"))
         if out:
             self.report.reopened_turns.append(turn_id)
         return out
@@ -281,7 +249,7 @@ class Applier:
             return []
         if not self._running(d["turn_id"]):
             return self._known()
-        return [(ev.TURN_ABORTED, {"turn_id": d["turn_id"], "reason": d["reason"]})]
+        return [facts.turn_aborted(d["turn_id"], d["reason"])]
 
     def _op_claim(self, d):
         from continuation.store.sqlite import _sql_text
@@ -290,7 +258,7 @@ class Applier:
         if key in self._claims:
             return self._known()
         self._claims.add(key)
-        return [(ev.ASSISTANT_CLAIM, {"text": d["text"], "turn_id": d["turn_id"], "via": d["via"]})]
+        return [facts.assistant_claim(d["text"], d["turn_id"], d["via"])]
 
     def _op_boundary(self, d):
         if self._boundaries.get(d["kind"], 0) >= d["nth"]:
@@ -343,8 +311,8 @@ class Applier:
                 if text:
                     out += self._op_claim({"text": text, "turn_id": turn_id,
                                            "via": "import:inferred_end"})
-                out += self._carry(turn_id)
-                out.append((ev.TURN_COMPLETED, {"turn_id": turn_id, "via": "import:inferred_end"}))
+                out += carried(self.view, turn_id, "import:carry")
+                out.append(facts.turn_completed(turn_id, "import:inferred_end"))
                 continue
-            out.append((ev.TURN_ABORTED, {"turn_id": turn_id, "reason": reason}))
+            out.append(facts.turn_aborted(turn_id, reason))
         return out

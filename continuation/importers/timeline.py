@@ -11,10 +11,10 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from statemachine.ids import derived_input_id
 from statemachine.reducer import alias_of
 
 from continuation.importers.report import ImportReport
+from continuation.session.facts import input_identity
 
 
 @dataclass
@@ -122,14 +122,13 @@ class Timeline:
     # -- inputs ----------------------------------------------------------------------------
     def admit(self, text: str, *, turn_id: str | None, input_id: str | None = None,
               queued: bool = False, attachments: list | None = None, deliver: bool = False) -> str:
-        """One real user input. Without a runtime id the id is the hooks' hash of (thread, turn,
-        ordinal within the turn, text), so hook-recorded and imported inputs coincide."""
+        """One real user input. Without a runtime id the id is the recording core's hash of
+        (thread, turn, ordinal within the turn, text), so hook-recorded and imported inputs
+        coincide."""
         t = self.turn(turn_id) if turn_id else None
-        ordinal = len(t.inputs) if t else 0
-        id_source = "runtime"
-        if not input_id:
-            input_id = derived_input_id(self.thread_key or "", turn_id, ordinal, text)
-            id_source = "hash"
+        ordinal = len(t.inputs) if t else 0  # the inputs first admitted in the turn before it
+        input_id, id_source = input_identity(self.thread_key or "", turn_id, ordinal, text,
+                                             input_id)
         self.report.inputs_seen += 1
         if queued:
             self.report.queued += 1

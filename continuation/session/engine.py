@@ -13,21 +13,10 @@ from statemachine import events as ev
 from statemachine.lifecycle import ACTIONABLE
 
 from continuation.host.paths import state_home_str
+from continuation.session import facts
 from continuation.store import STORE_FILE, Appended, UnknownThread, open_store
 
-__all__ = ["STORE_FILE", "Engine", "Thread", "newest_running_turn"]
-
-
-def tool_finished_event(call_id: str, status: str = "ok", *, exit_code: int | None = None,
-                        output: str | None = None, turn_id: str | None = None) -> tuple[str, dict]:
-    """(type, data) of a call's outcome, as :meth:`Thread.tool_finished` records it; for
-    several appended in one transaction (``store.append_many``)."""
-    data: dict = {"call_id": call_id, "status": status, "turn_id": turn_id}
-    if exit_code is not None:
-        data["exit_code"] = exit_code
-    if output is not None:
-        data["output"] = output
-    return ev.TOOL_FINISHED, data
+__all__ = ["STORE_FILE", "Engine", "Thread", "newest_running_turn", "workspace_root"]
 
 
 def newest_running_turn(conn, thread_key: str) -> str | None:
@@ -127,41 +116,35 @@ class Thread:
               source: str = "api", session: dict | None = None) -> Appended:
         """Admit one user input exactly once. Without a runtime id, the id is a hash of
         (thread, turn, ordinal, text)."""
-        id_source = "runtime"
-        if not input_id:
-            from statemachine.ids import derived_input_id
-
-            input_id, id_source = derived_input_id(self.key, turn_id, ordinal, text), "hash"
-        data = {"input_id": input_id, "text": text, "turn_id": turn_id, "ordinal": ordinal,
-                "queued": queued, "id_source": id_source}
-        if attachments:
-            data["attachments"] = attachments
-        result = self.record(ev.INPUT_ADMITTED, data, source=source, session=session)
+        input_id, id_source = facts.input_identity(self.key, turn_id, ordinal, text, input_id)
+        result = self.record(*facts.input_admitted(input_id, text, turn_id=turn_id,
+                                                   ordinal=ordinal, queued=queued,
+                                                   id_source=id_source, attachments=attachments),
+                             source=source, session=session)
         result.input_id = input_id
         return result
 
     def deliver(self, input_id: str, turn_id: str | None = None, **kw) -> Appended:
-        return self.record(ev.INPUT_DELIVERED, {"input_id": input_id, "turn_id": turn_id}, **kw)
+        return self.record(*facts.input_delivered(input_id, turn_id), **kw)
 
     def tool_started(self, call_id: str, tool: str = "", args: dict | None = None,
                      turn_id: str | None = None, **kw) -> Appended:
-        return self.record(ev.TOOL_STARTED, {"call_id": call_id, "tool": tool,
-                                             "args": args or {}, "turn_id": turn_id,
-                                             "started_at": time.time()}, **kw)
+        return self.record(*facts.tool_started(call_id, tool, args or {}, turn_id,
+                                               started_at=time.time()), **kw)
 
     def tool_finished(self, call_id: str, status: str = "ok", *, exit_code: int | None = None,
                       output: str | None = None, turn_id: str | None = None, **kw) -> Appended:
-        return self.record(*tool_finished_event(call_id, status, exit_code=exit_code,
+        return self.record(*facts.tool_finished(call_id, status, exit_code=exit_code,
                                                 output=output, turn_id=turn_id), **kw)
 
     def turn_completed(self, turn_id: str, **kw) -> Appended:
-        return self.record(ev.TURN_COMPLETED, {"turn_id": turn_id}, **kw)
+        return self.record(*facts.turn_completed(turn_id), **kw)
 
     def turn_aborted(self, turn_id: str, reason: str = "interrupted", **kw) -> Appended:
-        return self.record(ev.TURN_ABORTED, {"turn_id": turn_id, "reason": reason}, **kw)
+        return self.record(*facts.turn_aborted(turn_id, reason), **kw)
 
     def claim(self, text: str, turn_id: str | None = None, **kw) -> Appended:
-        return self.record(ev.ASSISTANT_CLAIM, {"text": text, "turn_id": turn_id}, **kw)
+        return self.record(*facts.assistant_claim(text, turn_id), **kw)
 
     def crash_detected(self, reason: str, **kw) -> Appended:
         return self.record(ev.CRASH_DETECTED, {"reason": reason}, **kw)
@@ -208,6 +191,26 @@ def session_marker(pid: int | None = None) -> dict:
     if not pid:  # the runtime behind the hook, past `sh -c` wrappers (crash detection needs it)
         pid = runtime_pid()
     return {"pid": pid, "proc_start": proc_start(pid), "host": hostname()}
+
+
+def workspace_root(cwd: str | None) -> str | None:
+    """The canonical root a thread records for ``cwd``: the nearest folder holding ``.git``
+    above it, else ``cwd`` itself. A path walk, not a git call, because this runs on every
+    prompt."""
+    if not cwd or not isinstance(cwd, str):
+        return None
+    try:
+        start = os.path.realpath(cwd)
+    except (OSError, ValueError):
+        return cwd
+    folder = start
+    while True:
+        if os.path.exists(os.path.join(folder, ".git")):
+            return folder
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return start
+        folder = parent
 
 
 def _workspace_depths(cwd: str) -> dict[str, int]:
