@@ -16,8 +16,9 @@ Record shapes (Codex CLI 0.171.0; older shapes where noted):
 Everything else (token counts, world state, settings, the ``item_completed`` echoes of items
 already read as response items, reasoning) is skipped and counted by type.
 
-Input ids are the hooks' ids: ``derived_input_id(thread_key, turn_id, ordinal, text)`` with the
-ordinal = position of the input among its turn's inputs (what ``on_user_prompt`` computes).
+Input ids are the hooks' ids (``continuation.session.facts.input_identity``): the hash of
+(thread, turn, ordinal, text) with the ordinal = position of the input among its turn's inputs
+(what the recording core counts for a prompt hook).
 Tool calls are named like the hooks name them (``exec_command`` -> ``Bash`` with
 ``{"command": ...}``) so hook-recorded and imported calls read the same.
 A turn that never got ``task_complete`` / ``turn_aborted`` is *cut* when the next turn starts
