@@ -87,7 +87,7 @@ def test_the_worker_builds_the_bytes_a_build_in_process_does(engine, turns, word
                                                              how):
     t = _thread(engine, f"s{turns}", turns, words)
     notices = [Notice("Rewound", ["line one", "line two"], priority=60, pointer="event:x:1")]
-    plain = checkpoints.gather_plain_source(t, generation=3, reason="auto", notices=notices)
+    plain = capsule_source.gather_plain(t, generation=3, reason="auto", notices=notices)
     plain = checkpoints.with_workspace(t, plain, generation=4, workspace=None)
     built = _built_by_a_worker(how, engine.home, plain, exact_first)
     assert built == _in_process(t, plain, exact_first)
@@ -105,7 +105,7 @@ def test_one_worker_answers_a_second_request(engine, how):
     worker = _started(how, engine.home, False)
     try:
         for generation in (1, 2):
-            plain = checkpoints.gather_plain_source(t, generation=generation, reason="auto")
+            plain = capsule_source.gather_plain(t, generation=generation, reason="auto")
             assert worker.build(plain, exact_first=False) == _in_process(t, plain, False)
     finally:
         worker.close()
@@ -122,7 +122,7 @@ def test_a_forked_worker_holds_none_of_its_parents_descriptors(engine, tmp_path)
     worker = CapsuleWorker.fork(engine.home)
     try:
         t = _thread(engine, "s", 3, 5)
-        plain = checkpoints.gather_plain_source(t, generation=1, reason="auto")
+        plain = capsule_source.gather_plain(t, generation=1, reason="auto")
         assert worker.build(plain, exact_first=False) is not None  # it is up and serving
         pid = worker._proc.pid
         links = {int(fd): os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")}
@@ -231,7 +231,7 @@ def test_an_early_worker_goes_to_the_boundary_of_its_state_home(engine, tmp_path
     assert early is not None and capsule_worker.take_early(engine.home) is early
     assert capsule_worker.take_early(engine.home) is None  # once
     t = _thread(engine, "s", 4, 10)
-    plain = checkpoints.gather_plain_source(t, generation=1, reason="auto")
+    plain = capsule_source.gather_plain(t, generation=1, reason="auto")
     assert early.build(plain, exact_first=False) == _in_process(t, plain, False)
     early.close()
     capsule_worker.start_early(tmp_path / "another-home")
@@ -523,7 +523,7 @@ def test_a_worker_counts_with_the_counts_its_predecessor_kept(engine, how, monke
 
     t = _thread(engine, "kept", 60, 40)
     plain = checkpoints.with_workspace(
-        t, checkpoints.gather_plain_source(t, generation=1, reason="auto"), generation=1,
+        t, capsule_source.gather_plain(t, generation=1, reason="auto"), generation=1,
         workspace=None)
     expected = _in_process(t, plain, True)
     name = get_token_counter().name

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from capsule.decode import decode_capsule
-from continuation.boundary import crossing as boundary, checkpoints
+from continuation.boundary import crossing as boundary, capsule_source, checkpoints
 from continuation import hooks
 from continuation.session.engine import Engine
 
@@ -454,14 +454,21 @@ def test_claims_after_a_rewind_are_the_newest_on_the_branch_and_the_older_are_co
 
 def _record_gathers(monkeypatch, order: list[str]) -> None:
     """Append "gather" to ``order`` when a boundary starts gathering its capsule's input."""
+    inside = []
+
     def gathering(real):
         def gather(*args, **kwargs):
-            order.append("gather")
-            return real(*args, **kwargs)
+            if not inside:  # gather_plain gathers through gather: one start
+                order.append("gather")
+            inside.append(1)
+            try:
+                return real(*args, **kwargs)
+            finally:
+                inside.pop()
         return gather
 
-    for name in ("gather_source", "gather_plain_source"):
-        monkeypatch.setattr(checkpoints, name, gathering(getattr(checkpoints, name)))
+    for name in ("gather", "gather_plain"):
+        monkeypatch.setattr(capsule_source, name, gathering(getattr(capsule_source, name)))
 
 
 def test_a_boundary_gathers_once_its_snapshots_scan_is_running(engine, tmp_path, monkeypatch):

@@ -453,11 +453,6 @@ def _transcript_pointer(store, key: str, given: dict | None, upto_seq: int | Non
             "transcript_prefix_sha256": d.get("prefix_sha256")}
 
 
-def _rollback_points(events: list[dict]) -> list[int]:
-    """Claims after a rollback's target (and before the rollback) belong to a discarded branch."""
-    return [int(e["data"]["to_seq"]) for e in events if e["type"] == "rolled_back"]
-
-
 def _cursor(key: str, last: list[dict], calls: dict) -> dict:
     """The last completed step (a finished tool call or an ended turn) and its outcome. A call
     reconciled as not applied or retry-safe did not complete: the cursor stays before it."""

@@ -153,27 +153,6 @@ def find_checkpoint(engine, selector: str) -> Checkpoint:
     raise CheckpointError(f"{selector!r} matches {len(rows)} checkpoints; give more of the id")
 
 
-def gather_source(thread: Thread, *, generation: int, reason: str, workspace: dict | None = None,
-                  transcript: dict | None = None, notices=(), upto_seq: int | None = None):
-    """What the capsule of ``generation`` is built from (``continuation.boundary.capsule_source``); a
-    boundary gathers it while git snapshots and sets the workspace afterwards
-    (:func:`with_workspace`)."""
-    from continuation.boundary.capsule_source import gather
-
-    return gather(thread, generation=generation, reason=reason, workspace=workspace,
-                  transcript=transcript, notices=notices, upto_seq=upto_seq)
-
-
-def gather_plain_source(thread: Thread, *, generation: int, reason: str,
-                        transcript: dict | None = None, notices=()) -> dict:
-    """:func:`gather_source` as plain data, without importing pydantic (a boundary whose capsule
-    a worker builds: ``continuation.boundary.capsule_worker``)."""
-    from continuation.boundary.capsule_source import gather_plain
-
-    return gather_plain(thread, generation=generation, reason=reason, transcript=transcript,
-                        notices=notices)
-
-
 def with_workspace(thread: Thread, source, *, generation: int, workspace: dict | None):
     """``source`` (a model or plain data) as if gathered with this snapshot and generation."""
     from continuation.boundary.capsule_source import source_workspace
@@ -197,7 +176,7 @@ def build(thread: Thread, *, generation: int, reason: str, workspace: dict | Non
           transcript: dict | None = None, notices=(), budget=None, upto_seq: int | None = None,
           source=None):
     """Build (not commit) the capsule for the thread's current state (or from ``source``,
-    gathered earlier by :func:`gather_source` and completed by :func:`with_workspace`).
+    gathered earlier by :func:`continuation.boundary.capsule_source.gather` and completed by :func:`with_workspace`).
 
     Tokens are counted first by an upper bound that loads no tokenizer, the UTF-8 length, when
     the texts are that small (``capsule.tokens.ByteBoundCounter``): when that build made no
@@ -212,8 +191,10 @@ def build(thread: Thread, *, generation: int, reason: str, workspace: dict | Non
     from capsule.tokens import set_ranks_cache
 
     if source is None:
-        source = gather_source(thread, generation=generation, reason=reason, workspace=workspace,
-                               transcript=transcript, notices=notices, upto_seq=upto_seq)
+        from continuation.boundary.capsule_source import gather
+
+        source = gather(thread, generation=generation, reason=reason, workspace=workspace,
+                        transcript=transcript, notices=notices, upto_seq=upto_seq)
     elif isinstance(source, dict):
         from capsule.source import CapsuleSource
 

@@ -166,14 +166,15 @@ def commit_checkpoint(thread: Thread, *, reason: str, transcript_path: str | Non
                 if notices is None:
                     notices = (*given, *_reconciliation_notices(thread))
                 seq = int(thread.row["last_seq"])  # read before gathering: the capsule covers it
+                from continuation.boundary import capsule_source
+
                 if worker is not None:
-                    source = checkpoints.gather_plain_source(thread, generation=generation,
-                                                             reason=reason, transcript=transcript,
-                                                             notices=notices)
+                    source = capsule_source.gather_plain(thread, generation=generation,
+                                                         reason=reason, transcript=transcript,
+                                                         notices=notices)
                 else:
-                    source = checkpoints.gather_source(thread, generation=generation,
-                                                       reason=reason, transcript=transcript,
-                                                       notices=notices)
+                    source = capsule_source.gather(thread, generation=generation, reason=reason,
+                                                   transcript=transcript, notices=notices)
                     if pending is not None:
                         checkpoints.warm_up(thread)
                 mark("boundary: source gathered")
