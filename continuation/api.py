@@ -45,6 +45,7 @@ from continuation.host import jsontext
 from continuation.session.engine import Engine, session_marker, workspace_root
 from continuation.session.engine import Thread as _EngineThread
 from continuation.session.recording import Recorder
+from statemachine.lifecycle import ACTIONABLE
 
 if TYPE_CHECKING:
     from capsule.context import ContextMessage
@@ -60,7 +61,6 @@ DEFAULT_RUNTIME = "python"
 #: what :meth:`Thread.reconcile` records about a call whose outcome is unknown
 DECISIONS = ("applied", "not_applied", "retry_safe")
 Decision = Literal["applied", "not_applied", "retry_safe"]
-ACTIONABLE_STATES = ("queued", "pending", "interrupted", "reconciling")
 
 
 @dataclass(frozen=True)
@@ -331,7 +331,7 @@ class Thread:
         if item is not None:
             recorded = interrupted.record_crash(self._thread, item, source=self._owner.source)
         self._turn = None
-        actionable = tuple(i for i in self.inputs() if i.state in ACTIONABLE_STATES)
+        actionable = tuple(i for i in self.inputs() if i.state in ACTIONABLE)
         return Recovery(recorded, item.reason if item is not None else None, actionable,
                         tuple(self.pending_reconciliations()))
 

@@ -56,3 +56,10 @@ def test_mermaid_diagram_is_generated_from_the_table():
         for source in sources:
             assert f"{source} --> {row['dest']}" in text
         assert row["trigger"] in text
+
+
+def test_the_capsule_names_the_lifecycles_actionable_states():
+    """capsule/ imports nothing of statemachine/, so it spells the set once itself."""
+    from capsule.states import ACTIONABLE_STATES
+
+    assert ACTIONABLE_STATES == lifecycle.ACTIONABLE

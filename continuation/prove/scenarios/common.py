@@ -4,8 +4,7 @@ from __future__ import annotations
 import re
 
 from continuation.prove.agent import Catalog, memory_from_context, read_context
-
-ACTIONABLE = {"pending", "interrupted", "queued", "reconciling"}
+from statemachine.lifecycle import ACTIONABLE
 
 
 def request(key: str, text: str, tools: int = 1, file: str = "notes.txt") -> dict:
