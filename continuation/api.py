@@ -42,7 +42,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from continuation.host import jsontext
-from continuation.session.engine import Engine, session_marker, workspace_root
+from continuation.host.liveness import marker as session_marker
+from continuation.session.engine import Engine, workspace_root
 from continuation.session.engine import Thread as _EngineThread
 from continuation.session.recording import Recorder
 from statemachine.lifecycle import ACTIONABLE

@@ -12,7 +12,8 @@ import pytest
 
 from continuation import hooks
 from continuation.commands import run as cli
-from continuation.session.engine import Engine, session_marker
+from continuation.host.liveness import marker as session_marker
+from continuation.session.engine import Engine
 import continuation.session.recording as recording
 
 SID = "01a226b0-e445-74a1-b671-074faf6bd457"

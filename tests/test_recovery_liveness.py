@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from continuation.session.engine import session_marker
+from continuation.host.liveness import marker as session_marker
 from continuation.host import liveness
 
 HAS_PROC = os.path.isdir("/proc/self")
@@ -104,8 +104,8 @@ def test_hostname_matches_the_engine_marker():
 def test_real_chain_runtime_sh_c_hook(tmp_path):
     """A runtime process runs the hook through `sh -c`, as Claude Code and Codex do: the
     marker names the runtime, not the shell."""
-    hook = (f"{shlex.quote(sys.executable)} -c 'import json; from continuation.session.engine import "
-            f"session_marker; print(json.dumps(session_marker()))'; true")
+    hook = (f"{shlex.quote(sys.executable)} -c 'import json; from continuation.host.liveness import "
+            f"marker; print(json.dumps(marker()))'; true")
     runtime = ("import os, subprocess, sys, json; "
                f"out = subprocess.run(['sh', '-c', {hook!r}], capture_output=True, text=True).stdout; "
                "print(json.dumps({'runtime': os.getpid(), 'marker': json.loads(out)}))")

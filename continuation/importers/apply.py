@@ -57,12 +57,6 @@ def owner_verdict(thread) -> str:
     return verdict
 
 
-def live_session(thread) -> bool:
-    """A runtime process the hooks recorded for this thread still runs (pid alive with the
-    same start time, on this host)."""
-    return owner_verdict(thread) == "alive"
-
-
 def session_over_default(thread) -> tuple[bool, bool]:
     """(session over?, owner unknown?) when the caller did not say. Only a recorded owner
     that ended or died proves the session over: with no marker (hooks not installed) the

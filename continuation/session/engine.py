@@ -184,15 +184,6 @@ class Thread:
         }
 
 
-def session_marker(pid: int | None = None) -> dict:
-    """Who is writing: the live-session marker refreshed at every hook (pid, start, host)."""
-    from continuation.host.liveness import proc_start, runtime_pid
-
-    if not pid:  # the runtime behind the hook, past `sh -c` wrappers (crash detection needs it)
-        pid = runtime_pid()
-    return {"pid": pid, "proc_start": proc_start(pid), "host": hostname()}
-
-
 def workspace_root(cwd: str | None) -> str | None:
     """The canonical root a thread records for ``cwd``: the nearest folder holding ``.git``
     above it, else ``cwd`` itself. A path walk, not a git call, because this runs on every
@@ -229,11 +220,3 @@ def _workspace_depths(cwd: str) -> dict[str, int]:
             break
         folder = parent
     return {path: depth for depth, path in enumerate(reversed(chain))}
-
-
-def hostname() -> str:
-    """This machine's name without importing socket (a visible cost on the hot path)."""
-    uname = getattr(os, "uname", None)
-    if uname is not None:
-        return uname().nodename
-    return os.environ.get("COMPUTERNAME") or "localhost"

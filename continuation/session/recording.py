@@ -17,7 +17,8 @@ from statemachine import events as ev
 
 from continuation.host import jsontext
 from continuation.session import facts
-from continuation.session.engine import Thread, newest_running_turn, session_marker
+from continuation.host.liveness import marker as session_marker
+from continuation.session.engine import Thread, newest_running_turn
 
 
 class Recorder:
