@@ -18,7 +18,7 @@ from continuation.session.claude_synthetic import notification_kind
 from continuation.session.engine import Engine, workspace_root
 from continuation.session.recording import Recorder
 
-__all__ = ["HANDLERS", "HookContext", "handle", "workspace_root"]
+__all__ = ["HANDLERS", "HookContext", "handle"]
 
 
 def _runtime_id(value) -> str | None:
