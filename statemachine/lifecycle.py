@@ -68,9 +68,16 @@ class IllegalTransition(Exception):
         super().__init__(f"'{trigger}' is not allowed from state '{state}'{where}")
 
 
+#: what a row may say: a condition or a callback would be run by the machine but not by the
+#: dict lookup, so the two would disagree; such a row is refused rather than half-honoured
+_ROW_KEYS = frozenset({"trigger", "source", "dest"})
+
+
 def _compile(table: list[dict]) -> dict[tuple[str, str], str]:
     compiled: dict[tuple[str, str], str] = {}
     for row in table:
+        if not row.keys() <= _ROW_KEYS:
+            raise ValueError(f"the fast path cannot honour {sorted(row.keys() - _ROW_KEYS)} in {row}")
         sources = row["source"] if isinstance(row["source"], list) else [row["source"]]
         for source in sources:
             key = (source, row["trigger"])

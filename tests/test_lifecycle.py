@@ -63,3 +63,32 @@ def test_the_capsule_names_the_lifecycles_actionable_states():
     from capsule.states import ACTIONABLE_STATES
 
     assert ACTIONABLE_STATES == lifecycle.ACTIONABLE
+
+
+def test_the_fast_path_refuses_a_row_it_could_not_honour():
+    """A condition or callback runs in the machine but not in the dict lookup: refused, so the
+    two readers of the table cannot silently disagree."""
+    with pytest.raises(ValueError, match="conditions"):
+        lifecycle._compile([{"trigger": "t", "source": "new", "dest": "pending",
+                             "conditions": "ready"}])
+
+
+def test_the_fast_path_refuses_an_ambiguous_row():
+    """The machine would take the first of two rows; the table must not rely on order."""
+    with pytest.raises(ValueError, match="ambiguous"):
+        lifecycle._compile([{"trigger": "t", "source": "new", "dest": "pending"},
+                            {"trigger": "t", "source": ["new"], "dest": "queued"}])
+
+
+def test_an_unknown_trigger_is_illegal_everywhere():
+    for state in STATES:
+        with pytest.raises(IllegalTransition):
+            next_state(state, "not_a_trigger")
+
+
+def test_the_capsule_spells_the_lifecycles_states():
+    """Every state but the pseudo-state ``new``; the historical ones are the terminal ones."""
+    from capsule.states import HISTORICAL_STATES, INPUT_STATES
+
+    assert INPUT_STATES == tuple(s for s in STATES if s != lifecycle.NEW)
+    assert HISTORICAL_STATES == lifecycle.TERMINAL

@@ -12,6 +12,7 @@ from typing import Iterable
 
 from capsule.notice import notice_data
 
+from statemachine.lifecycle import ACTIONABLE
 from statemachine.reducer import resolve_call
 
 from continuation.session.engine import Thread
@@ -36,7 +37,6 @@ MAX_FINISHED_CALLS = 100
 MAX_HISTORICAL_INPUTS = 200
 _HISTORICAL = ("handled", "rolled_back", "superseded")
 FINISHED = ("ok", "error", "reconciled")
-OPEN_STATES = ("pending", "interrupted", "reconciling", "queued")
 CURSOR_TYPES = ("tool_finished", "turn_completed", "turn_aborted", "reconciled")
 
 
@@ -121,7 +121,7 @@ def gather_plain(thread: Thread, *, generation: int, reason: str, upto_seq: int 
     # every unsettled call, every finished call of an open input's turn (the work ledger), and
     # only the newest other finished ones; indexed reads, not the whole history of a long thread
     view = SqlStateView(store.conn, key)
-    open_turns = {r.turn_id for r in inputs if r.state in OPEN_STATES and r.turn_id}
+    open_turns = {r.turn_id for r in inputs if r.state in ACTIONABLE and r.turn_id}
     by_start = {c.started_seq: c for c in view.newest_calls(MAX_FINISHED_CALLS, FINISHED)}
     open_calls = view.calls_of_turns(sorted(open_turns), FINISHED)
     by_start.update((c.started_seq, c) for c in open_calls)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 
-from statemachine.lifecycle import PENDING
+from statemachine.lifecycle import ACTIONABLE, PENDING
 
 from continuation.host import liveness
 
@@ -136,7 +136,7 @@ def _last_checkpoint(thread) -> dict | None:
 
 def _summary_inputs(thread) -> list[dict]:
     return [{"input_id": r.input_id, "state": r.state, "text": r.text, "turn_id": r.turn_id}
-            for r in thread.inputs(("pending", "queued", "interrupted", "reconciling"))]
+            for r in thread.inputs(sorted(ACTIONABLE))]
 
 
 def _summary_calls(thread, crash_seq: int) -> list[dict]:
