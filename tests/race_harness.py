@@ -26,7 +26,7 @@ import json, os, sys, time
 from pathlib import Path
 role, index, repo, go = sys.argv[1], sys.argv[2], Path(sys.argv[3]), Path(sys.argv[4])
 # everything heavy is imported before the start line, so the workers really race
-import git, tiktoken  # noqa: F401
+import tiktoken  # noqa: F401
 import capsule.budget, capsule.render, continuation.boundary.capsule_source  # noqa: F401
 import continuation.boundary.crossing, continuation.workspace.snapshot, continuation.session.workspace_link  # noqa: F401
 from continuation import cli, hooks
