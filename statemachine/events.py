@@ -2,7 +2,7 @@
 
 An event is a plain mapping ``{"seq": int, "type": str, "data": dict}`` (the store adds
 time and source). Plain dicts, not models, because the hook hot path folds them and must not
-pay for pydantic. Three kinds, never mixed (see DESIGN.md "Facts vs claims"):
+pay for pydantic. Three kinds, never mixed (see docs/design.md, "Facts vs claims"):
 
 - ``input``: text the user sent (the only source of authority);
 - ``fact``:  what the runtime observed;

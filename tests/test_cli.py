@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+LIFECYCLE_DOC = Path(__file__).resolve().parents[1] / "docs" / "lifecycle.md"
 
 
 def run_cli(*args, home: Path, stdin: bytes | None = None, env: dict | None = None):
@@ -90,8 +90,8 @@ def test_lifecycle_diagram_matches_readme(tmp_path):
     assert r.returncode == 0
     diagram = r.stdout.decode().strip()
     assert "stateDiagram-v2" in diagram
-    assert diagram in README.read_text(encoding="utf-8"), \
-        "README's lifecycle diagram is stale: paste `continuation lifecycle` into it"
+    assert diagram in LIFECYCLE_DOC.read_text(encoding="utf-8"), \
+        "docs/lifecycle.md's diagram is stale: paste `continuation lifecycle` into it"
 
 
 def test_status_prints_counts_of_all_and_decodes_only_the_newest_inputs(home, monkeypatch, capsys):

@@ -1,6 +1,6 @@
 """The embedded SQLite store: an append-only event log per thread plus derived tables.
 
-Durability contract (DESIGN.md "Store"): WAL with ``synchronous=FULL``; every append runs in
+Durability contract (docs/design.md, "Store"): WAL with ``synchronous=FULL``; every append runs in
 ``BEGIN IMMEDIATE`` with a busy timeout, so concurrent hook processes serialise instead of
 failing; the event row and every table derived from it are written in the same transaction;
 the derived lifecycle tables are produced by the same reducer that a full replay uses.
