@@ -50,7 +50,7 @@ class CapsuleVersionError(CapsuleFormatError):
 
 
 class _Part(BaseModel):
-    # schemas are built on first use (issue 15): a boundary pays only for the models it uses.
+    # schemas are built on first use: a boundary pays only for the models it uses.
     # Empty lists and dicts default to ``[]``/``{}``: pydantic copies a mutable default for
     # each instance, while ``Field(default_factory=list)`` had it inspect the builtin's
     # signature at class creation (~3.5 ms over these models, on a boundary's path)

@@ -1,5 +1,5 @@
 """BPE ranks as one buffer: an open-addressing hash table over the tokens, read from the cache
-without building a Python object per token (issue 15).
+without building a Python object per token.
 
 The vocabulary counter (``capsule.tokens.VocabularyCounter``) asks the ranks two things: is a
 piece a token, and the rank of a pair (tiktoken's reference merge). A dict answers both but

@@ -10,7 +10,7 @@ Choice of encoding (made once per process, lazily, on first use):
    data file directly (sha256 checked); ``tiktoken.get_encoding`` (which first copies the file
    into its cache folder, ~140 ms more) only if that fails.
 
-Load cost (issue 15): parsing a BPE file (100-200k base64 lines) is most of a boundary's
+Load cost: parsing a BPE file (100-200k base64 lines) is most of a boundary's
 tokenizer cost, so the parsed ranks are kept in a cache folder when the caller names one
 (:func:`set_ranks_cache`; the engine uses ``<state home>/cache``, a private folder): a file
 named after the sha256 of the source file and checked by its own sha256, which *is* a hash
@@ -420,7 +420,7 @@ PIECES_KEPT = 100_000
 
 class VocabularyCounter(_RememberingCounter):
     """tiktoken's exact counts without tiktoken's BPE table: building ``CoreBPE`` from the ranks
-    costs ~35 ms a process, a boundary's largest single cost after pydantic (issue 15).
+    costs ~35 ms a process, a boundary's largest single cost after pydantic.
 
     tiktoken splits a text with the encoding's pattern; a piece in the vocabulary is one token,
     any other piece is merged pair by pair, lowest rank first. Here the split is the ``regex``
@@ -497,7 +497,7 @@ class VocabularyCounter(_RememberingCounter):
 
 #: the encodings whose pattern the ``regex`` module was measured to split as tiktoken does, on
 #: every character Unicode 14.0 assigns (``scripts/verify_split.py``: 282,230 code points in
-#: two probe texts each; o200k_base's since 2026-12-02, counted by tiktoken's encoder before,
+#: two probe texts each; o200k_base's too, counted by tiktoken's encoder earlier,
 #: which built its BPE table at each exact count)
 SPLIT_VERIFIED = frozenset({OFFLINE_NAME, O200K_NAME})
 

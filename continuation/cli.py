@@ -23,7 +23,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def entry() -> None:
     """The installed command: :func:`main`, then the end of the process without the
-    interpreter's teardown (issue 15). Every command has closed its store and files when
+    interpreter's teardown. Every command has closed its store and files when
     ``main`` returns; what a normal exit would add is freeing every module's objects (a loaded
     tokenizer alone takes ~130 ms, the rest of a rewind's imports as much again). Output is
     flushed first; ``logging`` handlers (an adapter may have set some) are shut down."""

@@ -2,7 +2,7 @@
 """Every benchmark in one table of ratios, plus recovery time at 100,000 vs 1,000 events.
 
 Runs the benchmark scripts under ``scripts/`` that exist (a missing one is listed with a note),
-each with its own defaults: the sizes issue 15's targets are stated for (a 20,000-file, 82 MB
+each with its own defaults: the sizes the targets are stated for (a 20,000-file, 82 MB
 repository, threads of 1,000 and 100,000 events; ~3.5 minutes on 2 cores). ``--quick`` runs
 smaller sizes for development (~1 minute): a fixed cost weighs more against a smaller git
 baseline there, so its rows say their target applies at the full sizes. It collects every

@@ -80,7 +80,7 @@ def install(base: Path) -> Installed:
 #: the benchmarks' git configuration: no background maintenance. A commit of the generated
 #: repository (20,000 new loose objects) had git start ``gc --auto`` in the background: a
 #: ``pack-objects`` using a whole core for ~7 s after the setup, beside the first measurements
-#: (measured 2026-12-01: PreCompact hooks of ``trace_precompact.py`` ~310 ms against ~199
+#: (measured: PreCompact hooks of ``trace_precompact.py`` ~310 ms against ~199
 #: without it; ``bench_snapshot.py`` measured its rounds right after its commit).
 GITCONFIG = ("[init]\n\tdefaultBranch = main\n[user]\n\tname = bench\n\temail = b@e\n"
              "[gc]\n\tauto = 0\n[maintenance]\n\tauto = false\n")

@@ -1,4 +1,4 @@
-"""Race fault script (issue 14): PreCompact hooks and `continuation checkpoint` commands of one
+"""Race fault script: PreCompact hooks and `continuation checkpoint` commands of one
 thread started at the same instant in real processes, then `git gc --prune=now`; prints what
 was lost (boundaries, checkpoints, refs not naming their checkpoint's commit, checkpoints whose
 files can no longer be restored, doctor problems). Exit 1 when anything was lost.

@@ -1,4 +1,4 @@
-"""Safety fault script (issue 14): the race, a full disk and special files, in real processes;
+"""Safety fault script: the race, a full disk and special files, in real processes;
 prints what was lost in each case. Exit 1 when anything was lost.
 
     python scripts/fault_safety.py [--events 2000] [--rounds 6] [--skip-race] [--json]
@@ -51,7 +51,7 @@ def race_case(base: Path, rounds: int) -> dict:
     sys.path.insert(0, str(ROOT / "scripts"))
     try:
         import fault_race
-    except ImportError as exc:  # the race script is issue 14 items 1-2's; absent, say so
+    except ImportError as exc:  # the race script; absent, say so
         return {"case": "race", "skipped": f"scripts/fault_race.py cannot be imported: {exc}"}
     report = fault_race.run(base, rounds=rounds)
     problems = report.worker_failures + report.doctor_problems

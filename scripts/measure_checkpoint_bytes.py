@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Bytes a boundary stores, and what `continuation gc` keeps of them (issue 15).
+"""Bytes a boundary stores, and what `continuation gc` keeps of them.
 
 Runs N boundaries of one Claude Code session through the real hook handlers in a temporary
 state home (a prompt, three Bash calls, Stop, PreCompact, the compact SessionStart; with

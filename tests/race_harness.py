@@ -1,4 +1,4 @@
-"""Checkpoints of one thread racing each other in real processes (issue 14, item 1).
+"""Checkpoints of one thread racing each other in real processes.
 
 Each round starts ``precompacts`` Claude Code PreCompact hooks (``continuation hook``, fail open)
 and ``manual`` ``continuation checkpoint`` commands on the same thread at the same instant (every

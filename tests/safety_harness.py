@@ -1,4 +1,4 @@
-"""Shared by the issue 14 safety tests and ``scripts/fault_safety.py``: counting what a full
+"""Shared by the safety tests and ``scripts/fault_safety.py``: counting what a full
 state home stored, and a repository whose agent aimed calls at special files."""
 from __future__ import annotations
 

@@ -327,7 +327,7 @@ def test_clipped_item_records_its_own_cut():
 @given(st.text(alphabet=st.characters(blacklist_categories=())))
 def test_a_json_literal_is_what_json_dumps_writes_for_any_text(text):
     """``textclip.json_literal`` and ``render_literal`` call json's string encoder directly
-    (issue 15); the literal is still ``json.dumps(text, ensure_ascii=False)``, lone surrogates,
+   ; the literal is still ``json.dumps(text, ensure_ascii=False)``, lone surrogates,
     controls and line separators included."""
     import json
 
@@ -338,7 +338,7 @@ def test_a_json_literal_is_what_json_dumps_writes_for_any_text(text):
 
 
 def _reencoded_length(encode_with) -> int:
-    """The fixed point as the build found it before (issue 15): encode, set the length,
+    """The fixed point as the build found it before: encode, set the length,
     encode again, until it holds."""
     size = 0
     for _ in range(8):
@@ -381,7 +381,7 @@ def _exhaustive(source, budget):
 @given(source=sources(), max_bytes=st.integers(MIN_BYTES, 24_000), max_tokens=st.integers(MIN_TOKENS, 6_000))
 def test_an_attempt_that_cannot_win_ends_early_with_the_same_capsule(source, max_bytes, max_tokens):
     """The merged-cut attempt stops once its first selection shows it cannot keep MERGE_GAIN
-    times as many elements (issue 15): the capsule is the one composing it fully gives."""
+    times as many elements: the capsule is the one composing it fully gives."""
     from capsule.budget import _Builder
 
     budget = Budget(max_bytes=max_bytes, max_tokens=max_tokens)

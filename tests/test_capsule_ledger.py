@@ -1,4 +1,4 @@
-"""The work ledger (issue 12 item 1): a long turn's finished calls survive the budget, grouped."""
+"""The work ledger: a long turn's finished calls survive the budget, grouped."""
 from __future__ import annotations
 
 from test_capsule_sample import counter, ptr, representative_source

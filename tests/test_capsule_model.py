@@ -146,7 +146,7 @@ def test_v1_with_wrong_types_is_a_clear_error():
 
 
 def test_schemas_are_built_on_first_use_and_still_validate():
-    """Issue 15: importing the capsule package builds no pydantic schema (``defer_build``: a
+    """Importing the capsule package builds no pydantic schema (``defer_build``: a
     boundary pays only for the models it uses); a model's first use builds it, and a capsule
     read back is still validated against it."""
     import subprocess

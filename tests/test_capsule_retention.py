@@ -68,7 +68,7 @@ def _payload(home):
 def test_generations_beyond_keep_lose_rendering_and_files_but_stay_whole_capsules(home):
     with Engine(home) as e:
         key = _thread(e, "s1", 5)
-        # copies written per boundary by versions before issue 15 (one a lost race's orphan)
+        # copies written per boundary by earlier versions (one a lost race's orphan)
         legacy = checkpoints.capsule_dir(e.home, key)
         legacy.mkdir(parents=True)
         (legacy / "g000002-0123456789ab.json").write_bytes(b"{}")

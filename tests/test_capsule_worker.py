@@ -487,7 +487,7 @@ capsule_worker.serve(home, requests, os.open(replies, os.O_WRONLY | os.O_CREAT, 
 
 
 def test_the_worker_runs_pydantic_without_looking_for_plugins(tmp_path):
-    """Issue 15: pydantic looks for plugins through every installed distribution's entry
+    """Pydantic looks for plugins through every installed distribution's entry
     points (``importlib.metadata``, ~12 ms) at its first schema; a worker serving a build never
     imports it (its pydantic gets no plugins), while a process of the user's keeps pydantic's
     own lookup."""
@@ -511,7 +511,7 @@ def test_the_worker_runs_pydantic_without_looking_for_plugins(tmp_path):
 
 @pytest.mark.parametrize("how", STARTS)
 def test_a_worker_counts_with_the_counts_its_predecessor_kept(engine, how, monkeypatch):
-    """Issue 15: a worker that counted exactly keeps its texts' counts in the state home's
+    """A worker that counted exactly keeps its texts' counts in the state home's
     cache after replying; the next boundary's worker takes them instead of counting again (shown
     here by counts made one token larger in the file: that worker's capsule carries them),
     and the split pieces it found the tokens of."""

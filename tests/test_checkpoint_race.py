@@ -1,4 +1,4 @@
-"""Issue 14 item 1: checkpoints of one thread racing in real processes.
+"""Checkpoints of one thread racing in real processes.
 
 `continuation checkpoint` racing a PreCompact: both snapshotted to the same
 ``refs/continuation/<thread>/<gen>``, the second moved the ref (the first checkpoint's recorded

@@ -29,7 +29,7 @@ def test_commit_writes_the_capsule_once_in_its_row_with_the_fact(engine):
     data = bytes(row["capsule"])
     assert data == cp.capsule_bytes and hashlib.sha256(data).hexdigest() == row["sha256"]
     assert row["rendered"] == cp.rendered and row["file_path"] is None
-    assert not (engine.home / "capsules").exists()  # no second copy on disk (issue 15)
+    assert not (engine.home / "capsules").exists()  # no second copy on disk
     assert t.events()[-1]["type"] == "checkpoint_committed"
     assert t.row["generation"] == 1
     capsule = decode_capsule(data)
@@ -401,7 +401,7 @@ def test_a_capsule_that_needs_cuts_is_counted_with_the_tokenizer(engine, monkeyp
 
 def test_a_boundary_reads_only_the_newest_historical_inputs_and_counts_the_rest(engine, monkeypatch):
     """A long thread's boundary decodes its open inputs and only the newest historical ones
-    (issue 15: it read all 20,000); the older ones are counted in a '(not gathered)' cut and the
+    (it read all 20,000); the older ones are counted in a '(not gathered)' cut and the
     capsule's counts per state still cover every input."""
     from continuation.boundary import capsule_source
     from statemachine.records import InputRecord
@@ -472,7 +472,7 @@ def _record_gathers(monkeypatch, order: list[str]) -> None:
 
 
 def test_a_boundary_gathers_once_its_snapshots_scan_is_running(engine, tmp_path, monkeypatch):
-    """Issue 15: the snapshot's thread reaches git's scan (its imports, lock and seed are
+    """The snapshot's thread reaches git's scan (its imports, lock and seed are
     Python, run one thread at a time) before the boundary's thread starts gathering, which then
     runs while git scans. A slow seed here makes the other order show."""
     import time
@@ -536,7 +536,7 @@ def test_a_boundary_under_the_metadata_policy_gathers_without_waiting(engine, tm
 
 
 def test_a_boundary_loads_the_tokenizer_while_git_works_only_when_it_will_count(home):
-    """Issue 15: a thread whose newest capsule was counted exactly (it needed cuts) loads the
+    """A thread whose newest capsule was counted exactly (it needed cuts) loads the
     tokenizer while the boundary's snapshot runs, and the build uses that one load; a thread
     whose capsule fit by its byte bound loads no tokenizer at all."""
     script = r"""
@@ -594,7 +594,7 @@ print(json.dumps(out))
 def test_a_not_gathered_cut_is_counted_by_the_database_and_hashes_its_selection(engine,
                                                                                   monkeypatch):
     """Each "(not gathered)" cut (older calls, facts, claims, inputs) counts every unread item
-    and its stored bytes with one aggregate statement (issue 15: no row is read into Python), and
+    and its stored bytes with one aggregate statement (no row is read into Python), and
     its ``pointers_sha256`` is the sha256 of ``<field> <first pointer>..<last pointer> <items>``."""
     import hashlib
 
@@ -644,7 +644,7 @@ def test_not_gathered_inputs_and_calls_are_every_unread_row_whatever_their_state
                                                                                   monkeypatch,
                                                                                   seed):
     """The cuts of the older inputs and finished calls are counted as all rows minus the read
-    ones, their first and last seq found from the index's ends (issue 15: no test of each row
+    ones, their first and last seq found from the index's ends (no test of each row
     against the read ids). Whatever mix of states (handled, superseded, rolled back, open;
     ok, error, reconciled, in flight, unknown), and for an "as of" build too, they count
     exactly the rows a boundary did not read, read here one by one."""

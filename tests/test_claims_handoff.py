@@ -1,4 +1,4 @@
-"""Issue 12 item 6: the newest turns' final claims survive the budget, and a claim that says it
+"""The newest turns' final claims survive the budget, and a claim that says it
 ran, tested, built, committed ... is shown next to what the turn's recorded calls say."""
 from __future__ import annotations
 

@@ -127,7 +127,7 @@ def test_status_prints_counts_of_all_and_decodes_only_the_newest_inputs(home, mo
 @pytest.mark.parametrize("args,code", [(["status", "--json"], 0), (["--version"], 0),
                                        (["status", "--thread", "nope"], 1), (["no-such-command"], 2)])
 def test_the_command_ends_without_interpreter_teardown(tmp_path, args, code):
-    """Issue 15: the installed command (``cli.entry``) ends the process with ``os._exit`` once
+    """The installed command (``cli.entry``) ends the process with ``os._exit`` once
     ``main`` is done (no teardown: an atexit handler never runs), its output flushed and its
     exit code kept, usage errors included."""
     probe = ("import atexit, sys\n"

@@ -1,4 +1,4 @@
-"""Issue 12 (items 2, 3, 4, 8): the handoff tells the truth on failed calls mid-turn, after a
+"""The handoff tells the truth on failed calls mid-turn, after a
 reconciliation decision, with reused call ids, and about a killed runtime."""
 from __future__ import annotations
 

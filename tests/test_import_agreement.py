@@ -1,4 +1,4 @@
-"""Issue 13: the Claude transcript import agrees with the hooks on real session shapes.
+"""The Claude transcript import agrees with the hooks on real session shapes.
 
 Every case is a small synthetic session (``claude_script``) in the formats real Claude Code
 writes (2.1.39's content-less ``remove``, 2.1.332's placeholder results and synthetic replies,
@@ -357,7 +357,7 @@ def test_every_finished_call_fact_and_claim_is_listed_or_cut(home):
 
 
 def test_a_file_cut_mid_turn_after_a_contentless_remove_has_the_prompt_received(home, tmp_path):
-    """Issue 33 item 8: a 2.1.39 file still being written, cut inside the turn an entry was
+    """A 2.1.39 file still being written, cut inside the turn an entry was
     folded into (``remove`` without content, then the turn went on): the model had received
     the entry, so it is pending in that turn, not left queued; the newest request is the
     objective, and the running turn's calls (a commit, a push) are work done for it."""

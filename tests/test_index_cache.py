@@ -1,4 +1,4 @@
-"""Issue 15 (rewind speed): a restore preview of the thread's last snapshot tree compares
+"""A restore preview of the thread's last snapshot tree compares
 through that snapshot's kept index instead of building one with ``git read-tree``; the preview
 is the same either way, and a kept index that does not match its record is not used."""
 from __future__ import annotations

@@ -12,7 +12,7 @@ from continuation.install.codex import codex_hook_hash, event_key_label
 
 
 # Hashes reported as `currentHash` by `codex app-server` (hooks/list) of the real
-# Codex CLI 0.171.0 for these exact handlers (measured 2026-11-29).
+# Codex CLI 0.171.0 for these exact handlers (measured).
 REAL_CODEX_HASHES = [
     ("PreToolUse", "*", {"type": "command", "command": "/usr/bin/python3 /work/main/tests/e2e/recorder_hook.py"},
      "sha256:20cfbe6ac08baa55a0b691973fd0203c7cf6602fd568c536f0308d2b7063361a"),

@@ -1,5 +1,5 @@
 """The "(not gathered)" counts of older facts and claims are kept between boundaries and
-extended by the rows since (issue 15: a boundary's cost stops growing with the thread); a kept
+extended by the rows since (a boundary's cost stops growing with the thread); a kept
 count never changes an answer: torn, foreign or stale files mean counting from scratch."""
 from __future__ import annotations
 
@@ -165,7 +165,7 @@ def test_kept_counts_across_rewinds_equal_counting_from_scratch(engine, small_wi
 
 
 def test_a_rewind_to_a_recent_boundary_reads_only_the_rows_past_it(engine, small_windows):
-    """Issue 15: after a rewind the branch's older range is found kept (at the boundary
+    """After a rewind the branch's older range is found kept (at the boundary
     rewound to), so the next count reads the rows since, not the whole branch again."""
     from continuation.session.branch import live_ranges
 

@@ -1,4 +1,4 @@
-"""Issue 15 (rewind speed): the snapshot after a restore is derived, not scanned.
+"""The snapshot after a restore is derived, not scanned.
 
 A rewind commits a checkpoint right after restoring files; its snapshot is the safety
 snapshot's tree with the restore's writes and deletions applied (``workspace.after_restore``)

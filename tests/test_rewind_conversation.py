@@ -382,7 +382,7 @@ def test_a_late_stop_of_the_discarded_turn_does_not_end_the_summary(home, sessio
 
 
 def test_a_rewind_warms_the_capsule_stack_in_a_thread_and_the_summary_waits_for_it(monkeypatch):
-    """Issue 15: ``rewind`` imports pydantic and the capsule models in a daemon thread while
+    """``rewind`` imports pydantic and the capsule models in a daemon thread while
     git scans the work tree; the main thread's first use of them (the recovery summary) waits
     for that thread, so the two never import the same modules at once."""
     import threading
@@ -410,7 +410,7 @@ def test_a_rewind_warms_the_capsule_stack_in_a_thread_and_the_summary_waits_for_
 def test_the_warm_up_imports_what_the_rewinds_checkpoint_gathers_with(models):
     """The warm-up thread imports the modules the checkpoint's source is gathered with (and
     the capsule models only when no capsule worker builds it): they load while git scans,
-    not after the restore (issue 15)."""
+    not after the restore."""
     import subprocess
     import sys
 

@@ -1,4 +1,4 @@
-"""Issue 14 item 2: `rewind --files` deletes only files a SUCCESSFUL agent call created.
+"""`rewind --files` deletes only files a SUCCESSFUL agent call created.
 
 Files the user made after the checkpoint were deleted because the agent had attempted a Write
 that was denied or failed, or had run an Edit (which never creates a file). Driven through the
@@ -171,7 +171,7 @@ def test_a_file_created_on_a_conversation_rewound_branch_still_counts(home, repo
 
 
 def test_created_files_past_a_checkpoint_read_only_the_later_calls(home, tmp_path, monkeypatch):
-    """Issue 15: a files rewind at a long thread decodes only the calls started after its
+    """A files rewind at a long thread decodes only the calls started after its
     checkpoint (filtered in SQL), so its cost does not grow with the thread's history."""
     from statemachine import records
 

@@ -100,7 +100,7 @@ def _kinds(raw):
 @given(st.lists(st.one_of(st.just("a"), st.integers(min_value=0, max_value=40)), min_size=1, max_size=40))
 def test_live_ranges_from_the_rollbacks_alone_are_the_live_events(raw):
     """A boundary after a rewind reads the branch through seq ranges computed from the rollback
-    facts only (issue 15): they must name exactly the events live_events keeps."""
+    facts only: they must name exactly the events live_events keeps."""
     from continuation.session.branch import in_ranges, live_ranges
 
     log = _log(_kinds(raw))

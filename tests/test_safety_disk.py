@@ -1,4 +1,4 @@
-"""Issue 14 items 4 and 7: a full disk, a read-only state home and a truncated store leave a
+"""A full disk, a read-only state home and a truncated store leave a
 trace, are reported by ``doctor`` and told to the user once; nothing is lost silently."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 15 (rewind speed): a restore applied at once scans the work tree once.
+"""A restore applied at once scans the work tree once.
 
 ``plan_restore(..., at_once=True)`` takes the safety snapshot first and reads the preview off it
 (``workspace.safety_first``). These tests hold that preview to the one ``git status`` against the

@@ -1,4 +1,4 @@
-"""Issue 14 item 6: what we create under the state home is owner-only whatever the umask; a
+"""What we create under the state home is owner-only whatever the umask; a
 folder we did not create keeps its mode; the hook log keeps no payload text."""
 from __future__ import annotations
 

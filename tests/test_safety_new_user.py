@@ -1,4 +1,4 @@
-"""Issue 14, "met as a new user": commands without ``--thread`` pick the thread of the workspace
+"""Commands without ``--thread`` pick the thread of the workspace
 you are in; ``rewind`` and ``fork`` take ``--thread``; the Claude install honours
 ``$CLAUDE_CONFIG_DIR`` (and the README says so); ``install`` keeps an inline hooks layout."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``scripts/fault_safety.py`` (issue 14): the full-disk and special-file cases lose nothing.
+"""``scripts/fault_safety.py``: the full-disk and special-file cases lose nothing.
 (The race case is ``scripts/fault_race.py``'s, tested with it.)"""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 14 item 3: a FIFO or a device named as a transcript or as an edited file never makes a
+"""A FIFO or a device named as a transcript or as an edited file never makes a
 hook or a command hang or read without end; boundary hooks answer by a deadline."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 12 item 5: what a shortened context keeps inline, and a new block naming the one it
+"""What a shortened context keeps inline, and a new block naming the one it
 supersedes."""
 from __future__ import annotations
 

@@ -151,7 +151,7 @@ def test_a_version_1_store_gains_the_admission_index_and_newest_inputs_use_it(tm
 
 def test_events_of_types_reads_an_index_range_not_the_whole_thread(store):
     """``events_of_types`` (every boundary's fact, cursor and rewind reads) costs the same on a
-    long thread as on a short one (issue 15: SQLite's planner walked every event of the thread
+    long thread as on a short one (SQLite's planner walked every event of the thread
     for a type that never occurs); the answer is the events of those types, in seq order."""
     key = store.ensure_thread("claude", "long")
 

@@ -213,7 +213,7 @@ def test_restore_never_removes_unbacked_files_in_the_way(repo, git_home):
     (repo / ".git" / "extra-ignore").write_text("cfg\n", encoding="utf-8")  # the blocking file is ignored
     plan = plan_restore(ref, state_home=git_home)
     # the file standing where the folder was, and the folder with files where the file was,
-    # are left alone, and the preview already says so (issue 14: preview and restore agree)
+    # are left alone, and the preview already says so (preview and restore agree)
     assert plan.recreated == [] and {"out", "cfg/settings"} <= {s.path for s in plan.skipped}
     result = apply_restore(plan, state_home=git_home)
     assert (repo / "out" / "cache.log").exists() and (repo / "cfg").read_text() == "x"

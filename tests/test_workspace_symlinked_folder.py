@@ -1,4 +1,4 @@
-"""Issue 14 item 5: a tracked folder replaced by a symbolic link.
+"""A tracked folder replaced by a symbolic link.
 
 Every snapshot failed (git: "'lib/a.py' is beyond a symbolic link"), and a restore replaced the
 symlinked folder with a real one although its preview said "keep"."""

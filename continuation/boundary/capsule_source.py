@@ -128,7 +128,7 @@ def gather_plain(thread: Thread, *, generation: int, reason: str, upto_seq: int 
     by_start.update((c.started_seq, c) for c in view.calls_in_statuses(("in_flight", "unknown")))
     calls = [by_start[k] for k in sorted(by_start)]
     last_seq = upto_seq if upto_seq is not None else int(row["last_seq"])
-    # Targeted reads (indexed by type), never a scan of the whole log. After a rewind (issue 7)
+    # Targeted reads (indexed by type), never a scan of the whole log. After a rewind
     # only the current branch feeds facts, claims and cursor: its seq ranges come from the
     # rollback facts alone; the recovery summary of a recent rewind is rebuilt from the part of
     # the log after the rewound-to position, until a turn completes after the rewind.
@@ -308,7 +308,7 @@ def _unread_totals(conn, table: str, state: str, seq: str, key: str, states, tot
     minus ``read`` (the same of those read), and the first and last unread seq from each
     state's index, walked from either end past the read rows (they are few). At 20,000
     finished calls this took ~1.5 ms against ~5 for one aggregate testing each row against
-    the read ids (issue 15: after a rewind the boundary's gathering is on the command's path)."""
+    the read ids (after a rewind the boundary's gathering is on the command's path)."""
     items, size = int(total[0]) - read[0], int(total[1]) - read[1]
     if items <= 0:
         return 0, 0, None, None

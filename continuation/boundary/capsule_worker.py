@@ -1,7 +1,7 @@
 """A process that builds a boundary's capsule while the boundary's own process does the rest.
 
 A checkpoint's capsule needs pydantic, the capsule models' schemas and, near its budget, the
-tokenizer: about 110 ms of one core's work before its first byte is built (issue 15). The
+tokenizer: about 110 ms of one core's work before its first byte is built. The
 boundary's process also reads the store and waits on git, and a thread cannot take that import
 work off its path (one interpreter lock). So a boundary starts this worker first: it imports
 and warms the capsule stack on another core while the boundary's process gathers the source as
@@ -55,7 +55,7 @@ _early: CapsuleWorker | None = None
 
 
 #: modules a boundary's process and its forked worker both import: imported once, before the
-#: fork, instead of by each process after it. Measured 2026-12-02 (a PreCompact hook, 20,000-file
+#: fork, instead of by each process after it. Measured (a PreCompact hook, 20,000-file
 #: repository): 72 modules imported by both after the fork, ~25 ms of CPU each process paid;
 #: imported here first, the hook is as fast alone (medians 161 / 162 ms, 12 alternating rounds)
 #: and, beside a process busy on one core, 225 against 242 ms. Top-level names (what they

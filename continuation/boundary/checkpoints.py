@@ -6,7 +6,7 @@ row (the exact capsule bytes, their sha256 and the rendered block) and appends t
 ``synchronous=FULL``, or the server's commit) and the commit point: a crash before it leaves
 the previous checkpoint current, and every earlier row is kept. Reading verifies the sha256; a
 capsule whose hash does not match is reported and the previous good one is used. (Versions
-before issue 15 also wrote a JSON copy to ``capsules/<thread>/``: nothing read it, the row held
+earlier versions also wrote a JSON copy to ``capsules/<thread>/``: nothing read it, the row held
 the same bytes; ``continuation gc`` deletes the copies left from then.)
 
 ``continuation gc`` may prune a generation's payload (``capsule_retention``): a row beyond
@@ -115,7 +115,7 @@ def checkpoint_id_for(thread_key: str, generation: int) -> str:
 
 
 def capsule_dir(home, thread_key: str):
-    """Where versions before issue 15 wrote a JSON copy of each capsule (gc deletes them)."""
+    """Where earlier versions wrote a JSON copy of each capsule (gc deletes them)."""
     from pathlib import Path  # not at import: SessionStart answers without pathlib
 
     return Path(home) / "capsules" / thread_key
@@ -222,7 +222,7 @@ def warm_up(thread: Thread) -> None:
 
 
 #: a thread with no capsule yet has its first one counted exactly from this many events on: the
-#: byte bound (a token per byte) holds only the smallest capsules (measured 2026-12-02, turns of a
+#: byte bound (a token per byte) holds only the smallest capsules (measured on turns of a
 #: prompt, a call and a claim: 10 events fit it, 25 did not); a first compaction is of a session
 #: long enough to fill a context window, whose build otherwise tried the bound in vain and loaded
 #: the tokenizer mid-build (a worker loads it while it waits for git instead)

@@ -37,7 +37,7 @@ SCAN_START_WAIT_S = 2.0
 
 class _PendingSnapshot:
     """A snapshot taken in a thread: git does the work in its own processes, so the boundary's
-    thread gathers the capsule's source meanwhile (issue 15). The snapshot's thread touches no
+    thread gathers the capsule's source meanwhile. The snapshot's thread touches no
     store connection of the boundary's (``workspace_link.snapshot_workspace``).
 
     :meth:`wait_for_scan` lets the snapshot's thread reach git's scan of the work tree alone

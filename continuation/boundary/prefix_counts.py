@@ -1,4 +1,4 @@
-"""Counts over the older part of the log, kept from one boundary to the next (issue 15).
+"""Counts over the older part of the log, kept from one boundary to the next.
 
 A boundary's "(not gathered)" cuts count what it does not read: how many older runtime facts
 and assistant claims there are, their stored bytes and their first and last seq. Those rows

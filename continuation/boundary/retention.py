@@ -4,7 +4,7 @@ What a boundary stores: one checkpoint row holding the capsule once (its exact b
 sha256) plus its rendering (the block a SessionStart answer delivers without building a model),
 and, only when the assembled context is longer than the runtime's inline limit, the spill file
 ``contexts/<thread>/g<generation>.md`` the inline part points the model to. ``continuation
-handoff`` adds ``handoff/<thread>/g<generation>.md``. Versions before issue 15 also wrote a JSON
+handoff`` adds ``handoff/<thread>/g<generation>.md``. Earlier versions also wrote a JSON
 copy ``capsules/<thread>/g<generation>-<hash>.json`` per boundary; nothing ever read it (the row
 holds the same bytes, verified by their hash), so ``gc`` deletes every such copy.
 
@@ -52,7 +52,7 @@ DEFAULT_KEEP_GENERATIONS = 20
 DEFAULT_KEEP_BYTES = 256 * 1024 ** 2
 #: per-thread folders of generation files: spilled contexts, handoff prompts
 GENERATION_FOLDERS = ("contexts", "handoff")
-#: the per-boundary JSON copies of versions before issue 15
+#: the per-boundary JSON copies of earlier versions
 LEGACY_COPIES = "capsules"
 # g<generation>[-<hash>][.work<page>|.part<n>].(json|md): contexts, handoffs, the work record
 _GENERATION = re.compile(r"^g(\d+)(?:-[0-9a-f]+)?(?:\.work\d*|\.part\d+)?\.(?:json|md)$")

@@ -3,7 +3,7 @@
 A boundary whose capsule is counted exactly (a thread long enough to need cuts: the usual
 first compaction) reads the encoding's ranks from ``<state home>/cache`` (a checked file,
 ``capsule.tokens.set_ranks_cache``: ~2.4 ms). Without that file it parses the encoding's
-file first and writes it: measured 2026-12-02, a PreCompact hook of the benchmarks' thread in
+file first and writes it: measured on a PreCompact hook of the benchmarks' thread in
 a state home without it 258-339 ms against 163-182 with it (20,000-file repository, one core
 free), once per state home. ``continuation install`` prepares it, so a user's first compaction
 does not pay for it; a home without it (installed by hand, a new ``CONTINUATION_HOME``, a new

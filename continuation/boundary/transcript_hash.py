@@ -3,7 +3,7 @@ child process forked as soon as the hook has parsed its payload.
 
 The pointer is the one part of a boundary whose cost grows with the session: hashing the
 transcript is ~1 ms per MB (sha256 at ~1.1 GB/s here), and it sat on the boundary's path before
-its snapshot started. Measured 2026-12-02: a PreCompact hook of the benchmarks' thread with a
+its snapshot started. Measured: a PreCompact hook of the benchmarks' thread with a
 20 MB transcript 181 ms against 158 with none (medians of 8 alternating rounds). A hook's
 process spends its first ~30 ms on one core (importing what it shares with its capsule worker
 before forking it: ``capsule_worker.SHARED_MODULES``), so a child forked first hashes on the

@@ -231,7 +231,7 @@ def main(argv: list[str]) -> int:
     # No cyclic garbage collection in a hook process: it lives for one payload and ends with
     # os._exit (end_process), so what collections would find is freed with the process anyway,
     # while the ~40 of them its imports and reads set off took ~4 ms of a PreCompact hook's
-    # Python (measured with gc.callbacks, 2026-12-01). A forked capsule worker inherits it.
+    # Python (measured with gc.callbacks). A forked capsule worker inherits it.
     import gc
 
     gc.disable()

@@ -1,4 +1,4 @@
-"""Timestamps of a boundary's phases, for finding where its time goes (issue 15).
+"""Timestamps of a boundary's phases, for finding where its time goes.
 
 With ``CONTINUATION_PHASE_MARKS`` naming a file, each phase a boundary reaches (the hook
 having read its payload, the snapshot's thread reaching git's scan, the worker's models

@@ -66,7 +66,7 @@ def default_command() -> list[str]:
 
     Not ``-m continuation``: ``-m`` imports ``runpy`` and the ``importlib.util`` it uses to find
     the package, which a script path does not (1.2-1.9 ms of a ~16 ms hook process, paid at
-    every prompt and tool call; measured 2026-12-01, 40 interleaved runs of each, three times).
+    every prompt and tool call; measured over 40 interleaved runs of each, three times).
     Nor the ``continuation`` script pip writes: that launcher imports ``re`` (~4.5 ms), which
     the hook itself never needs (see :mod:`continuation.host.jsontext`). ``-P`` keeps the script's
     folder and the working directory off ``sys.path``, so neither a module of this package nor

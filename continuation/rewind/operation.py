@@ -232,7 +232,7 @@ def warm_up_in_background(*, models: bool = True) -> None:
     Started when a rewind's main thread has imported what its files plan needs and next waits
     on git scanning the work tree (the restore preview, then the safety snapshot), so those
     imports (~70 ms with the models, ~12 ms without) overlap that wait instead of following
-    the restore (issue 15). :func:`_summary` waits for it before the main thread uses any of
+    the restore. :func:`_summary` waits for it before the main thread uses any of
     those modules itself (two threads never import them, nor build a model's schema, at once);
     a caller that uses them otherwise (a fork) does not start it."""
     import threading

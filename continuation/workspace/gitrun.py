@@ -8,7 +8,7 @@ reflog, no signing, and a fixed author/committer identity.
 The commands are plumbing run as processes (``write-tree``, ``commit-tree``, ``update-ref``,
 ``diff``...): nothing here uses GitPython's repository objects, so they run through
 ``subprocess`` directly. Importing GitPython for its process runner cost every boundary
-~70 ms (issue 15); no module of the engine imports GitPython now.
+~70 ms; no module of the engine imports GitPython now.
 """
 
 from __future__ import annotations

@@ -316,7 +316,7 @@ def installed_sandbox(cmd: list[str], claude: Path, tmp_path: Path):
 
 
 def assert_import_agrees(env: Installed, session_id: str, tmp_path: Path) -> None:
-    """Issue 13: the session's real transcript, imported into the hooks' store and alone into a
+    """The session's real transcript, imported into the hooks' store and alone into a
     fresh one, gives the states (and queued flags) the hooks recorded.
 
     One exception, named: Claude Code writes the assistant message that starts a tool call to
@@ -387,7 +387,7 @@ def test_claude_session_through_continuation(continuation_cmd: list[str], claude
         resumed = box.run("what is the state of things?", resume=session.session_id, timeout=RUN_TIMEOUT_S)
         assert resumed.returncode == 0, resumed.stderr[-2000:]
         inputs_after_resume = env.inputs(session.session_id)
-        # Issue 13: Claude Code's placeholder result for the killed call is no outcome, and the
+        # Claude Code's placeholder result for the killed call is no outcome, and the
         # prompt after the resume is not "queued"
         assert_import_agrees(env, session.session_id, tmp_path)
     env.assert_no_hook_errors()

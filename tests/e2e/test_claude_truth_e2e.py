@@ -1,4 +1,4 @@
-"""Issue 12 with the real Claude Code 2.1.332: after a kill -9 inside a tool call, `status` says
+"""With the real Claude Code 2.1.332: after a kill -9 inside a tool call, `status` says
 the runtime was killed (item 8), and a `reconcile --applied` decision reaches the model in the
 first request of the resumed session, saying the call took effect (item 3)."""
 from __future__ import annotations

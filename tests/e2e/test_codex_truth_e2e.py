@@ -1,4 +1,4 @@
-"""Issue 12 with the real Codex CLI 0.171.0: what the model is handed after a mid-turn
+"""With the real Codex CLI 0.171.0: what the model is handed after a mid-turn
 auto-compaction tells the truth about a command that failed before it (item 2).
 
 Codex's PostToolUse carries no exit code; the turn's Stop comes after the compaction. The

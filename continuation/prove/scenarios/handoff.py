@@ -1,5 +1,5 @@
 """Scenarios 17-19: what the handoff says about claims, what a long context moves out first, and
-user text that looks like engine output (issue 12 items 5, 6, 7)."""
+user text that looks like engine output."""
 from __future__ import annotations
 
 from continuation.prove.session import SimSession

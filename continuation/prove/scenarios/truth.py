@@ -1,4 +1,4 @@
-"""Scenarios 20-23: the handoff tells the truth (issue 12) about failed calls mid-turn, a
+"""Scenarios 20-23: the handoff tells the truth about failed calls mid-turn, a
 reconciliation decision, a reused call id, and a runtime that was killed."""
 from __future__ import annotations
 
