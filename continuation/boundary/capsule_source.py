@@ -120,7 +120,7 @@ def gather_plain(thread: Thread, *, generation: int, reason: str, upto_seq: int 
     inputs, older_inputs, input_counts = _bounded_inputs(store, key)
     # every unsettled call, every finished call of an open input's turn (the work ledger), and
     # only the newest other finished ones; indexed reads, not the whole history of a long thread
-    view = SqlStateView(store.conn, key)
+    view = store.state_view(key)
     open_turns = {r.turn_id for r in inputs if r.state in ACTIONABLE and r.turn_id}
     by_start = {c.started_seq: c for c in view.newest_calls(MAX_FINISHED_CALLS, FINISHED)}
     open_calls = view.calls_of_turns(sorted(open_turns), FINISHED)

@@ -22,7 +22,6 @@ import os
 from capsule import work_record
 
 from continuation.host.atomic import atomic_write
-from continuation.store.view import SqlStateView
 
 MAX_RECORD_CALLS = 5_000
 #: handled inputs whose turns the record lists, the newest (a runtime's own history after a
@@ -58,7 +57,7 @@ def gather(store, thread_key: str, inputs, read=None) -> dict:
     shown = sorted(open_ + handled, key=lambda r: r.admitted_seq or 0)
     turns = list(dict.fromkeys(r.turn_id for r in shown))
     known_turns, known = read if read is not None else (set(), [])
-    view = SqlStateView(store.conn, thread_key)
+    view = store.state_view(thread_key)
     wanted = set(turns)
     found = [c for c in known if c.turn_id in wanted and c.turn_id in known_turns]
     found += view.calls_of_turns([t for t in turns if t not in known_turns], _RECORD_STATUSES)

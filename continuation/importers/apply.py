@@ -36,16 +36,12 @@ from continuation.importers.report import ImportReport
 from continuation.importers.timeline import Op, Timeline
 from continuation.session import facts
 from continuation.session.turn_rules import carried, sent_twin
-from continuation.store.view import SqlStateView
 
 CURSOR_EVENT = "transcript_imported"
 
 
 def read_cursor(thread, path: str) -> dict | None:
-    row = thread.store.conn.execute(
-        "SELECT data FROM events WHERE thread_key=? AND type=? AND json_extract(data, '$.path')=?"
-        " ORDER BY seq DESC LIMIT 1", (thread.key, CURSOR_EVENT, path)).fetchone()
-    return json.loads(row[0]) if row else None
+    return thread.store.newest_event_with_path(thread.key, CURSOR_EVENT, path)
 
 
 def owner_verdict(thread) -> str:
@@ -81,23 +77,19 @@ class Applier:
         self.session_over = session_over
         self.owner_unknown = owner_unknown  # session_over was a default: no owner recorded
         self.cursor = cursor
-        self.view = SqlStateView(thread.store.conn, thread.key)
-        self.conn = thread.store.conn
+        self.view = thread.store.state_view(thread.key)
+        self.store = thread.store
         #: transcript input id -> the id it was recorded under (a queued twin, see _op_admit)
         self.alias: dict[str, str] = {}
 
     def _load(self) -> None:
         """What is already recorded, read inside the import's transaction (a hook writing
         meanwhile waits for it), and kept up to date while writing."""
-        self._start_seq = int(self.conn.execute(
-            "SELECT last_seq FROM threads WHERE thread_key=?", (self.thread.key,)).fetchone()[0])
+        self._start_seq = self.store.last_seq(self.thread.key)
         # the claims table has no turn index: read it once
         self._claims = {(c["turn_id"], c["text"]) for c in self.thread.store.claims(self.thread.key)}
-        self._boundaries: dict[str, int] = {}
-        for (kind, n) in self.conn.execute(
-                "SELECT json_extract(data, '$.kind'), COUNT(*) FROM events WHERE thread_key=?"
-                " AND type=? GROUP BY 1", (self.thread.key, ev.BOUNDARY)).fetchall():
-            self._boundaries[kind] = n
+        self._boundaries: dict[str, int] = self.store.event_counts_by_kind(self.thread.key,
+                                                                           ev.BOUNDARY)
 
     def run(self) -> None:
         self._yielded: list[str] = []
@@ -205,10 +197,8 @@ class Applier:
 
     def _last_end(self, turn_id) -> dict | None:
         """The latest recorded end (completed / aborted) of ``turn_id``, with its source."""
-        row = self.conn.execute(
-            "SELECT type, data, source FROM events WHERE thread_key=? AND type IN (?, ?)"
-            " AND json_extract(data, '$.turn_id')=? ORDER BY seq DESC LIMIT 1",
-            (self.thread.key, ev.TURN_COMPLETED, ev.TURN_ABORTED, turn_id)).fetchone()
+        row = self.store.newest_event_of_turn(self.thread.key, (ev.TURN_COMPLETED, ev.TURN_ABORTED),
+                                              turn_id)
         if not row:
             return None
         try:

@@ -25,10 +25,7 @@ def snapshot_before(thread, started_seq: int) -> tuple[str, dict] | None:
     """(checkpoint id, workspace dict) of the newest snapshot committed before ``started_seq``."""
     import json
 
-    row = thread.store.conn.execute(
-        "SELECT checkpoint_id, workspace FROM checkpoints WHERE thread_key=? AND seq<? AND"
-        " workspace IS NOT NULL ORDER BY generation DESC LIMIT 1",
-        (thread.key, started_seq)).fetchone()
+    row = thread.store.newest_snapshot_before(thread.key, started_seq)
     if not row:
         return None
     try:

@@ -68,33 +68,19 @@ def resume_command(runtime: str, session_id: str) -> str:
 
 def thread_row(thread) -> dict:
     """The thread's row by key (``Thread.row`` resolves selectors over every thread: O(n))."""
-    cur = thread.store.conn.execute("SELECT * FROM threads WHERE thread_key=?", (thread.key,))
-    return dict(zip([d[0] for d in cur.description], cur.fetchone()))
+    return thread.store.thread_row_by_key(thread.key)
 
 
 def _max_seq(thread, etype: str) -> int:
-    row = thread.store.conn.execute(
-        "SELECT MAX(seq) FROM events WHERE thread_key=? AND type=?", (thread.key, etype)).fetchone()
-    return int(row[0] or 0)
+    return thread.store.newest_seq_of_type(thread.key, etype)
 
 
 def _last_event(thread) -> tuple[int, float | None]:
-    row = thread.store.conn.execute(
-        "SELECT seq, ts FROM events WHERE thread_key=? ORDER BY seq DESC LIMIT 1",
-        (thread.key,)).fetchone()
-    return (int(row[0]), float(row[1])) if row else (0, None)
+    return thread.store.newest_event_seq_ts(thread.key)
 
 
 def has_open_work(thread) -> bool:
-    c = thread.store.conn
-    if c.execute("SELECT 1 FROM turns WHERE thread_key=? AND status='running' LIMIT 1",
-                 (thread.key,)).fetchone():
-        return True
-    if c.execute("SELECT 1 FROM inputs WHERE thread_key=? AND state=? LIMIT 1",
-                 (thread.key, PENDING)).fetchone():
-        return True
-    return bool(c.execute("SELECT 1 FROM tool_calls WHERE thread_key=? AND status='in_flight' LIMIT 1",
-                          (thread.key,)).fetchone())
+    return thread.store.has_open_work(thread.key, PENDING)
 
 
 def owners(thread, *, exclude: dict | None = None, host: str | None = None) -> tuple[str, list[dict]]:
@@ -119,9 +105,7 @@ def owners(thread, *, exclude: dict | None = None, host: str | None = None) -> t
 
 
 def _last_checkpoint(thread) -> dict | None:
-    row = thread.store.conn.execute(
-        "SELECT checkpoint_id, generation, created_at, seq, workspace FROM checkpoints"
-        " WHERE thread_key=? ORDER BY generation DESC LIMIT 1", (thread.key,)).fetchone()
+    row = thread.store.newest_checkpoint_summary(thread.key)
     if not row:
         return None
     import json
@@ -223,14 +207,8 @@ def detect(engine, *, workspace_root: str | None = None, exclude: dict | None = 
     """Every interrupted thread (of one workspace when ``workspace_root`` is given)."""
     from continuation.session.engine import Thread
 
-    if workspace_root is None:
-        rows = engine.store.conn.execute("SELECT thread_key FROM threads ORDER BY created_at")
-    else:  # indexed: a SessionStart looks at its own workspace only
-        rows = engine.store.conn.execute(
-            "SELECT thread_key FROM threads WHERE workspace_root=? ORDER BY created_at",
-            (workspace_root,))
-    out = []
-    for (key,) in rows.fetchall():
+    out = []  # of one workspace: a SessionStart looks at its own workspace only
+    for key in engine.store.thread_keys(workspace_root):
         item = examine(Thread(engine, key), exclude=exclude, host=host)
         if item is not None:
             out.append(item)
@@ -249,10 +227,7 @@ def record_crash(thread, item: Interrupted, *, source: str = "recovery",
                                      "at_session_start": at_session_start}, source=source)
     # the dead owners will never send SessionEnd: close their markers (only theirs)
     now = time.time()
-    with thread.store.transaction() as c:
-        for m in item.owners:
-            c.execute("UPDATE sessions SET ended_at=? WHERE thread_key=? AND pid=? AND host=?"
-                      " AND ended_at IS NULL", (now, thread.key, m["pid"], m["host"]))
+    thread.store.end_sessions_of(thread.key, item.owners, now)
     return True
 
 

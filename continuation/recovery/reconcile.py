@@ -99,10 +99,7 @@ def pending(thread, *, include_in_flight_after_crash: bool = True) -> list[Recon
     calls = thread.tool_calls(("unknown", "in_flight"))  # indexed: not the whole history
     crash_seq = 0
     if include_in_flight_after_crash:
-        row = thread.store.conn.execute(
-            "SELECT MAX(seq) FROM events WHERE thread_key=? AND type='crash_detected'",
-            (thread.key,)).fetchone()
-        crash_seq = int(row[0] or 0)
+        crash_seq = thread.store.newest_seq_of_type(thread.key, "crash_detected")
     inputs_by_call: dict[str, list[dict]] = {}
     for rec in thread.inputs(("reconciling",)):  # only reconciling inputs wait on calls
         for call_id in rec.unknown_calls or []:
@@ -132,10 +129,8 @@ def pending(thread, *, include_in_flight_after_crash: bool = True) -> list[Recon
 def find_call(engine, call_selector: str, thread_selector: str | None = None):
     """(thread, call record) for a call id or unique prefix, in one thread or across all."""
     threads = [engine.get_thread(thread_selector)] if thread_selector else engine.threads()
-    from continuation.store.view import SqlStateView
-
     for t in threads:  # an exact id is one indexed read per thread
-        exact = SqlStateView(t.store.conn, t.key).get_call(call_selector)
+        exact = t.store.state_view(t.key).get_call(call_selector)
         if exact is not None:
             return t, exact
     matches = []

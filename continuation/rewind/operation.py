@@ -27,7 +27,6 @@ from statemachine import events as ev
 from continuation.boundary import checkpoints as cps
 from continuation.session.engine import Engine, Thread
 from continuation.host.phase_marks import mark, mark_modules
-from continuation.store.view import SqlStateView
 from continuation.rewind.errors import RewindError
 from continuation.session.branch import WORKSPACE_RESTORED
 
@@ -182,7 +181,7 @@ def plan_rewind(engine: Engine, selector: str, mode: str, *, reason: str = "",
     to_seq = aligned_position(thread, cp)
     plan = RewindPlan(cp, thread.key, mode, reason, to_seq, int(thread.row["last_seq"]))
     if plan.conversation:
-        view = SqlStateView(thread.store.conn, thread.key)  # only what came after to_seq
+        view = thread.store.state_view(thread.key)  # only what came after to_seq
         plan.inputs = [{"input_id": r.input_id, "state": r.state, "text": r.text}
                        for r in view.inputs_after(to_seq)
                        if r.state not in ("rolled_back", "superseded")]

@@ -16,17 +16,7 @@ from continuation.host.paths import state_home_str
 from continuation.session import facts
 from continuation.store import STORE_FILE, Appended, UnknownThread, open_store
 
-__all__ = ["STORE_FILE", "Engine", "Thread", "newest_running_turn", "workspace_root"]
-
-
-def newest_running_turn(conn, thread_key: str) -> str | None:
-    """The id of the thread's most recently started turn still running, or ``None``: the turn a
-    hook payload without a turn id (Claude Code without ``prompt_id``, Gemini CLI, an API steer)
-    belongs to."""
-    row = conn.execute(
-        "SELECT turn_id FROM turns WHERE thread_key=? AND status='running'"
-        " ORDER BY json_extract(data, '$.started_seq') DESC LIMIT 1", (thread_key,)).fetchone()
-    return row[0] if row else None
+__all__ = ["STORE_FILE", "Engine", "Thread", "workspace_root"]
 
 
 class Engine:

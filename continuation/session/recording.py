@@ -15,10 +15,9 @@ from __future__ import annotations
 
 from statemachine import events as ev
 
-from continuation.host import jsontext
 from continuation.session import facts
 from continuation.host.liveness import marker as session_marker
-from continuation.session.engine import Thread, newest_running_turn
+from continuation.session.engine import Thread
 
 
 class Recorder:
@@ -31,75 +30,53 @@ class Recorder:
         self.session = session if session is not None else session_marker()
 
     @property
-    def _conn(self):
-        return self.thread.store.conn
+    def _store(self):
+        return self.thread.store
 
     def record(self, etype: str, data: dict):
         return self.thread.record(etype, data, source=self.source, session=self.session)
 
     # -- reads the rules need ------------------------------------------------------------------
     def running_turns(self) -> list[str]:
-        return [r[0] for r in self._conn.execute(
-            "SELECT turn_id FROM turns WHERE thread_key=? AND status='running'",
-            (self.thread.key,)).fetchall()]
+        return self._store.running_turn_ids(self.thread.key)
 
     def newest_running_turn(self) -> str | None:
-        return newest_running_turn(self._conn, self.thread.key)
+        return self._store.newest_running_turn(self.thread.key)
 
     def turn_count(self) -> int:
-        return self._conn.execute("SELECT count(*) FROM turns WHERE thread_key=?",
-                                  (self.thread.key,)).fetchone()[0]
+        return self._store.turn_count(self.thread.key)
 
     def input_count(self) -> int:
-        return self._conn.execute("SELECT count(*) FROM inputs WHERE thread_key=?",
-                                  (self.thread.key,)).fetchone()[0]
+        return self._store.input_count(self.thread.key)
 
     def input_text(self, input_id: str) -> tuple[bool, str | None]:
         """(known?, its text) of the input ``input_id``."""
-        row = self._conn.execute("SELECT data FROM inputs WHERE thread_key=? AND input_id=?",
-                                 (self.thread.key, input_id)).fetchone()
-        return (False, None) if row is None else (True, jsontext.loads(row[0]).get("text"))
+        data = self._store.input_data(self.thread.key, input_id)
+        return (False, None) if data is None else (True, data.get("text"))
 
     def calls_of_turn(self, turn: str) -> list[tuple[str, str, dict]]:
         """(call id, status, record) of each call of ``turn``, in start order."""
-        # through the turn index (schema 5): without it every call of the thread is read
-        # (~80 ms at 20,000 calls, on each tool call of a runtime that pairs calls itself)
-        rows = self._conn.execute(
-            "SELECT call_id, status, data FROM tool_calls INDEXED BY tool_calls_by_turn WHERE"
-            " thread_key=? AND json_extract(data, '$.turn_id')=? ORDER BY started_seq",
-            (self.thread.key, turn)).fetchall()
-        return [(r[0], r[1], jsontext.loads(r[2])) for r in rows]
+        return self._store.calls_of_turn(self.thread.key, turn)
 
     def _same_text_in_turn(self, turn: str, text: str) -> bool:
         """Whether an input of ``turn`` already has exactly this text (compared in Python: the
         runtime's text may hold lone surrogates, which SQLite cannot bind)."""
-        rows = self._conn.execute("SELECT data FROM inputs WHERE thread_key=? AND turn_id=?",
-                                  (self.thread.key, turn)).fetchall()
-        return any(jsontext.loads(r[0]).get("text") == text for r in rows)
+        return any(d.get("text") == text
+                   for d in self._store.inputs_data_of_turn(self.thread.key, turn))
 
     def _admitted_in_turn(self, turn: str) -> int:
         """How many inputs were first admitted in ``turn`` (the ordinal of the next one):
         inputs delivered into it from earlier turns were admitted before the turn started."""
-        conn, key = self._conn, self.thread.key
-        row = conn.execute("SELECT data FROM turns WHERE thread_key=? AND turn_id=?",
-                           (key, turn)).fetchone()
-        if row is None:
-            return 0
-        record = jsontext.loads(row[0])
-        ids = record.get("input_ids") or []
-        if not ids:
+        record = self._store.turn_data(self.thread.key, turn)
+        if record is None:
             return 0
         started = int(record.get("started_seq") or 0)
-        rows = conn.execute(
-            f"SELECT admitted_seq FROM inputs WHERE thread_key=? AND input_id IN"
-            f" ({','.join('?' * len(ids))})", (key, *ids)).fetchall()
-        return sum(1 for (seq,) in rows if seq >= started)
+        seqs = self._store.admitted_seqs(self.thread.key, record.get("input_ids") or [])
+        return sum(1 for seq in seqs if seq >= started)
 
     def view(self):
         """The thread's state as the reducer derives it, read through this writer's store."""
-        from continuation.store.view import SqlStateView
-
-        return SqlStateView(self._conn, self.thread.key)
+        return self._store.state_view(self.thread.key)
 
     # -- inputs --------------------------------------------------------------------------------
     def start_turn(self, turn: str) -> None:
@@ -174,20 +151,14 @@ class Recorder:
         ``missing_exit_codes``: calls finished without an exit code (Codex's PostToolUse has
         none) get theirs too. ``find_outcomes([(record key, runtime id, turn)])`` returns
         ``{record key: {status, exit_code, output}}`` for what it found."""
-        conn, key = self._conn, self.thread.key
+        store, key = self._store, self.thread.key
         open_calls: list[str] = []
         no_code: list[str] = []
         for turn in turns:
-            row = conn.execute("SELECT data FROM turns WHERE thread_key=? AND turn_id=?",
-                               (key, turn)).fetchone()
-            open_calls += (jsontext.loads(row[0]).get("open_calls") or []) if row else []
+            record = store.turn_data(key, turn)
+            open_calls += (record.get("open_calls") or []) if record else []
             if missing_exit_codes:
-                # through the turn index (schema 5): else every call of the thread is read
-                no_code += [r[0] for r in conn.execute(
-                    "SELECT call_id FROM tool_calls INDEXED BY tool_calls_by_turn WHERE"
-                    " thread_key=? AND status='ok' AND json_extract(data, '$.turn_id')=?"
-                    " AND json_extract(data, '$.outcome.exit_code') IS NULL",
-                    (key, turn)).fetchall()]
+                no_code += store.ok_calls_without_exit_code(key, turn)
         if not open_calls and not no_code:
             return
         view = self.view()

@@ -19,6 +19,7 @@ from statemachine.reducer import ThreadState, apply, fold
 from statemachine.records import InputRecord, ToolCallRecord, TurnRecord
 
 from continuation.store.schema import MIGRATIONS, SCHEMA_VERSION
+from continuation.store.thread_reads import ThreadReads
 from continuation.store.view import SqlStateView, row_json
 
 BUSY_TIMEOUT_S = 60.0
@@ -113,7 +114,7 @@ class _Transaction:
         return False
 
 
-class SqliteStore:
+class SqliteStore(ThreadReads):
     #: appended to the statement that reads a thread's last seq before a write: SQLite's
     #: ``BEGIN IMMEDIATE`` already serialises writers; a server backend locks the thread row
     _LOCK_THREAD = ""
