@@ -331,3 +331,53 @@ def test_every_input_and_call_row_keeps_its_data_size(store):
     assert sizes > 300 and mismatches() == [0, 0]
     store.rebuild(key)
     assert mismatches() == [0, 0]
+
+
+def test_the_recording_rules_questions_agree_with_the_log(store):
+    """Every named read of ``store.thread_reads`` on both backends, against a log whose answers
+    are known: two turns (one still running), a call ok without an exit code, a call in flight,
+    a boundary, a crash, an import cursor, a dead owner's marker, a snapshot checkpoint."""
+    key = store.ensure_thread("codex", "s-reads", workspace_root="/w/reads")
+    other = store.ensure_thread("codex", "s-other", workspace_root="/w/else")
+    _admit(store, key, "i1", turn_id="t1")
+    store.append(key, ev.TOOL_STARTED, {"call_id": "c1", "tool": "sh", "turn_id": "t1"}, source="test")
+    store.append(key, ev.TOOL_FINISHED, {"call_id": "c1", "status": "ok"}, source="test")
+    store.append(key, ev.TURN_COMPLETED, {"turn_id": "t1"}, source="test")
+    _admit(store, key, "i2", text="second", turn_id="t2")
+    started = store.append(key, ev.TOOL_STARTED, {"call_id": "c2", "tool": "sh", "turn_id": "t2"},
+                           source="test")
+    store.append(key, ev.BOUNDARY, {"kind": "compaction"}, source="test")
+    store.append(key, ev.BOUNDARY, {"kind": "compaction"}, source="test")
+    store.append(key, "transcript_imported", {"path": "/r.jsonl", "offset": 1}, source="test")
+    store.append(key, "transcript_imported", {"path": "/r.jsonl", "offset": 9}, source="test")
+    assert store.running_turn_ids(key) == ["t2"]
+    assert store.newest_running_turn(key) == "t2"
+    assert store.turn_count(key) == 2 and store.input_count(key) == 2
+    assert store.input_data(key, "i2")["text"] == "second" and store.input_data(key, "nope") is None
+    assert [d["text"] for d in store.inputs_data_of_turn(key, "t2")] == ["second"]
+    assert store.turn_data(key, "t1")["input_ids"] == ["i1"] and store.turn_data(key, "t9") is None
+    assert sorted(store.admitted_seqs(key, ["i1", "i2"])) == [1, 5]
+    assert store.admitted_seqs(key, []) == []
+    assert [(c, s) for c, s, _ in store.calls_of_turn(key, "t2")] == [("c2", "in_flight")]
+    assert store.ok_calls_without_exit_code(key, "t1") == ["c1"]
+    assert store.state_view(key).get_call("c2").status == "in_flight"
+    assert store.newest_event_with_path(key, "transcript_imported", "/r.jsonl")["offset"] == 9
+    assert store.newest_event_with_path(key, "transcript_imported", "/x") is None
+    assert store.event_counts_by_kind(key, ev.BOUNDARY) == {"compaction": 2}
+    kind, data, source = store.newest_event_of_turn(key, (ev.TURN_COMPLETED, ev.TURN_ABORTED), "t1")
+    assert kind == ev.TURN_COMPLETED and json.loads(data)["turn_id"] == "t1" and source == "test"
+    assert store.newest_event_of_turn(key, (ev.TURN_ABORTED,), "t1") is None
+    assert store.has_open_work(key) and not store.has_open_work(other)
+    last = store.last_seq(key)
+    assert store.newest_event_seq_ts(key)[0] == last and store.newest_event_seq_ts(other) == (0, None)
+    assert store.thread_row_by_key(key)["thread_key"] == key
+    assert store.thread_keys() == [key, other] and store.thread_keys("/w/else") == [other]
+    store.append(key, ev.CRASH_DETECTED, {"reason": "gone"}, source="test")
+    assert store.newest_seq_of_type(key, ev.CRASH_DETECTED) == last + 1
+    assert store.newest_seq_of_type(other, ev.CRASH_DETECTED) == 0
+    store.append(key, "session_started", {}, source="test",
+                 session={"pid": 4242, "proc_start": "1", "host": "h1"})
+    store.end_sessions_of(key, [{"pid": 4242, "host": "h1"}], 123.0)
+    assert [s["ended_at"] for s in store.sessions(key) if s["pid"] == 4242] == [123.0]
+    assert store.newest_checkpoint_summary(key) is None
+    assert store.newest_snapshot_before(key, started.seq + 100) is None
