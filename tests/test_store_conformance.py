@@ -381,3 +381,19 @@ def test_the_recording_rules_questions_agree_with_the_log(store):
     assert [s["ended_at"] for s in store.sessions(key) if s["pid"] == 4242] == [123.0]
     assert store.newest_checkpoint_summary(key) is None
     assert store.newest_snapshot_before(key, started.seq + 100) is None
+
+
+def test_thread_removal_and_retention_reads(store):
+    key = store.ensure_thread("codex", "s-rm", workspace_root="/w/rm")
+    fork = store.ensure_thread("codex", "s-fork", workspace_root="/w/rm", forked_from=key)
+    _admit(store, key, "i1", turn_id="t1")
+    assert store.forks_of(key) == [fork]
+    assert store.workspace_references(key) == (["/w/rm"], [])
+    assert sorted(store.workspace_references()[0]) == ["/w/rm", "/w/rm"]
+    assert store.checkpoint_sizes() == [] and store.snapshot_workspaces() == []
+    events = "SELECT seq, length(CAST(data AS BLOB)) AS size FROM events WHERE thread_key=?"
+    n, size, first, last = store.totals_of(events, (key,))
+    assert (n, first, last) == (1, 1, 1) and size > 0
+    deleted = store.delete_thread_rows(key)
+    assert deleted["events"] == 1 and deleted["threads"] == 1
+    assert store.thread_keys() == [fork] and store.forks_of(key) == [fork]  # the lineage stays

@@ -138,9 +138,7 @@ class Pruned:
 
 def _generations(engine) -> dict[tuple[str, int], _Generation]:
     """Every checkpoint's payload, sizes read by the database (no blob is loaded)."""
-    rows = engine.store.conn.execute(
-        "SELECT thread_key, generation, created_at, length(CAST(capsule AS BLOB)),"
-        " length(CAST(rendered AS BLOB)) FROM checkpoints").fetchall()
+    rows = engine.store.checkpoint_sizes()
     out = {(k, g): _Generation(k, g, float(t or 0), int(c or 0), int(r or 0))
            for k, g, t, c, r in rows}
     newest: dict[str, int] = {}
@@ -240,16 +238,10 @@ def prune(engine, *, keep: int, cap: int, dry_run: bool = False) -> Pruned:
     for path in doomed_files:
         path.unlink(missing_ok=True)
     if forget_copy or drop_rendering or drop_capsule:
-        with engine.store.transaction() as c:
-            if forget_copy:
-                c.executemany("UPDATE checkpoints SET file_path=NULL WHERE thread_key=? AND generation=?",
-                              forget_copy)
-            if drop_rendering:
-                c.executemany("UPDATE checkpoints SET rendered='' WHERE thread_key=? AND generation=?",
-                              [(g.thread_key, g.generation) for g in drop_rendering])
-            if drop_capsule:
-                c.executemany("UPDATE checkpoints SET capsule=? WHERE thread_key=? AND generation=?",
-                              [(b"", g.thread_key, g.generation) for g in drop_capsule])
+        engine.store.prune_checkpoint_data(
+            forget_copy=forget_copy,
+            drop_rendering=[(g.thread_key, g.generation) for g in drop_rendering],
+            drop_capsule=[(g.thread_key, g.generation) for g in drop_capsule])
     return out
 
 

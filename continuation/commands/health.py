@@ -14,6 +14,8 @@ import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from continuation.store.sqlite import file_integrity
+
 OK, INFO, WARN, PROBLEM = "ok", "info", "warn", "problem"
 
 
@@ -78,12 +80,7 @@ def check_store(path: Path, *, read_only: bool = False) -> tuple[list[Finding], 
     if not path.exists():
         return [Finding("store", INFO, f"no store yet at {path} (nothing recorded)")], False
     def read(mode: str):
-        conn = sqlite3.connect(f"file:{path}?{mode}", uri=True, timeout=10)
-        try:
-            return (conn.execute("PRAGMA user_version").fetchone()[0],
-                    [r[0] for r in conn.execute("PRAGMA integrity_check").fetchall()])
-        finally:
-            conn.close()
+        return file_integrity(path, mode)
 
     try:
         wal_bytes = os.path.getsize(f"{path}-wal")
@@ -286,9 +283,7 @@ def _recorded_snapshots(engine) -> dict[str, list[tuple[str, str, str, int]]]:
     import json
 
     by_root: dict[str, list[tuple[str, str, str, int]]] = {}
-    for cp_id, generation, text in engine.store.conn.execute(
-            "SELECT checkpoint_id, generation, workspace FROM checkpoints"
-            " WHERE workspace IS NOT NULL ORDER BY thread_key, generation"):
+    for cp_id, generation, text in engine.store.snapshot_workspaces():
         try:
             ws = json.loads(text)
         except ValueError:

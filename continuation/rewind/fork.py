@@ -81,12 +81,10 @@ def copy_events(engine: Engine, source_key: str, target_key: str, upto: int) -> 
     """Copy events 1..upto, keeping seq, time, source and data; all or nothing."""
     store = engine.store
     rows = store.events(source_key, upto=upto)
-    with store.transaction() as c:
-        for e in rows:
-            done = store._append_in(c, target_key, e["type"], e["data"], e["source"], e["ts"])
-            if done.seq != e["seq"]:  # the fork must replay to the parent's exact state
-                raise RewindError(f"copying event {e['seq']} of {source_key} gave "
-                                  f"{done.outcome} at {done.seq}; the fork was not made")
+    try:  # the fork must replay to the parent's exact state
+        store.append_at_same_seqs(target_key, rows)
+    except ValueError as exc:
+        raise RewindError(f"{exc} (of {source_key}); the fork was not made") from None
     return len(rows)
 
 

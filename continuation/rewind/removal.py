@@ -27,10 +27,6 @@ LIVE_HEARTBEAT_S = 600
 THREAD_FOLDERS = ("capsules", "contexts", "handoff", "counts")
 
 
-def thread_tables(engine: Engine) -> list[str]:
-    return engine.store.thread_tables()  # the thread row's table last
-
-
 def live_sessions(engine: Engine, key: str, now: float | None = None) -> list[dict]:
     now = now or time.time()
     return [s for s in engine.store.sessions(key)
@@ -39,14 +35,9 @@ def live_sessions(engine: Engine, key: str, now: float | None = None) -> list[di
 
 def workspace_roots(engine: Engine, key: str | None = None) -> set[str]:
     """Workspace folders the store names (for one thread, or all)."""
-    sql = "SELECT workspace_root FROM threads WHERE workspace_root IS NOT NULL"
-    sql2 = "SELECT workspace FROM checkpoints WHERE workspace IS NOT NULL"
-    args: tuple = ()
-    if key:
-        sql, sql2, args = sql + " AND thread_key=?", sql2 + " AND thread_key=?", (key,)
-    conn = engine.store.conn
-    roots = {r[0] for r in conn.execute(sql, args)}
-    for (text,) in conn.execute(sql2, args):
+    named, workspaces = engine.store.workspace_references(key)
+    roots = set(named)
+    for text in workspaces:
         try:  # a damaged reference names no root; it must not stop a delete or a gc
             root = json.loads(text).get("root")
         except (ValueError, AttributeError, TypeError):
@@ -78,8 +69,7 @@ def delete_thread(engine: Engine, selector: str, *, force: bool = False) -> Dele
         raise RewindError(f"thread {key} has a live session (a hook wrote within the last "
                           f"{LIVE_HEARTBEAT_S // 60} minutes); end it first or pass --force")
     report = DeleteReport(key)
-    report.forks = [r[0] for r in engine.store.conn.execute(
-        "SELECT thread_key FROM threads WHERE forked_from=?", (key,))]
+    report.forks = engine.store.forks_of(key)
     for root in sorted(workspace_roots(engine, key)):
         if not Path(root).is_dir():
             report.warnings.append(f"workspace {root} is gone; its refs could not be deleted")
@@ -88,9 +78,7 @@ def delete_thread(engine: Engine, selector: str, *, force: bool = False) -> Dele
             report.refs_deleted += delete_thread_refs(root, key, state_home=engine.home)
         except WorkspaceError as exc:
             report.warnings.append(f"refs in {root} not deleted: {exc} (run `continuation gc` later)")
-    with engine.store.transaction() as c:
-        for table in thread_tables(engine):
-            report.rows[table] = c.execute(f'DELETE FROM "{table}" WHERE thread_key=?', (key,)).rowcount
+    report.rows = engine.store.delete_thread_rows(key)
     for folder in THREAD_FOLDERS:
         path = engine.home / folder / key
         if path.exists():

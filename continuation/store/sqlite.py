@@ -114,6 +114,18 @@ class _Transaction:
         return False
 
 
+def file_integrity(path, mode: str) -> tuple[int, list[str]]:
+    """(schema version, ``integrity_check`` lines) of the SQLite file at ``path``, opened with
+    the URI ``mode`` (``mode=ro``, ``immutable=1``) by a connection of its own: doctor reads a
+    store file it may not be able to open as a store."""
+    conn = sqlite3.connect(f"file:{path}?{mode}", uri=True, timeout=10)
+    try:
+        return (conn.execute("PRAGMA user_version").fetchone()[0],
+                [r[0] for r in conn.execute("PRAGMA integrity_check").fetchall()])
+    finally:
+        conn.close()
+
+
 class SqliteStore(ThreadReads):
     #: appended to the statement that reads a thread's last seq before a write: SQLite's
     #: ``BEGIN IMMEDIATE`` already serialises writers; a server backend locks the thread row

@@ -166,3 +166,73 @@ class ThreadReads:
             "SELECT checkpoint_id, workspace FROM checkpoints WHERE thread_key=? AND seq<? AND"
             " workspace IS NOT NULL ORDER BY generation DESC LIMIT 1", (thread_key, seq)).fetchone()
         return tuple(row) if row else None
+
+    def workspace_references(self, thread_key: str | None = None) -> tuple[list[str], list[str]]:
+        """(workspace roots the threads name, workspace JSON texts the checkpoints hold), of one
+        thread or of all."""
+        sql = "SELECT workspace_root FROM threads WHERE workspace_root IS NOT NULL"
+        sql2 = "SELECT workspace FROM checkpoints WHERE workspace IS NOT NULL"
+        args: tuple = ()
+        if thread_key:
+            sql, sql2, args = sql + " AND thread_key=?", sql2 + " AND thread_key=?", (thread_key,)
+        return ([r[0] for r in self.conn.execute(sql, args)],
+                [r[0] for r in self.conn.execute(sql2, args)])
+
+    def forks_of(self, thread_key: str) -> list[str]:
+        return [r[0] for r in self.conn.execute(
+            "SELECT thread_key FROM threads WHERE forked_from=?", (thread_key,))]
+
+    def delete_thread_rows(self, thread_key: str) -> dict[str, int]:
+        """Delete every row of the thread, in one transaction: rows deleted per table."""
+        deleted = {}
+        with self.transaction() as c:
+            for table in self.thread_tables():
+                deleted[table] = c.execute(f'DELETE FROM "{table}" WHERE thread_key=?',
+                                           (thread_key,)).rowcount
+        return deleted
+
+    def checkpoint_sizes(self) -> list[tuple[str, int, float | None, int, int]]:
+        """(thread, generation, created at, capsule bytes, rendering bytes) of every checkpoint,
+        sizes counted by the database (no blob is loaded)."""
+        return [tuple(r) for r in self.conn.execute(
+            "SELECT thread_key, generation, created_at, length(CAST(capsule AS BLOB)),"
+            " length(CAST(rendered AS BLOB)) FROM checkpoints").fetchall()]
+
+    def totals_of(self, rows_sql: str, args) -> tuple[int, int, int | None, int | None]:
+        """(count, bytes, first seq, last seq) of the rows ``rows_sql`` selects (columns ``seq``
+        and ``size``), counted by the database: no row is brought into Python."""
+        n, size, first, last = self.conn.execute(
+            f"SELECT count(*), sum(size), min(seq), max(seq) FROM ({rows_sql}) AS unread",
+            tuple(args)).fetchone()
+        return int(n or 0), int(size or 0), first, last
+
+    def snapshot_workspaces(self) -> list[tuple[str, int, str]]:
+        """(checkpoint id, generation, workspace JSON text) of every checkpoint with a snapshot,
+        by thread and generation."""
+        return [tuple(r) for r in self.conn.execute(
+            "SELECT checkpoint_id, generation, workspace FROM checkpoints"
+            " WHERE workspace IS NOT NULL ORDER BY thread_key, generation")]
+
+    def prune_checkpoint_data(self, *, forget_copy=(), drop_rendering=(), drop_capsule=()) -> None:
+        """In one transaction, for (thread, generation) pairs: forget the on-disk copy's path,
+        drop the rendering, drop the capsule's bytes (the row, its hash and its id stay)."""
+        with self.transaction() as c:
+            if forget_copy:
+                c.executemany("UPDATE checkpoints SET file_path=NULL WHERE thread_key=?"
+                              " AND generation=?", list(forget_copy))
+            if drop_rendering:
+                c.executemany("UPDATE checkpoints SET rendered='' WHERE thread_key=?"
+                              " AND generation=?", list(drop_rendering))
+            if drop_capsule:
+                c.executemany("UPDATE checkpoints SET capsule=? WHERE thread_key=? AND generation=?",
+                              [(b"", k, g) for k, g in drop_capsule])
+
+    def append_at_same_seqs(self, thread_key: str, events: list[dict]) -> None:
+        """Append copies of ``events`` (keeping type, data, source and time) to the thread, all
+        or nothing: each must land at its own seq, else nothing is appended and
+        :class:`ValueError` names the first that did not."""
+        with self.transaction() as c:
+            for e in events:
+                done = self._append_in(c, thread_key, e["type"], e["data"], e["source"], e["ts"])
+                if done.seq != e["seq"]:
+                    raise ValueError(f"copying event {e['seq']} gave {done.outcome} at {done.seq}")
