@@ -38,11 +38,11 @@ def cache_file(engine, thread):
 
 
 def steps(conn, counts, *args):
-    """(SQLite progress ticks, totals) of one ``counts.count(conn, *args)``: how much it read."""
+    """(SQLite progress ticks, totals) of one ``counts.count(*args)``: how much it read."""
     ticks = [0]
     conn.set_progress_handler(lambda: ticks.__setitem__(0, ticks[0] + 1) or 0, 20)
     try:
-        found = counts.count(conn, *args)
+        found = counts.count(*args)
     finally:
         conn.set_progress_handler(None, 20)
     return ticks[0], found
@@ -86,8 +86,12 @@ def test_a_kept_count_reads_only_the_rows_since(engine, small_windows):
     last = t.row["last_seq"]
 
     counts = PrefixCounts(engine.home, t.key)
-    cold, at_end = steps(conn, counts, "x", sql, args, last - 50)
-    warm, again = steps(conn, counts, "x", sql, args, last)
+
+    def totals(lo, hi):
+        return t.store.totals_of(f"{sql} AND seq>=? AND seq<=?", (*args, lo, hi))
+
+    cold, at_end = steps(conn, counts, totals, "x", [sql, args], last - 50)
+    warm, again = steps(conn, counts, totals, "x", [sql, args], last)
     scratch = conn.execute(f"SELECT count(*), sum(size), min(seq), max(seq) FROM ({sql} AND seq<?)",
                            (*args, last)).fetchone()
     assert again == tuple(scratch) and at_end[0] == scratch[0] - 10
@@ -175,8 +179,12 @@ def test_a_rewind_to_a_recent_boundary_reads_only_the_rows_past_it(engine, small
     sql = "SELECT seq, length(data) AS size FROM events WHERE thread_key=? AND type=?"
     args = (t.key, "turn_completed")
     counts = PrefixCounts(engine.home, t.key)
+
+    def totals(lo, hi):
+        return t.store.totals_of(f"{sql} AND seq>=? AND seq<=?", (*args, lo, hi))
+
     mark = t.row["last_seq"]
-    counts.count(conn, "x", sql, args, mark + 1)  # the boundary before the rewind
+    counts.count(totals, "x", [sql, args], mark + 1)  # the boundary before the rewind
     turns(t, 400, 5)
     t.record("rolled_back", {"to_seq": mark, "reason": "test"}, source="test")
     turns(t, 405, 5)
@@ -184,9 +192,9 @@ def test_a_rewind_to_a_recent_boundary_reads_only_the_rows_past_it(engine, small
     ranges = live_ranges(t.store.events_of_types(t.key, ["rolled_back"]), last)
     assert len(ranges) == 2
 
-    warm, kept = steps(conn, counts, "x", sql, args, last, ranges)
-    cold, scratch = steps(conn, PrefixCounts(engine.home / "elsewhere", t.key), "x", sql, args,
-                          last, ranges)
+    warm, kept = steps(conn, counts, totals, "x", [sql, args], last, ranges)
+    cold, scratch = steps(conn, PrefixCounts(engine.home / "elsewhere", t.key), totals, "x",
+                          [sql, args], last, ranges)
     on_branch = conn.execute(
         f"SELECT count(*), sum(size), min(seq), max(seq) FROM ({sql} AND seq<? AND"
         " (seq BETWEEN ? AND ? OR seq BETWEEN ? AND ?))",

@@ -6,7 +6,6 @@ Pointers name where a full text can be read back (``continuation source POINTER`
 from __future__ import annotations
 
 import hashlib
-import json
 from datetime import datetime, timezone
 from typing import Iterable
 
@@ -18,7 +17,6 @@ from statemachine.reducer import resolve_call
 from continuation.session.engine import Thread
 from continuation.boundary import work_pages
 from continuation.boundary.prefix_counts import PrefixCounts
-from continuation.store.view import SqlStateView, rows_in_states
 from continuation.session.rewind_notes import notices_of
 from continuation.session.branch import ROLLED_BACK, in_ranges, live_ranges
 
@@ -278,52 +276,23 @@ def _bounded_inputs(store, key: str):
     from statemachine.lifecycle import STATES
     from statemachine.records import InputRecord
 
-    marks = ",".join("?" * len(_HISTORICAL))
-    conn = store.conn
     still_open = [s for s in STATES if s not in _HISTORICAL]  # few rows: read by the state index
-    rows = conn.execute(f"SELECT data {rows_in_states('inputs', still_open)}",
-                        (key, *still_open)).fetchall()
-    newest = conn.execute(f"SELECT data, admitted_seq, data_bytes FROM inputs WHERE thread_key=?"
-                          f" AND state IN ({marks}) ORDER BY admitted_seq DESC LIMIT ?",
-                          (key, *_HISTORICAL, MAX_HISTORICAL_INPUTS)).fetchall()
-    inputs = sorted((InputRecord.from_row(json.loads(r[0])) for r in [*rows, *newest]),
+    rows, newest = store.open_and_newest_inputs(key, still_open, _HISTORICAL,
+                                                MAX_HISTORICAL_INPUTS)
+    inputs = sorted((InputRecord.from_row(d) for d in [*rows, *(n[0] for n in newest)]),
                     key=lambda r: r.admitted_seq)
     if len(newest) < MAX_HISTORICAL_INPUTS:
         return inputs, [], None
-    by_state = SqlStateView(conn, key).input_totals()
+    by_state = store.state_view(key).input_totals()
     total = [sum(by_state.get(s, (0, 0))[i] for s in _HISTORICAL) for i in (0, 1)]
-    read = (len(newest), sum(int(r[2] or 0) for r in newest))
-    below = min(r[1] for r in newest)  # the older ones: every historical input before these
+    read = (len(newest), sum(n[2] for n in newest))
+    below = min(n[1] for n in newest)  # the older ones: every historical input before these
     older = _cut("inputs[handled,rolled_back,superseded](not gathered)", key,
-                 *_unread_totals(conn, "inputs", "state", "admitted_seq", key, _HISTORICAL,
-                                 total, read, " AND admitted_seq<?", [below]))
+                 *store.unread_inputs(key, _HISTORICAL, total, read, below))
     return inputs, older, {s: n for s, (n, _) in by_state.items()} if older else None
 
 
-def _unread_totals(conn, table: str, state: str, seq: str, key: str, states, total, read,
-                   unread_sql: str, unread_args, within_sql: str = "", within_args=()) -> tuple:
-    """(items, bytes, first seq, last seq) of the rows of ``table`` in ``states`` (and
-    ``within_sql``) that a boundary did not read (those ``unread_sql`` selects), counted
-    without a test per row: ``total`` (items and bytes of all of them, from the state index)
-    minus ``read`` (the same of those read), and the first and last unread seq from each
-    state's index, walked from either end past the read rows (they are few). At 20,000
-    finished calls this took ~1.5 ms against ~5 for one aggregate testing each row against
-    the read ids (after a rewind the boundary's gathering is on the command's path)."""
-    items, size = int(total[0]) - read[0], int(total[1]) - read[1]
-    if items <= 0:
-        return 0, 0, None, None
-    edges = []
-    for value in states:
-        for order in ("", " DESC"):
-            row = conn.execute(f"SELECT {seq} FROM {table} WHERE thread_key=? AND {state}=?"
-                               f"{within_sql}{unread_sql} ORDER BY {seq}{order} LIMIT 1",
-                               (key, value, *within_args, *unread_args)).fetchone()
-            if row is not None:
-                edges.append(int(row[0]))
-    return items, size, min(edges, default=None), max(edges, default=None)
-
-
-def _claim_checks(view: SqlStateView, claims_src: list[dict]) -> list[list[str]]:
+def _claim_checks(view, claims_src: list[dict]) -> list[list[str]]:
     """What each claim's turn recorded against it (``capsule.claim_check``): every call of the
     claims' turns is read (a few turns, one indexed statement)."""
     from capsule.claim_check import TurnCall, check_claims, claimed_kinds
@@ -336,33 +305,15 @@ def _claim_checks(view: SqlStateView, claims_src: list[dict]) -> list[list[str]]
     return check_claims(((c["text"], c["turn_id"]) for c in claims_src), by_turn)
 
 
-def _seq_filter(upto: int | None, ranges: list[tuple[int, int]] | None) -> tuple[str, list]:
-    """SQL (and its arguments) keeping the seqs up to ``upto`` on the current branch."""
-    sql, args = "", []
-    if upto is not None:
-        sql, args = " AND seq<=?", [upto]
-    if ranges is not None:
-        sql += " AND (" + " OR ".join("seq BETWEEN ? AND ?" for _ in ranges) + ")"
-        args += [x for r in ranges for x in r]
-    return sql, args
-
-
 def _bounded_claims(store, key: str, upto: int | None, ranges,
                     counts: PrefixCounts) -> tuple[list[dict], list]:
     """The newest ``MAX_CLAIMS`` claims on the branch (texts read), and the cut counting the
     older ones (an aggregate: their texts are not read)."""
-    where, args = _seq_filter(upto, ranges)
-    rows = store.conn.execute(
-        f"SELECT seq, turn_id, text FROM claims WHERE thread_key=?{where} ORDER BY seq DESC"
-        " LIMIT ?", (key, *args, MAX_CLAIMS)).fetchall()
-    claims = [{"seq": q, "turn_id": t, "text": x} for q, t, x in reversed(rows)]
+    claims = store.newest_claims(key, upto, ranges, MAX_CLAIMS)
     older: list = []
     if len(claims) >= MAX_CLAIMS:
-        upto_sql, upto_args = _seq_filter(upto, None)
-        older = _count_older(
-            store.conn, counts, ranges, "assistant_claims(not gathered)", key,
-            f"SELECT seq, length(CAST(text AS BLOB)) AS size FROM claims WHERE thread_key=?"
-            f"{upto_sql}", (key, *upto_args), claims[0]["seq"])
+        older = _count_older(store, counts, ranges, "assistant_claims(not gathered)", key,
+                             "claims", claims[0]["seq"], upto=upto)
     return claims, older
 
 
@@ -374,44 +325,24 @@ def _not_gathered(store, key: str, calls, facts_src: list[dict], older_claims: l
     capsule records every dropped item in a cut: counted by the database, no unread row (not
     even a size or a seq) is brought into Python, so a boundary stays flat in thread length."""
     out = _cut("tool_calls[ok,error](not gathered)", key,
-               *_unread_calls(store.conn, key, sorted({c.call_id for c in calls}), upto_seq))
+               *store.unread_finished_calls(key, FINISHED, sorted({c.call_id for c in calls}),
+                                            upto_seq))
     if len(facts_src) >= MAX_FACTS:
-        out += _count_older(
-            store.conn, counts, ranges, "runtime_facts(not gathered)", key,
-            "SELECT seq, length(CAST(data AS BLOB)) AS size FROM events WHERE thread_key=?"
-            f" AND type IN ({','.join('?' * len(FACT_TYPES))})", (key, *FACT_TYPES),
-            facts_src[0]["seq"])
+        out += _count_older(store, counts, ranges, "runtime_facts(not gathered)", key,
+                            "events", facts_src[0]["seq"], types=FACT_TYPES)
     return out + older_claims
 
 
-def _unread_calls(conn, key: str, gathered: list[str], upto_seq: int | None) -> tuple:
-    """Totals of the finished calls (started up to ``upto_seq``) other than ``gathered``."""
-    marks = ",".join("?" * len(FINISHED))
-    within_sql, within_args = ("", [])
-    if upto_seq is not None:
-        within_sql, within_args = " AND started_seq<=?", [upto_seq]
-    where = f" FROM tool_calls WHERE thread_key=? AND status IN ({marks}){within_sql}"
-    total = conn.execute(f"SELECT count(*), sum(data_bytes){where}",
-                         (key, *FINISHED, *within_args)).fetchone()
-    read, unread_sql = (0, 0), ""
-    if gathered:  # the read ones by their key (a filter by state would test every call's id)
-        ids = ",".join("?" * len(gathered))
-        rows = [(size or 0) for status, seq, size in conn.execute(
-            f"SELECT status, started_seq, data_bytes FROM tool_calls WHERE thread_key=?"
-            f" AND call_id IN ({ids})", (key, *gathered)).fetchall()
-            if status in FINISHED and (upto_seq is None or seq <= upto_seq)]
-        read, unread_sql = (len(rows), sum(rows)), f" AND call_id NOT IN ({ids})"
-    return _unread_totals(conn, "tool_calls", "status", "started_seq", key, FINISHED,
-                          (int(total[0] or 0), int(total[1] or 0)), read, unread_sql, gathered,
-                          within_sql, within_args)
+def _count_older(store, counts: PrefixCounts, ranges, field: str, key: str, selection: str,
+                 before: int, *, upto: int | None = None, types=()) -> list[dict]:
+    """The "(not gathered)" cut of the rows of ``selection`` (``claims``, or ``events`` of
+    ``types``) below ``before`` on the current branch (``ranges``): extended from the counts
+    kept at earlier boundaries (``continuation.boundary.prefix_counts``)."""
+    def totals(lo: int, hi: int):
+        return store.seq_size_totals(selection, key, lo, hi, upto=upto, types=types)
 
-
-def _count_older(conn, counts: PrefixCounts, ranges, field: str, key: str, rows_sql: str,
-                 args, before: int) -> list[dict]:
-    """The "(not gathered)" cut of the rows ``rows_sql`` selects from an append-only table
-    (``seq``, ``size``) below ``before`` on the current branch (``ranges``): extended from the
-    counts kept at earlier boundaries (``continuation.boundary.prefix_counts``)."""
-    return _cut(field, key, *counts.count(conn, field, rows_sql, args, before, ranges))
+    signature = [selection, key, upto, list(types)]
+    return _cut(field, key, *counts.count(totals, field, signature, before, ranges))
 
 
 def cut_pointers_sha256(field: str, key: str, items: int, first: int | None,

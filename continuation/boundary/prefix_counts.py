@@ -45,15 +45,6 @@ def _merge(a: Totals, b: Totals) -> Totals:
             max(lasts) if lasts else None)
 
 
-def totals_of(conn, rows_sql: str, args) -> Totals:
-    """Totals of the rows ``rows_sql`` selects (columns ``seq`` and ``size``), counted by the
-    database: no row is brought into Python."""
-    n, size, first, last = conn.execute(
-        f"SELECT count(*), sum(size), min(seq), max(seq) FROM ({rows_sql}) AS unread",
-        tuple(args)).fetchone()
-    return int(n or 0), int(size or 0), first, last
-
-
 class PrefixCounts:
     """The kept counts of one thread; :meth:`count` answers and records, :meth:`save` keeps."""
 
@@ -69,18 +60,19 @@ class PrefixCounts:
         except (OSError, ValueError):
             pass  # no cache (or a torn one): count from scratch
 
-    def count(self, conn, name: str, rows_sql: str, args, before: int,
+    def count(self, totals, name: str, selection, before: int,
               ranges: list[tuple[int, int]] | None = None) -> Totals:
-        """Totals of the rows ``rows_sql`` selects (columns ``seq`` and ``size``) whose seq is
-        below ``before`` and, with ``ranges`` (the current branch: inclusive seq ranges, any
-        order), inside one of them."""
-        sig = hashlib.sha256(json.dumps([rows_sql, list(args)], default=str).encode()).hexdigest()
+        """Totals of the rows of one selection whose seq is below ``before`` and, with
+        ``ranges`` (the current branch: inclusive seq ranges, any order), inside one of them.
+        ``totals(lo, hi)`` counts the selection's rows with seq in ``[lo, hi]`` (the store
+        does, in the database); ``selection`` (JSON data) names it in the kept counts."""
+        sig = hashlib.sha256(json.dumps(selection, default=str).encode()).hexdigest()
         starts = self._starts(f"{name} {sig[:32]}")
         total = EMPTY
         for lo, hi in (ranges if ranges is not None else [(1, before - 1)]):
             end = min(hi, before - 1)
             if end >= lo:
-                total = _merge(total, self._range(conn, starts, rows_sql, args, lo, end))
+                total = _merge(total, self._range(totals, starts, lo, end))
         return total
 
     def _starts(self, key: str) -> dict:
@@ -94,7 +86,7 @@ class PrefixCounts:
             del self._entries[old]
         return entry["starts"]
 
-    def _range(self, conn, starts: dict, rows_sql: str, args, lo: int, end: int) -> Totals:
+    def _range(self, totals_of, starts: dict, lo: int, end: int) -> Totals:
         """Totals of the rows in ``[lo, end]``: the kept ones of the nearest position at or
         below ``end + 1`` for this start, plus the rows from there."""
         kept = starts.get(str(lo))
@@ -106,8 +98,7 @@ class PrefixCounts:
             base, since = (nearest[1], nearest[2], nearest[3], nearest[4]), nearest[0]
         totals = base
         if since <= end:
-            totals = _merge(base, totals_of(conn, f"{rows_sql} AND seq>=? AND seq<=?",
-                                            (*args, since, end)))
+            totals = _merge(base, totals_of(since, end))
             kept = [p for p in kept if p[0] != end + 1]
             starts[str(lo)] = [*kept, [end + 1, *totals]][-POSITIONS_KEPT:]
             self._changed = True

@@ -101,9 +101,6 @@ class Store(Protocol):
     # maintenance
     def thread_tables(self) -> list[str]: ...
 
-    def transaction(self) -> Any:
-        """A write transaction (a context manager yielding ``conn``)."""
-
-    #: the connection: ``execute(sql, args)`` in the store's SQL (SQLite's dialect, which a
-    #: server backend translates, see ``dialect``); reads and writes not named above
-    conn: Any
+    # every other read or write is a named operation of ``thread_reads.ThreadReads`` and
+    # ``boundary_reads.BoundaryReads`` (mixed into both backends); the connection and the
+    # transactions stay inside the store

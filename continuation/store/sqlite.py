@@ -19,6 +19,7 @@ from statemachine.reducer import ThreadState, apply, fold
 from statemachine.records import InputRecord, ToolCallRecord, TurnRecord
 
 from continuation.store.schema import MIGRATIONS, SCHEMA_VERSION
+from continuation.store.boundary_reads import BoundaryReads
 from continuation.store.thread_reads import ThreadReads
 from continuation.store.view import SqlStateView, row_json
 
@@ -126,7 +127,7 @@ def file_integrity(path, mode: str) -> tuple[int, list[str]]:
         conn.close()
 
 
-class SqliteStore(ThreadReads):
+class SqliteStore(ThreadReads, BoundaryReads):
     #: appended to the statement that reads a thread's last seq before a write: SQLite's
     #: ``BEGIN IMMEDIATE`` already serialises writers; a server backend locks the thread row
     _LOCK_THREAD = ""

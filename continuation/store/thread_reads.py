@@ -236,3 +236,12 @@ class ThreadReads:
                 done = self._append_in(c, thread_key, e["type"], e["data"], e["source"], e["ts"])
                 if done.seq != e["seq"]:
                     raise ValueError(f"copying event {e['seq']} gave {done.outcome} at {done.seq}")
+
+    def store_checkpoint_row_as_is(self, row: dict) -> None:
+        """Insert a checkpoint row exactly as given, with no boundary fact: how rows written by
+        an older version look (the proof reads such a capsule back)."""
+        columns = ("checkpoint_id", "thread_key", "generation", "seq", "reason", "created_at",
+                   "capsule", "sha256", "capsule_version", "rendered", "workspace", "file_path")
+        with self.transaction() as c:
+            c.execute(f"INSERT INTO checkpoints ({', '.join(columns)}) VALUES"
+                      f" ({','.join('?' * len(columns))})", tuple(row.get(k) for k in columns))

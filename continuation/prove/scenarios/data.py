@@ -55,12 +55,11 @@ def legacy_capsule(box, r):
     # an older version wrote this capsule into the store: the engine reads it back from there
     with Engine(box.state) as engine:
         th = engine.thread(original["runtime"], original["session_id"])
-        with engine.store.transaction() as c:
-            c.execute("INSERT INTO checkpoints (checkpoint_id, thread_key, generation, seq, reason,"
-                      " created_at, capsule, sha256, capsule_version, rendered, workspace,"
-                      " file_path) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-                      ("cp-legacy-1", th.key, 1, 0, original["reason"], time.time(), CAPSULE_V1,
-                       hashlib.sha256(CAPSULE_V1).hexdigest(), 1, "", None, None))
+        engine.store.store_checkpoint_row_as_is({
+            "checkpoint_id": "cp-legacy-1", "thread_key": th.key, "generation": 1, "seq": 0,
+            "reason": original["reason"], "created_at": time.time(), "capsule": CAPSULE_V1,
+            "sha256": hashlib.sha256(CAPSULE_V1).hexdigest(), "capsule_version": 1,
+            "rendered": ""})
         loaded = checkpoints.load(th)
         r.check("checkpoints.load reads the stored schema-1 capsule without problems",
                 loaded is not None and not loaded.problems
