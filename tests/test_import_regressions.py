@@ -17,7 +17,6 @@ from collections import Counter
 import pytest
 
 from continuation.session.engine import Engine
-from continuation.store.view import SqlStateView
 from import_helpers import run_import, snapshot, states
 
 CLAUDE_SID = "reg-claude-1"
@@ -221,7 +220,7 @@ def test_a_cut_for_another_reason_is_not_reopened(home, tmp_path):
     with Engine(home) as e:
         thread = e.find_thread("codex", CODEX_SID)
         one = next(r for r in thread.inputs() if r.text == "one")
-        t1 = SqlStateView(e.store.conn, thread.key).get_turn("t1")
+        t1 = e.store.state_view(thread.key).get_turn("t1")
     assert (one.state, one.turn_id, t1.status) == ("handled", "t2", "aborted")
     assert states(home, "codex", CODEX_SID) == {"one": "handled", "two": "handled"}
 

@@ -88,7 +88,7 @@ def test_a_kept_count_reads_only_the_rows_since(engine, small_windows):
     counts = PrefixCounts(engine.home, t.key)
 
     def totals(lo, hi):
-        return t.store.totals_of(f"{sql} AND seq>=? AND seq<=?", (*args, lo, hi))
+        return t.store.seq_size_totals("events", t.key, lo, hi, types=("turn_completed",))
 
     cold, at_end = steps(conn, counts, totals, "x", [sql, args], last - 50)
     warm, again = steps(conn, counts, totals, "x", [sql, args], last)
@@ -181,7 +181,7 @@ def test_a_rewind_to_a_recent_boundary_reads_only_the_rows_past_it(engine, small
     counts = PrefixCounts(engine.home, t.key)
 
     def totals(lo, hi):
-        return t.store.totals_of(f"{sql} AND seq>=? AND seq<=?", (*args, lo, hi))
+        return t.store.seq_size_totals("events", t.key, lo, hi, types=("turn_completed",))
 
     mark = t.row["last_seq"]
     counts.count(totals, "x", [sql, args], mark + 1)  # the boundary before the rewind

@@ -245,18 +245,9 @@ def test_open_inputs_and_unsettled_calls_are_read_by_their_state_index(store):
     assert counts == store.input_counts(key) == {"handled": 3050, "pending": 1}
 
 
-def test_the_postgres_dialect_drops_the_planner_hint():
-    from continuation.store.dialect import to_postgres
-
-    assert to_postgres("SELECT data FROM inputs INDEXED BY inputs_by_state WHERE thread_key=?"
-                       " AND state IN (?,?) ORDER BY admitted_seq") == (
-        "SELECT data FROM inputs WHERE thread_key=%s AND state IN (%s,%s) ORDER BY admitted_seq")
-
-
 def test_the_newest_calls_are_read_by_start_not_by_sorting_the_thread(store):
     """Migration 3: a boundary's list of the newest finished calls and the calls after a
     position cost the same on a long thread as on a short one, and are the right calls."""
-    from continuation.store.view import SqlStateView
 
     key = store.ensure_thread("claude", "calls")
 
@@ -272,7 +263,7 @@ def test_the_newest_calls_are_read_by_start_not_by_sorting_the_thread(store):
         ticks = [0]
         store.conn.set_progress_handler(lambda: ticks.__setitem__(0, ticks[0] + 1) or 0, 50)
         try:
-            found = read(SqlStateView(store.conn, key))
+            found = read(store.state_view(key))
         finally:
             store.conn.set_progress_handler(None, 50)
         return ticks[0], found
@@ -330,7 +321,6 @@ def test_migration_5_reads_the_calls_of_given_turns_through_a_turn_index(tmp_pat
     an index on the call's turn since schema 5, built for the calls already stored, not by
     reading every finished call of the thread; the same calls either way."""
     from continuation.store import schema
-    from continuation.store.view import SqlStateView
 
     path = tmp_path / "s.sqlite3"
     monkeypatch.setattr("continuation.store.sqlite.SCHEMA_VERSION", 4)
@@ -344,7 +334,7 @@ def test_migration_5_reads_the_calls_of_given_turns_through_a_turn_index(tmp_pat
     monkeypatch.setattr("continuation.store.sqlite.SCHEMA_VERSION", schema.SCHEMA_VERSION)
     s = SqliteStore(path)
     assert s.schema_version == schema.SCHEMA_VERSION >= 5
-    found = [c.call_id for c in SqlStateView(s.conn, "k").calls_of_turns(["t3", "t5"], ["ok"])]
+    found = [c.call_id for c in s.state_view("k").calls_of_turns(["t3", "t5"], ["ok"])]
     expected = [f"c{i}" for i in range(1, 200) if i % 7 in (3, 5) and i % 3]
     assert found == expected
     plan = " ".join(r[-1] for r in s.conn.execute(
@@ -363,7 +353,6 @@ def test_the_newest_finished_calls_are_read_by_status_past_a_rewound_branch(home
     from continuation.boundary.capsule_source import FINISHED
     from continuation.session.engine import Engine
     from continuation.rewind.operation import rewind
-    from continuation.store.view import SqlStateView
 
     def turns(first: int, last: int):
         for i in range(first, last):
@@ -380,7 +369,7 @@ def test_the_newest_finished_calls_are_read_by_status_past_a_rewound_branch(home
         cp = boundary.commit_checkpoint(t, reason="manual", snapshot=False)
         e.store.append_many(t.key, list(turns(40, 300)), source="test")
         rewind(e, cp.checkpoint_id, "conversation")
-        view = SqlStateView(e.store.conn, t.key)
+        view = e.store.state_view(t.key)
         every = [c for c in view.all_calls() if c.status in FINISHED]
         assert len(every) == 40 and len(view.all_calls()) == 300  # the rest rolled back
         for limit in (1, 5, 39, 40, 100):

@@ -12,6 +12,7 @@ import sys
 
 import pytest
 
+from continuation.store.view import row_json
 from continuation.store import (
     GenerationTaken,
     IllegalFact,
@@ -320,17 +321,23 @@ def test_every_input_and_call_row_keeps_its_data_size(store):
     store.append(key, ev.CRASH_DETECTED, {"reason": "runtime died"}, source="test")
     _admit(store, key, "i2", turn_id=None)
 
-    def mismatches():
-        return [store.conn.execute(
-            f"SELECT count(*) FROM {table} WHERE thread_key=? AND"
-            " data_bytes <> length(CAST(data AS BLOB))", (key,)).fetchone()[0]
-            for table in ("inputs", "tool_calls")]
+    def kept_and_actual():
+        """(the kept sizes, the rows' actual sizes) of the inputs by state and of the calls
+        by status, as the boundary's counting reads them."""
+        inputs, calls = store.inputs(key), store.tool_calls(key)
+        kept = ({s: b for s, (_, b) in store.state_view(key).input_totals().items()},
+                {s: store.unread_finished_calls(key, [s], [], None)[1]
+                 for s in {c.status for c in calls}})
+        actual = ({s: sum(len(row_json(r.to_row())) for r in inputs if r.state == s)
+                   for s in {r.state for r in inputs}},
+                  {s: sum(len(row_json(c.to_row())) for c in calls if c.status == s)
+                   for s in {c.status for c in calls}})
+        return kept, actual
 
-    sizes = store.conn.execute("SELECT sum(data_bytes) FROM tool_calls WHERE thread_key=?",
-                               (key,)).fetchone()[0]
-    assert sizes > 300 and mismatches() == [0, 0]
+    kept, actual = kept_and_actual()
+    assert sum(kept[1].values()) > 300 and kept == actual
     store.rebuild(key)
-    assert mismatches() == [0, 0]
+    assert kept_and_actual() == (kept, actual)
 
 
 def test_the_recording_rules_questions_agree_with_the_log(store):
@@ -391,8 +398,7 @@ def test_thread_removal_and_retention_reads(store):
     assert store.workspace_references(key) == (["/w/rm"], [])
     assert sorted(store.workspace_references()[0]) == ["/w/rm", "/w/rm"]
     assert store.checkpoint_sizes() == [] and store.snapshot_workspaces() == []
-    events = "SELECT seq, length(CAST(data AS BLOB)) AS size FROM events WHERE thread_key=?"
-    n, size, first, last = store.totals_of(events, (key,))
+    n, size, first, last = store.seq_size_totals("events", key, 0, 10)
     assert (n, first, last) == (1, 1, 1) and size > 0
     deleted = store.delete_thread_rows(key)
     assert deleted["events"] == 1 and deleted["threads"] == 1

@@ -160,3 +160,31 @@ def test_a_state_home_can_name_its_server_in_a_file(pg_url, tmp_path, monkeypatc
     store = open_store(str(home))
     assert isinstance(store, SqliteStore) and not isinstance(store, PostgresStore)
     store.close()
+
+
+def test_both_schemas_make_the_same_tables_columns_and_indexes(pg_url, tmp_path):
+    """Each backend creates its schema from its own migrations; what they make is the same."""
+    import sqlite3
+
+    from continuation.store import SqliteStore
+
+    SqliteStore(tmp_path / "s.sqlite3").close()
+    lite = sqlite3.connect(tmp_path / "s.sqlite3")
+    tables = [r[0] for r in lite.execute(
+        "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%'")]
+    lite_columns = {(t, r[1]) for t in tables for r in lite.execute(f'PRAGMA table_info("{t}")')}
+    lite_indexes = {r[0] for r in lite.execute(
+        "SELECT name FROM sqlite_master WHERE type='index' AND sql IS NOT NULL")}
+    store = open_store(str(tmp_path / "h"), url=pg_url)
+    try:
+        raw = store.conn.raw
+        pg_columns = {tuple(r) for r in raw.execute(
+            "SELECT table_name, column_name FROM information_schema.columns"
+            " WHERE table_schema=current_schema() AND table_name=ANY(%s)", (tables,))}
+        pg_indexes = {r[0] for r in raw.execute(
+            "SELECT indexname FROM pg_indexes WHERE schemaname=current_schema()"
+            " AND indexname NOT LIKE '%%_pkey' AND indexname NOT LIKE '%%_key'")}
+    finally:
+        store.close()
+    assert len(lite_columns) > 50 and pg_columns == lite_columns
+    assert pg_indexes == lite_indexes

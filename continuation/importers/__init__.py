@@ -42,7 +42,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from continuation.store.sqlite import thread_key_for
+from continuation.store.log_store import thread_key_for
 from continuation.host.userfiles import NotRegularFile, open_regular
 from continuation.importers.apply import Applier, read_cursor, session_over_default
 from continuation.importers.reader import TranscriptReader

@@ -236,7 +236,7 @@ class Applier:
         return [facts.turn_aborted(d["turn_id"], d["reason"])]
 
     def _op_claim(self, d):
-        from continuation.store.sqlite import _sql_text
+        from continuation.store.log_store import _sql_text
 
         key = (d["turn_id"], _sql_text(d["text"]))
         if key in self._claims:

@@ -2,17 +2,17 @@
 importers and commands use; ``open_store`` picks the backend from ``CONTINUATION_STORE``:
 SQLite under the state home (the embedded default) or a PostgreSQL server (``postgres``)."""
 from continuation.store.factory import STORE_FILE, backend_name, open_store, store_file, store_url
-from continuation.store.sqlite import (
+from continuation.store.log_store import (
     Appended,
     CheckpointError,
     GenerationTaken,
     IllegalFact,
-    SqliteStore,
     StoreError,
     StoreVersionError,
     UnknownThread,
     thread_key_for,
 )
+from continuation.store.sqlite import SqliteStore
 
 __all__ = [
     "Appended", "CheckpointError", "GenerationTaken", "IllegalFact", "STORE_FILE", "SqliteStore",

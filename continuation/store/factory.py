@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import os
 
-from continuation.store.sqlite import SqliteStore, StoreError
+from continuation.store.log_store import StoreError
+from continuation.store.sqlite import SqliteStore
 
 STORE_FILE = "store.sqlite3"
 ENV = "CONTINUATION_STORE"

@@ -1,8 +1,8 @@
 """The PostgreSQL backend (``CONTINUATION_STORE=postgresql://...``): every machine of a team
 (CI jobs, containers, a laptop) records into one server, so the facts outlive the machine.
 
-Same tables, same reducer, same SQL as the SQLite store (``dialect`` translates it). What the
-server adds: writers on several hosts serialise per thread on a row lock (``SELECT ... FOR
+Same tables, same reducer and the same logic as the SQLite store (``log_store``), on its own
+statements (``postgres_sql``) and schema (``schema_postgres``). What the server adds: writers on several hosts serialise per thread on a row lock (``SELECT ... FOR
 UPDATE`` on the thread row), not on a file lock; the unique keys (thread, seq), (thread,
 input id), (thread, call id) and (thread, generation) refuse a second copy whatever happens.
 The schema is created and migrated by the tool (``continuation_schema.version``, under an
@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import psycopg
 
-from continuation.store.dialect import schema_to_postgres, to_postgres
+from continuation.store import postgres_sql
+from continuation.store.log_store import LogStore, StoreError, StoreVersionError
 from continuation.store.postgres_url import redact
-from continuation.store.schema import MIGRATIONS, SCHEMA_VERSION
-from continuation.store.sqlite import SqliteStore, StoreError, StoreVersionError
+from continuation.store.schema import SCHEMA_VERSION
+from continuation.store.schema_postgres import MIGRATIONS
 
 CONNECT_TIMEOUT_S = 5
 _MIGRATION_LOCK = 7_246_001  # pg_advisory_xact_lock key: one migrator at a time
@@ -27,7 +28,7 @@ class ServerUnreachable(StoreError):
 
 
 class _Connection:
-    """The few DB-API calls the store and its callers make, in SQLite's dialect."""
+    """The two DB-API calls the store makes; a lost server is :class:`ServerUnreachable`."""
 
     __slots__ = ("raw",)
 
@@ -36,14 +37,17 @@ class _Connection:
 
     def execute(self, sql: str, args=()):
         try:
-            return self.raw.execute(to_postgres(sql), _params(args))
+            return self.raw.execute(sql, _params(args))
         except psycopg.OperationalError as exc:  # the server went away mid-run
             raise ServerUnreachable(f"lost the store server: {_first_line(exc)}") from None
 
     def executemany(self, sql: str, rows):
-        with self.raw.cursor() as cur:
-            cur.executemany(to_postgres(sql), [_params(r) for r in rows])
-            return cur
+        try:
+            with self.raw.cursor() as cur:
+                cur.executemany(sql, [_params(r) for r in rows])
+                return cur
+        except psycopg.OperationalError as exc:
+            raise ServerUnreachable(f"lost the store server: {_first_line(exc)}") from None
 
     def close(self) -> None:
         self.raw.close()
@@ -67,20 +71,20 @@ class _Transaction:
         self.conn = conn
 
     def __enter__(self) -> _Connection:
-        self.conn.execute("BEGIN")
+        self.conn.execute(postgres_sql.begin)
         return self.conn
 
     def __exit__(self, exc_type, exc, tb) -> bool:
         if exc_type is not None and self.conn.raw.closed:
             return False  # the connection is gone: so is the transaction
-        self.conn.execute("ROLLBACK" if exc_type is not None else "COMMIT")
+        self.conn.execute(postgres_sql.rollback if exc_type is not None else postgres_sql.commit)
         return False
 
 
-class PostgresStore(SqliteStore):
+class PostgresStore(LogStore):
     """A :class:`~continuation.store.interface.Store` on a PostgreSQL server."""
 
-    _LOCK_THREAD = " FOR UPDATE"  # the per-thread row lock every append takes
+    sql = postgres_sql
 
     def __init__(self, url: str, *, home: str | None = None, create: bool = True):
         self._url, self._home = url, home
@@ -120,7 +124,7 @@ class PostgresStore(SqliteStore):
                         " applied_at TIMESTAMPTZ NOT NULL DEFAULT now())")
             version = self._version()  # another host may have migrated while we waited
             for number in range(version, SCHEMA_VERSION):
-                for statement in schema_to_postgres(MIGRATIONS[number]):
+                for statement in MIGRATIONS[number]:
                     raw.execute(statement)
                 raw.execute("INSERT INTO continuation_schema (version) VALUES (%s)",
                             (number + 1,))
@@ -145,9 +149,3 @@ class PostgresStore(SqliteStore):
 
     def transaction(self) -> _Transaction:
         return _Transaction(self.conn)
-
-    def thread_tables(self) -> list[str]:
-        rows = self.conn.raw.execute(
-            "SELECT table_name FROM information_schema.columns WHERE column_name='thread_key'"
-            " AND table_schema=current_schema()").fetchall()
-        return sorted({r[0] for r in rows}, key=lambda n: (n == "threads", n))

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 
-from continuation.store.sqlite import IllegalFact, SqliteStore
+from continuation.store.sqlite import SqliteStore
 
 SPOOL_FILE = "spool.sqlite3"
 
@@ -37,11 +37,7 @@ class SpoolStore(SqliteStore):
             self._lock.release()
             raise
         self.server, self.reason = server, reason
-        self.conn.execute("CREATE TABLE IF NOT EXISTS spool_origin (origin TEXT NOT NULL)")
-        if self.conn.execute("SELECT count(*) FROM spool_origin").fetchone()[0] == 0:
-            with self.transaction() as c:
-                if c.execute("SELECT count(*) FROM spool_origin").fetchone()[0] == 0:
-                    c.execute("INSERT INTO spool_origin VALUES (?)", (os.urandom(12).hex(),))
+        self.ensure_spool_origin()
 
     def close(self) -> None:
         try:
@@ -84,26 +80,20 @@ def _drain_locked(path: str, server) -> tuple[int, int]:
     spool = SqliteStore(path, create=False)
     appended = dropped = 0
     try:
-        row = spool.conn.execute("SELECT origin FROM spool_origin").fetchone()
-        origin = row[0] if row else "unknown"
-        server.conn.execute(
-            "CREATE TABLE IF NOT EXISTS spool_drained (origin TEXT NOT NULL, thread_key TEXT"
-            " NOT NULL, seq BIGINT NOT NULL, PRIMARY KEY (origin, thread_key, seq))")
+        origin = spool.spool_origin()
+        server.ensure_drained_table()
         for thread in spool.threads():
             key = server.ensure_thread(
                 thread["runtime"], thread["session_id"], workspace_root=thread["workspace_root"],
                 forked_from=thread["forked_from"], forked_at_seq=thread["forked_at_seq"],
                 name=thread["name"])
             for event in spool.events(thread["thread_key"]):
-                done = _drain_one(server, origin, key, event)
+                done = server.append_drained(origin, key, event)
                 appended, dropped = appended + done, dropped + (1 - done)
-                with spool.transaction() as c:
-                    c.execute("DELETE FROM events WHERE thread_key=? AND seq=?",
-                              (thread["thread_key"], event["seq"]))
+                spool.forget_event(thread["thread_key"], event["seq"])
             for session in spool.sessions(thread["thread_key"]):
                 if session.get("ended_at") is None:
-                    with server.transaction() as c:
-                        server._heartbeat_in(c, key, session, session["heartbeat"])
+                    server.heartbeat(key, session)
     finally:
         spool.close()
     if _count(path) == 0:  # under the lock: no writer has it open
@@ -115,27 +105,11 @@ def _drain_locked(path: str, server) -> tuple[int, int]:
     return appended, dropped
 
 
-def _drain_one(server, origin: str, key: str, event: dict) -> int:
-    """1 when the event was appended on the server, 0 when it was there already or refused."""
-    try:
-        with server.transaction() as c:
-            marked = c.execute(
-                "INSERT INTO spool_drained (origin, thread_key, seq) VALUES (?,?,?)"
-                " ON CONFLICT DO NOTHING RETURNING seq", (origin, key, event["seq"])).fetchone()
-            if marked is None:
-                return 0  # drained before (by a process that died before emptying the spool)
-            done = server._append_in(c, key, event["type"], event["data"], event["source"],
-                                     event["ts"])
-            return 0 if done.seq is None else 1
-    except IllegalFact:
-        return 0
-
-
 def _count(path: str) -> int:
     if not os.path.exists(path):
         return 0
     store = SqliteStore(path, create=False)
     try:
-        return store.conn.execute("SELECT count(*) FROM events").fetchone()[0]
+        return store.event_count()
     finally:
         store.close()

@@ -1,0 +1,437 @@
+"""The store's logic, one for both backends: an append-only event log per thread plus the
+tables derived from it by the reducer, in the same transaction.
+
+A backend (``sqlite.SqliteStore``, ``postgres.PostgresStore``) gives the connection, the
+transaction and ``sql``: the module of its own statements (``sqlite_sql``, ``postgres_sql``),
+which this logic names and never spells. Durability contract: docs/design.md, "Store".
+"""
+from __future__ import annotations
+
+import os
+import time
+
+from statemachine import events as ev
+
+from continuation.host import faults, jsontext
+from statemachine.lifecycle import IllegalTransition
+from statemachine.reducer import ThreadState, apply, fold
+from statemachine.records import InputRecord, ToolCallRecord, TurnRecord
+
+from continuation.store.boundary_reads import BoundaryReads
+from continuation.store.thread_reads import ThreadReads
+from continuation.store.view import SqlStateView, row_json
+
+
+class StoreError(Exception):
+    """A store problem the user can act on; the CLI prints it as one line."""
+
+
+class StoreVersionError(StoreError):
+    pass
+
+
+class UnknownThread(StoreError):
+    pass
+
+
+class IllegalFact(StoreError):
+    """A fact the lifecycle forbids (e.g. reconciling a call that has an outcome)."""
+
+
+class CheckpointError(StoreError):
+    pass
+
+
+class GenerationTaken(CheckpointError):
+    """Another process committed this generation (or a later one) first."""
+
+
+class Appended:
+    """What an append did: ``seq`` is None when nothing was written (a duplicate)."""
+
+    __slots__ = ("thread_key", "seq", "outcome", "input_id")
+
+    def __init__(self, thread_key: str, seq: int | None, outcome: str,
+                 input_id: str | None = None):
+        self.thread_key, self.seq, self.outcome = thread_key, seq, outcome
+        self.input_id = input_id
+
+    def __repr__(self):
+        return f"Appended({self.thread_key!r}, seq={self.seq}, outcome={self.outcome!r})"
+
+
+# no dots: git refs refuse ".." and ".lock"; no `re` import on the hot path
+_SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+
+
+def thread_key_for(runtime: str, session_id: str) -> str:
+    """A key safe in file names and git ref names, stable for (runtime, session id)."""
+    raw = f"{runtime}-{session_id}"
+    safe = "".join(ch if ch in _SAFE else "_" for ch in raw)
+    while "__" in safe:
+        safe = safe.replace("__", "_")
+    safe = safe.strip("_-")[:80] or "thread"
+    if safe != raw:
+        import hashlib
+
+        digest = hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+        safe = f"{safe}-{digest}"
+    return safe
+
+
+def _sql_text(text) -> str:
+    """SQLite text must be valid UTF-8: lone surrogates become U+FFFD in derived columns (the
+    event row keeps the exact text, JSON-escaped)."""
+    text = text if isinstance(text, str) else str(text)
+    return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+
+
+class LogStore(ThreadReads, BoundaryReads):
+    """What both backends share; a backend sets ``conn`` (``execute``/``executemany``),
+    ``sql`` and ``transaction()``."""
+
+    sql = None  # the backend's statements module
+
+    # -- threads -----------------------------------------------------------------------------
+    def ensure_thread(
+        self,
+        runtime: str,
+        session_id: str,
+        *,
+        workspace_root: str | None = None,
+        forked_from: str | None = None,
+        forked_at_seq: int | None = None,
+        name: str | None = None,
+    ) -> str:
+        key = thread_key_for(runtime, session_id)
+        row = self.conn.execute(self.sql.workspace_root_of, (key,)).fetchone()
+        if row is not None and (row[0] or not workspace_root):
+            return key  # known thread: no write transaction (one fsync less per hook)
+        now = time.time()
+        with self.transaction() as c:
+            self._ensure_thread_in(c, key, runtime, session_id, workspace_root, now,
+                                   forked_from, forked_at_seq, name)
+        return key
+
+    def _ensure_thread_in(self, c, key, runtime, session_id, workspace_root, now,
+                          forked_from=None, forked_at_seq=None, name=None) -> None:
+        c.execute(self.sql.create_thread, (key, runtime, session_id, workspace_root, forked_from,
+                                           forked_at_seq, name, now, now))
+        if workspace_root:
+            c.execute(self.sql.set_workspace_root, (workspace_root, key))
+
+    def threads(self) -> list[dict]:
+        return self._dict_rows(self.sql.all_threads, ())
+
+    def thread(self, selector: str) -> dict:
+        """A thread by key, by session id, or by a unique prefix of either."""
+        for exact in (self.sql.thread_by_key, self.sql.threads_by_session_id):
+            found = self._dict_rows(exact, (selector,))  # indexed exact matches first: no scan
+            if len(found) == 1:
+                return found[0]
+        rows = self.threads()
+        for field in ("thread_key", "session_id"):
+            exact = [r for r in rows if r[field] == selector]
+            if len(exact) == 1:
+                return exact[0]
+        matches = [r for r in rows if r["thread_key"].startswith(selector)
+                   or r["session_id"].startswith(selector)]
+        if len(matches) == 1:
+            return matches[0]
+        if not matches:
+            raise UnknownThread(f"no thread matches {selector!r} (see `continuation status`)")
+        raise UnknownThread(
+            f"{selector!r} matches {len(matches)} threads: "
+            + ", ".join(r["thread_key"] for r in matches[:5])
+        )
+
+    def thread_by_session(self, runtime: str, session_id: str) -> dict | None:
+        rows = self._dict_rows(self.sql.thread_by_session, (runtime, session_id))
+        return rows[0] if rows else None
+
+    # -- the log -----------------------------------------------------------------------------
+    def append(self, thread_key: str, etype: str, data: dict, *, source: str,
+               ts: float | None = None, session: dict | None = None) -> Appended:
+        """Append one event and fold it into the derived tables, atomically.
+
+        A duplicate (an input id or tool call already known) is not written: admission is
+        exactly-once. A fact the lifecycle forbids raises :class:`IllegalFact` and nothing is
+        written. ``session`` (pid, proc_start, host) refreshes the live-session heartbeat in
+        the same transaction.
+        """
+        with self.transaction() as c:
+            result = self._append_in(c, thread_key, etype, data, source, ts)
+            if session is not None:
+                self._heartbeat_in(c, thread_key, session, ts or time.time())
+            faults.point("event.before_commit")
+        faults.point("event.after_commit")
+        return result
+
+    def append_many(self, thread_key: str, items, *, source: str,
+                    ts: float | None = None, session: dict | None = None) -> list[Appended]:
+        """Append several events in one transaction (all or none). ``items`` may be a generator
+        that reads the store: it runs after the transaction holds the thread's write lock, so
+        what it reads cannot change before its events are written (the importers rely on it).
+        ``session``: as :meth:`append`'s, refreshed once."""
+        with self.transaction() as c:
+            # the thread's write lock before ``items`` reads (SQLite's BEGIN IMMEDIATE holds it)
+            c.execute(self.sql.last_seq_for_write, (thread_key,))
+            appended = [self._append_in(c, thread_key, t, d, source, ts) for t, d in items]
+            if session is not None:
+                self._heartbeat_in(c, thread_key, session, ts or time.time())
+            return appended
+
+    def _append_in(self, c, thread_key, etype, data, source, ts) -> Appended:
+        sql = self.sql
+        row = c.execute(sql.last_seq_for_write, (thread_key,)).fetchone()
+        if row is None:
+            raise UnknownThread(f"no thread {thread_key!r}")
+        seq = row[0] + 1
+        event = {"seq": seq, "type": etype, "data": data}
+        # The reducer runs first: an illegal fact or a duplicate leaves no trace.
+        c.execute(sql.savepoint)
+        try:
+            outcome = apply(SqlStateView(c, sql, thread_key), event,
+                            self._history_fn(c, thread_key))
+        except IllegalTransition as exc:
+            c.execute(sql.rollback_to_savepoint)
+            c.execute(sql.release_savepoint)
+            raise IllegalFact(str(exc)) from None
+        if outcome == "duplicate":
+            c.execute(sql.rollback_to_savepoint)
+            c.execute(sql.release_savepoint)
+            return Appended(thread_key, None, outcome)
+        c.execute(sql.release_savepoint)
+        now = ts if ts is not None else time.time()
+        c.execute(sql.insert_event,
+                  (thread_key, seq, etype, ev.kind_of(etype), row_json(data), now, source))
+        self._project_in(c, thread_key, seq, etype, data)
+        c.execute(sql.advance_thread, (seq, now, thread_key))
+        return Appended(thread_key, seq, outcome)
+
+    def _history_fn(self, c, thread_key):
+        def history(upto: int):
+            return self._event_rows(c, thread_key, upto=upto)
+        return history
+
+    def _project_in(self, c, key, seq, etype, data) -> None:
+        """Derived tables outside the input lifecycle (claims, per-thread facts)."""
+        sql = self.sql
+        if etype == ev.ASSISTANT_CLAIM:
+            c.execute(sql.insert_claim,
+                      (key, seq, data.get("turn_id"), _sql_text(data.get("text", ""))))
+        elif etype in (ev.BOUNDARY, ev.RECONCILED, ev.INPUT_REOPENED):
+            # a new context generation, or a state the model has not seen (a decision recorded
+            # outside its conversation): the next SessionStart or UserPromptSubmit delivers it
+            c.execute(sql.mark_needs_context, (key,))
+        elif etype == ev.CONTEXT_DELIVERED:
+            c.execute(sql.mark_context_delivered, (int(data.get("generation") or 0), key))
+        elif etype == ev.CHECKPOINT_COMMITTED:
+            c.execute(sql.raise_generation, (int(data["generation"]), key))
+        elif etype in (ev.SETTINGS, ev.PLAN_UPDATED, ev.BACKGROUND_TASK, ev.SESSION_STARTED,
+                       ev.SESSION_ENDED):
+            c.execute(sql.put_meta, (key, etype, row_json(data), seq))
+
+    def _event_rows(self, c, thread_key, *, after: int = 0, upto: int | None = None,
+                    limit: int | None = None) -> list[dict]:
+        no_bound = self.sql.NO_BOUND
+        rows = c.execute(self.sql.events_between, (
+            thread_key, after, no_bound if upto is None else upto,
+            no_bound if limit is None else limit)).fetchall()
+        return [
+            {"seq": s, "type": t, "kind": k, "data": jsontext.loads(d), "ts": ts, "source": src}
+            for s, t, k, d, ts, src in rows
+        ]
+
+    def events(self, thread_key: str, *, after: int = 0, upto: int | None = None,
+               limit: int | None = None) -> list[dict]:
+        return self._event_rows(self.conn, thread_key, after=after, upto=upto, limit=limit)
+
+    def events_of_types(self, thread_key: str, types, *, upto: int | None = None,
+                        newest: int | None = None, after: int | None = None) -> list[dict]:
+        """Events of the given types in seq order (``after`` < seq <= ``upto``); ``newest=N``:
+        only the last N of them.
+
+        Two steps, because SQLite's planner (no statistics) answers a ``type IN (...)`` or a
+        ``type=?`` query that also reads ``data`` by walking the thread's whole primary key
+        (every event of a 100,000-event thread, even for a type that never occurs): the seqs
+        come from ``events_by_type`` alone (one covering range per type, already in seq order,
+        cut by ``LIMIT``), then only the kept events are read by primary key and decoded."""
+        sql = self.sql
+        bounds = (-1 if after is None else after, sql.NO_BOUND if upto is None else upto)
+        if newest is None:
+            statement, tail = sql.seqs_of_type, ()
+        else:
+            statement, tail = sql.newest_seqs_of_type, (max(newest, 0),)
+        seqs = sorted(r[0] for t in dict.fromkeys(types) for r in self.conn.execute(
+            statement, (thread_key, t, *bounds, *tail)).fetchall())
+        if newest is not None:
+            seqs = seqs[max(0, len(seqs) - newest):] if newest > 0 else []
+        rows: list = []
+        for i in range(0, len(seqs), 500):
+            part = seqs[i:i + 500]
+            rows += self.conn.execute(sql.events_at(len(part)),
+                                      (thread_key, *sql.many(part))).fetchall()
+        rows.sort(key=lambda r: r[0])
+        return [{"seq": s, "type": t, "kind": k, "data": jsontext.loads(d), "ts": ts, "source": src}
+                for s, t, k, d, ts, src in rows]
+
+    # -- checkpoints -------------------------------------------------------------------------
+    def commit_checkpoint(self, row: dict, fact: dict,
+                          then: tuple[str, dict, str] | None = None) -> None:
+        """Insert the checkpoint ``row`` and append its ``checkpoint_committed`` ``fact`` in one
+        transaction, and ``then`` (type, data, source: the boundary the checkpoint was taken
+        for) after it in the same one; :class:`GenerationTaken` when the thread already has
+        this generation or a later one (nothing is written)."""
+        key, generation = row["thread_key"], row["generation"]
+        with self.transaction() as c:
+            current = c.execute(self.sql.generation_for_write, (key,)).fetchone()
+            if current is None:
+                raise UnknownThread(f"no thread {key!r}")
+            if current[0] >= generation:
+                raise GenerationTaken(f"generation {generation} of {key} already committed")
+            c.execute(self.sql.insert_checkpoint,
+                      [row[name] for name in self.sql.CHECKPOINT_COLUMNS])
+            self._append_in(c, key, ev.CHECKPOINT_COMMITTED, fact, "engine", row["created_at"])
+            if then is not None:
+                etype, data, source = then
+                self._append_in(c, key, etype, data, source, None)
+            faults.point("checkpoint.before_commit")
+        faults.point("checkpoint.after_commit")
+
+    def checkpoint_rows(self, thread_key: str, *, upto_generation: int | None = None,
+                        newest_first: bool = False, limit: int | None = None) -> list[dict]:
+        sql = self.sql
+        return self._dict_rows(
+            sql.checkpoints_newest_first if newest_first else sql.checkpoints_oldest_first,
+            (thread_key, sql.NO_BOUND if upto_generation is None else upto_generation,
+             sql.NO_BOUND if limit is None else limit))
+
+    def find_checkpoint_rows(self, selector: str) -> list[dict]:
+        """Checkpoints whose id is ``selector`` or starts with it, across threads."""
+        return self._dict_rows(self.sql.checkpoints_by_id,
+                               (selector, selector.replace("%", "") + "%"))
+
+    def thread_tables(self) -> list[str]:
+        """The tables holding per-thread rows (the thread row's table last)."""
+        names = {r[0] for r in self.conn.execute(self.sql.thread_tables).fetchall()}
+        return sorted(names, key=lambda n: (n == "threads", n))
+
+    def _dict_rows(self, sql, args) -> list[dict]:
+        cur = self.conn.execute(sql, args)
+        names = [d[0] for d in cur.description]
+        return [dict(zip(names, r)) for r in cur.fetchall()]
+
+    # -- live sessions -----------------------------------------------------------------------
+    def _heartbeat_in(self, c, key, session, now) -> None:
+        c.execute(self.sql.heartbeat, (key, int(session["pid"]), session.get("proc_start"),
+                                       session["host"], now, now))
+
+    def end_sessions(self, thread_key: str, now: float | None = None) -> None:
+        with self.transaction() as c:
+            c.execute(self.sql.end_sessions, (now or time.time(), thread_key))
+
+    def sessions(self, thread_key: str | None = None) -> list[dict]:
+        if thread_key:
+            return self._dict_rows(self.sql.sessions_of, (thread_key,))
+        return self._dict_rows(self.sql.all_sessions, ())
+
+    # -- derived reads -----------------------------------------------------------------------
+    def inputs(self, thread_key: str, states=None) -> list[InputRecord]:
+        """The thread's inputs in admission order (only those in ``states`` when given)."""
+        view = self.state_view(thread_key)
+        return view.all_inputs() if states is None else view.inputs_in_states(states)
+
+    def newest_inputs(self, thread_key: str, limit: int) -> list[InputRecord]:
+        return self.state_view(thread_key).newest_inputs(limit)
+
+    def input_counts(self, thread_key: str) -> dict:
+        return self.state_view(thread_key).input_counts()
+
+    def tool_calls(self, thread_key: str, statuses=None, *,
+                   after_seq: int | None = None) -> list[ToolCallRecord]:
+        view = self.state_view(thread_key)
+        if after_seq is not None:  # filtered in SQL: only the later calls are decoded
+            calls = view.calls_after(after_seq)
+            return calls if statuses is None else [c for c in calls if c.status in set(statuses)]
+        return view.all_calls() if statuses is None else view.calls_in_statuses(statuses)
+
+    def turns(self, thread_key: str) -> list[TurnRecord]:
+        rows = self.conn.execute(self.sql.all_turns, (thread_key,))
+        return [TurnRecord.from_row(jsontext.loads(r[0])) for r in rows.fetchall()]
+
+    def claims(self, thread_key: str) -> list[dict]:
+        rows = self.conn.execute(self.sql.all_claims, (thread_key,))
+        return [{"seq": s, "turn_id": t, "text": x} for s, t, x in rows.fetchall()]
+
+    def meta(self, thread_key: str) -> dict:
+        rows = self.conn.execute(self.sql.all_meta, (thread_key,))
+        return {k: {"seq": s, **jsontext.loads(v)} for k, v, s in rows.fetchall()}
+
+    def replay(self, thread_key: str) -> ThreadState:
+        """The pure fold of the whole log (the definition of the derived state)."""
+        return fold(self.events(thread_key))
+
+    def derived_state(self, thread_key: str) -> ThreadState:
+        """The derived tables, read back into the in-memory shape (for comparison)."""
+        state = ThreadState()
+        for rec in self.inputs(thread_key):
+            state.put_input(rec)
+        for rec in self.turns(thread_key):
+            state.put_turn(rec)
+        for rec in self.tool_calls(thread_key):
+            state.put_call(rec)
+        return state
+
+    def rebuild(self, thread_key: str) -> None:
+        """Re-derive the lifecycle tables from the log (recovery; `continuation doctor --repair`)."""
+        with self.transaction() as c:
+            view = SqlStateView(c, self.sql, thread_key)
+            view.reset()
+            history = self._history_fn(c, thread_key)
+            for event in self._event_rows(c, thread_key):
+                apply(view, event, history)
+
+    # -- the spool and its drain (store/spool.py) ---------------------------------------------
+    def ensure_spool_origin(self) -> None:
+        """Give this store (a spool) its random origin id once."""
+        sql = self.sql
+        self.conn.execute(sql.create_spool_origin, ())
+        if self.conn.execute(sql.spool_origin_count, ()).fetchone()[0] == 0:
+            with self.transaction() as c:
+                if c.execute(sql.spool_origin_count, ()).fetchone()[0] == 0:
+                    c.execute(sql.set_spool_origin, (os.urandom(12).hex(),))
+
+    def spool_origin(self) -> str:
+        row = self.conn.execute(self.sql.spool_origin, ()).fetchone()
+        return row[0] if row else "unknown"
+
+    def ensure_drained_table(self) -> None:
+        self.conn.execute(self.sql.create_spool_drained, ())
+
+    def append_drained(self, origin: str, thread_key: str, event: dict) -> int:
+        """Append a spooled ``event`` of ``origin`` here, marked drained in the same
+        transaction: 1 when appended, 0 when it was drained before (by a process that died
+        before emptying the spool), a duplicate, or refused by the reducer."""
+        try:
+            with self.transaction() as c:
+                if c.execute(self.sql.mark_drained,
+                             (origin, thread_key, event["seq"])).fetchone() is None:
+                    return 0
+                done = self._append_in(c, thread_key, event["type"], event["data"],
+                                       event["source"], event["ts"])
+                return 0 if done.seq is None else 1
+        except IllegalFact:
+            return 0
+
+    def forget_event(self, thread_key: str, seq: int) -> None:
+        """Delete one event row (a drained spool's, nothing derived from it)."""
+        with self.transaction() as c:
+            c.execute(self.sql.delete_event, (thread_key, seq))
+
+    def heartbeat(self, thread_key: str, session: dict) -> None:
+        with self.transaction() as c:
+            self._heartbeat_in(c, thread_key, session, session["heartbeat"])
+
+    def event_count(self) -> int:
+        return self.conn.execute(self.sql.event_count, ()).fetchone()[0]

@@ -1,0 +1,323 @@
+"""Every statement the SQLite store runs, in SQLite's own dialect.
+
+``postgres_sql.py`` holds the same names in PostgreSQL's; the store's logic (``log_store``,
+``thread_reads``, ``boundary_reads``, ``view``) only names them. A statement whose shape
+depends on its arguments (a list of states, optional bounds) is a function of that shape.
+
+SQLite's planner has no statistics: where it would walk a long thread's rows, ``INDEXED BY``
+names the index the schema made for the read (each such place says what it measured).
+"""
+from __future__ import annotations
+
+#: states few rows of a long thread are in (the open inputs, the unsettled calls): a read of
+#: them names the state index. Without it the planner, which takes every state as equally
+#: common, walks all the thread's rows in key order (measured at 20,000 inputs: 18 ms instead
+#: of 0.1 ms per query; an ``unlikely()`` hint was not enough for three states).
+_RARE_INPUT_STATES = frozenset({"new", "queued", "pending", "interrupted", "reconciling"})
+_RARE_CALL_STATUSES = frozenset({"in_flight", "unknown", "reconciled"})
+#: a bound no seq or generation reaches (a "no upper bound" that keeps one statement)
+NO_BOUND = (1 << 63) - 1
+
+
+def many(values) -> tuple:
+    """The arguments a list of values binds to: one per ``?`` of :func:`_marks`."""
+    return tuple(values)
+
+
+def _marks(n: int) -> str:
+    return ",".join("?" * n)
+
+
+# -- threads -------------------------------------------------------------------------------
+create_thread = (
+    "INSERT OR IGNORE INTO threads (thread_key, runtime, session_id, workspace_root,"
+    " forked_from, forked_at_seq, name, created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?)")
+set_workspace_root = (
+    "UPDATE threads SET workspace_root=? WHERE thread_key=? AND workspace_root IS NULL")
+workspace_root_of = "SELECT workspace_root FROM threads WHERE thread_key=?"
+all_threads = "SELECT * FROM threads ORDER BY created_at, thread_key"
+thread_by_key = "SELECT * FROM threads WHERE thread_key=?"
+threads_by_session_id = "SELECT * FROM threads WHERE session_id=?"
+thread_by_session = "SELECT * FROM threads WHERE runtime=? AND session_id=?"
+thread_keys = "SELECT thread_key FROM threads ORDER BY created_at"
+thread_keys_of_workspace = (
+    "SELECT thread_key FROM threads WHERE workspace_root=? ORDER BY created_at")
+forks_of = "SELECT thread_key FROM threads WHERE forked_from=?"
+last_seq = "SELECT last_seq FROM threads WHERE thread_key=?"
+#: the read before a write: ``BEGIN IMMEDIATE`` holds the write lock already
+last_seq_for_write = last_seq
+generation_for_write = "SELECT generation FROM threads WHERE thread_key=?"
+advance_thread = "UPDATE threads SET last_seq=?, updated_at=? WHERE thread_key=?"
+mark_needs_context = "UPDATE threads SET needs_context=1 WHERE thread_key=?"
+mark_context_delivered = (
+    "UPDATE threads SET needs_context=0, delivered_generation=MAX(delivered_generation, ?)"
+    " WHERE thread_key=?")
+raise_generation = "UPDATE threads SET generation=MAX(generation, ?) WHERE thread_key=?"
+thread_roots = "SELECT workspace_root FROM threads WHERE workspace_root IS NOT NULL"
+thread_roots_of = thread_roots + " AND thread_key=?"
+
+
+def delete_rows_of(table: str) -> str:
+    return f'DELETE FROM "{table}" WHERE thread_key=?'
+
+
+#: the tables holding per-thread rows
+thread_tables = ("SELECT m.name FROM sqlite_master AS m JOIN pragma_table_info(m.name) AS c"
+                 " WHERE m.type='table' AND c.name='thread_key'")
+
+
+# -- events --------------------------------------------------------------------------------
+insert_event = ("INSERT INTO events (thread_key, seq, type, kind, data, ts, source)"
+                " VALUES (?,?,?,?,?,?,?)")
+#: (thread, after, upto, limit): pass NO_BOUND for no upper bound or no limit
+events_between = ("SELECT seq, type, kind, data, ts, source FROM events WHERE thread_key=?"
+                  " AND seq>? AND seq<=? ORDER BY seq LIMIT ?")
+#: the seqs of one type, through ``events_by_type`` alone (a ``type=?`` read that also reads
+#: ``data`` walked the thread's whole primary key, even for a type that never occurs)
+seqs_of_type = ("SELECT seq FROM events WHERE thread_key=? AND type=? AND seq>? AND seq<=?"
+                " ORDER BY seq")
+newest_seqs_of_type = ("SELECT seq FROM events WHERE thread_key=? AND type=? AND seq>?"
+                       " AND seq<=? ORDER BY seq DESC LIMIT ?")
+
+
+def events_at(n: int) -> str:
+    return ("SELECT seq, type, kind, data, ts, source FROM events WHERE thread_key=? AND seq IN"
+            f" ({_marks(n)})")
+
+
+newest_event_with_path = (
+    "SELECT data FROM events WHERE thread_key=? AND type=? AND json_extract(data, '$.path')=?"
+    " ORDER BY seq DESC LIMIT 1")
+event_counts_by_kind = ("SELECT json_extract(data, '$.kind'), COUNT(*) FROM events"
+                        " WHERE thread_key=? AND type=? GROUP BY 1")
+
+
+def newest_event_of_turn(n_types: int) -> str:
+    return (f"SELECT type, data, source FROM events WHERE thread_key=? AND type IN"
+            f" ({_marks(n_types)}) AND json_extract(data, '$.turn_id')=? ORDER BY seq DESC LIMIT 1")
+
+
+newest_seq_of_type = "SELECT MAX(seq) FROM events WHERE thread_key=? AND type=?"
+newest_event_seq_ts = "SELECT seq, ts FROM events WHERE thread_key=? ORDER BY seq DESC LIMIT 1"
+event_count = "SELECT count(*) FROM events"
+delete_event = "DELETE FROM events WHERE thread_key=? AND seq=?"
+
+# -- inputs --------------------------------------------------------------------------------
+put_input = ("INSERT OR REPLACE INTO inputs (thread_key, input_id, state, turn_id, admitted_seq,"
+             " data, data_bytes) VALUES (?,?,?,?,?,?,?)")
+input_data = "SELECT data FROM inputs WHERE thread_key=? AND input_id=?"
+inputs_data_of_turn = "SELECT data FROM inputs WHERE thread_key=? AND turn_id=?"
+all_inputs = "SELECT data FROM inputs WHERE thread_key=? ORDER BY admitted_seq"
+newest_inputs = "SELECT data FROM inputs WHERE thread_key=? ORDER BY admitted_seq DESC LIMIT ?"
+inputs_after = "SELECT data FROM inputs WHERE thread_key=? AND admitted_seq>? ORDER BY admitted_seq"
+input_count = "SELECT count(*) FROM inputs WHERE thread_key=?"
+input_counts = ("SELECT state, count(*) FROM inputs WHERE thread_key=? GROUP BY state"
+                " ORDER BY state")
+input_totals = ("SELECT state, count(*), sum(data_bytes) FROM inputs WHERE thread_key=?"
+                " GROUP BY state ORDER BY state")
+any_input_in_state = "SELECT 1 FROM inputs WHERE thread_key=? AND state=? LIMIT 1"
+
+
+def _state_hint(index: str, rare, values) -> str:
+    return f" INDEXED BY {index}" if set(values) <= rare else ""
+
+
+def inputs_in_states(states, *, ordered: bool = True) -> str:
+    """Inputs in ``states``, through the state index when every one is rare."""
+    return (f"SELECT data FROM inputs{_state_hint('inputs_by_state', _RARE_INPUT_STATES, states)}"
+            f" WHERE thread_key=? AND state IN ({_marks(len(states))})"
+            + (" ORDER BY admitted_seq" if ordered else ""))
+
+
+def newest_inputs_in_states(n_states: int) -> str:
+    return (f"SELECT data, admitted_seq, data_bytes FROM inputs WHERE thread_key=?"
+            f" AND state IN ({_marks(n_states)}) ORDER BY admitted_seq DESC LIMIT ?")
+
+
+def admitted_seqs(n_ids: int) -> str:
+    return (f"SELECT admitted_seq FROM inputs WHERE thread_key=? AND input_id IN"
+            f" ({_marks(n_ids)})")
+
+
+def inputs_totals_in_states(n_states: int) -> str:
+    return (f"SELECT count(*), sum(data_bytes) FROM inputs WHERE thread_key=?"
+            f" AND state IN ({_marks(n_states)})")
+
+
+#: (thread, state, below): the first or last such input admitted before ``below``
+first_input_in_state_below = ("SELECT admitted_seq FROM inputs WHERE thread_key=? AND state=?"
+                              " AND admitted_seq<? ORDER BY admitted_seq LIMIT 1")
+last_input_in_state_below = ("SELECT admitted_seq FROM inputs WHERE thread_key=? AND state=?"
+                             " AND admitted_seq<? ORDER BY admitted_seq DESC LIMIT 1")
+
+# -- turns ---------------------------------------------------------------------------------
+put_turn = "INSERT OR REPLACE INTO turns (thread_key, turn_id, status, data) VALUES (?,?,?,?)"
+turn_data = "SELECT data FROM turns WHERE thread_key=? AND turn_id=?"
+all_turns = "SELECT data FROM turns WHERE thread_key=?"
+running_turns = "SELECT data FROM turns WHERE thread_key=? AND status='running'"
+running_turn_ids = "SELECT turn_id FROM turns WHERE thread_key=? AND status='running'"
+newest_running_turn = ("SELECT turn_id FROM turns WHERE thread_key=? AND status='running'"
+                       " ORDER BY json_extract(data, '$.started_seq') DESC LIMIT 1")
+turn_count = "SELECT count(*) FROM turns WHERE thread_key=?"
+any_running_turn = "SELECT 1 FROM turns WHERE thread_key=? AND status='running' LIMIT 1"
+
+# -- tool calls ----------------------------------------------------------------------------
+put_call = ("INSERT OR REPLACE INTO tool_calls (thread_key, call_id, status, started_seq, data,"
+            " data_bytes) VALUES (?,?,?,?,?,?)")
+call_data = "SELECT data FROM tool_calls WHERE thread_key=? AND call_id=?"
+all_calls = "SELECT data FROM tool_calls WHERE thread_key=? ORDER BY started_seq"
+calls_after = ("SELECT data FROM tool_calls WHERE thread_key=? AND started_seq>?"
+               " ORDER BY started_seq")
+any_call_in_flight = ("SELECT 1 FROM tool_calls WHERE thread_key=? AND status='in_flight'"
+                      " LIMIT 1")
+#: through the turn index (without it every call of the thread is read, on each tool call of
+#: a runtime that pairs calls itself)
+calls_of_turn = ("SELECT call_id, status, data FROM tool_calls INDEXED BY tool_calls_by_turn"
+                 " WHERE thread_key=? AND json_extract(data, '$.turn_id')=? ORDER BY started_seq")
+ok_calls_without_exit_code = (
+    "SELECT call_id FROM tool_calls INDEXED BY tool_calls_by_turn WHERE thread_key=?"
+    " AND status='ok' AND json_extract(data, '$.turn_id')=?"
+    " AND json_extract(data, '$.outcome.exit_code') IS NULL")
+
+
+def calls_in_statuses(statuses) -> str:
+    return (f"SELECT data FROM tool_calls"
+            f"{_state_hint('tool_calls_by_status', _RARE_CALL_STATUSES, statuses)}"
+            f" WHERE thread_key=? AND status IN ({_marks(len(statuses))}) ORDER BY started_seq")
+
+
+def newest_calls(n_statuses: int) -> str:
+    """The newest ``limit`` of each status through the status index, then the newest of those:
+    args (thread, status, limit) per status, then limit."""
+    each = ("SELECT data, started_seq FROM (SELECT data, started_seq FROM tool_calls"
+            " WHERE thread_key=? AND status=? ORDER BY started_seq DESC LIMIT ?) AS s{}")
+    return (" UNION ALL ".join(each.format(n) for n in range(n_statuses))
+            + " ORDER BY started_seq DESC LIMIT ?")
+
+
+def calls_of_turns(n_turns: int, n_statuses: int) -> str:
+    # through the turn index: the status index would read every finished call
+    return (f"SELECT data FROM tool_calls INDEXED BY tool_calls_by_turn WHERE thread_key=? AND"
+            f" json_extract(data, '$.turn_id') IN ({_marks(n_turns)}) AND status IN"
+            f" ({_marks(n_statuses)}) ORDER BY started_seq")
+
+
+def calls_totals_in_statuses(n_statuses: int) -> str:
+    """(count, bytes) of the calls in the statuses started up to a seq."""
+    return (f"SELECT count(*), sum(data_bytes) FROM tool_calls WHERE thread_key=?"
+            f" AND status IN ({_marks(n_statuses)}) AND started_seq<=?")
+
+
+def calls_by_id(n_ids: int) -> str:
+    return (f"SELECT status, started_seq, data_bytes FROM tool_calls WHERE thread_key=?"
+            f" AND call_id IN ({_marks(n_ids)})")
+
+
+def call_edge_in_status(n_excluded: int, *, last: bool) -> str:
+    """The first (or last) start seq of the calls in one status started up to a seq, other
+    than ``n_excluded`` call ids: args (thread, status, upto, *ids)."""
+    excluded = f" AND call_id NOT IN ({_marks(n_excluded)})" if n_excluded else ""
+    return (f"SELECT started_seq FROM tool_calls WHERE thread_key=? AND status=?"
+            f" AND started_seq<=?{excluded} ORDER BY started_seq{' DESC' if last else ''} LIMIT 1")
+
+
+# -- claims --------------------------------------------------------------------------------
+insert_claim = "INSERT INTO claims (thread_key, seq, turn_id, text) VALUES (?,?,?,?)"
+all_claims = "SELECT seq, turn_id, text FROM claims WHERE thread_key=? ORDER BY seq"
+
+
+def in_ranges(n_ranges: int | None) -> str:
+    """`` AND seq<=?`` (then `` AND (seq BETWEEN ? AND ? OR ...)`` for ``n_ranges``): the seqs
+    up to a bound on the current branch."""
+    if n_ranges is None:
+        return " AND seq<=?"
+    return " AND seq<=? AND (" + " OR ".join("seq BETWEEN ? AND ?" for _ in range(n_ranges)) + ")"
+
+
+def newest_claims(n_ranges: int | None) -> str:
+    return (f"SELECT seq, turn_id, text FROM claims WHERE thread_key=?{in_ranges(n_ranges)}"
+            " ORDER BY seq DESC LIMIT ?")
+
+
+def claim_totals() -> str:
+    """(count, bytes, first, last seq) of a thread's claims with seq in [lo, hi] and up to
+    a bound: args (thread, upto, lo, hi)."""
+    return ("SELECT count(*), sum(length(CAST(text AS BLOB))), min(seq), max(seq) FROM claims"
+            " WHERE thread_key=? AND seq<=? AND seq>=? AND seq<=?")
+
+
+def event_totals(n_types: int) -> str:
+    """As :func:`claim_totals`, of the events of ``n_types`` types (all when 0): args
+    (thread, *types, upto, lo, hi)."""
+    types = f" AND type IN ({_marks(n_types)})" if n_types else ""
+    return ("SELECT count(*), sum(length(CAST(data AS BLOB))), min(seq), max(seq) FROM events"
+            f" WHERE thread_key=?{types} AND seq<=? AND seq>=? AND seq<=?")
+
+
+# -- per-thread facts ----------------------------------------------------------------------
+put_meta = "INSERT OR REPLACE INTO thread_meta (thread_key, key, value, seq) VALUES (?,?,?,?)"
+all_meta = "SELECT key, value, seq FROM thread_meta WHERE thread_key=?"
+
+# -- checkpoints ---------------------------------------------------------------------------
+CHECKPOINT_COLUMNS = ("checkpoint_id", "thread_key", "generation", "seq", "reason", "created_at",
+                      "capsule", "sha256", "capsule_version", "rendered", "workspace",
+                      "file_path")
+insert_checkpoint = (f"INSERT INTO checkpoints ({', '.join(CHECKPOINT_COLUMNS)}) VALUES"
+                     f" ({_marks(len(CHECKPOINT_COLUMNS))})")
+#: (thread, upto generation, limit)
+checkpoints_oldest_first = ("SELECT * FROM checkpoints WHERE thread_key=? AND generation<=?"
+                            " ORDER BY generation LIMIT ?")
+checkpoints_newest_first = ("SELECT * FROM checkpoints WHERE thread_key=? AND generation<=?"
+                            " ORDER BY generation DESC LIMIT ?")
+checkpoints_by_id = "SELECT * FROM checkpoints WHERE checkpoint_id=? OR checkpoint_id LIKE ?"
+newest_checkpoint_summary = (
+    "SELECT checkpoint_id, generation, created_at, seq, workspace FROM checkpoints"
+    " WHERE thread_key=? ORDER BY generation DESC LIMIT 1")
+newest_snapshot_before = (
+    "SELECT checkpoint_id, workspace FROM checkpoints WHERE thread_key=? AND seq<? AND"
+    " workspace IS NOT NULL ORDER BY generation DESC LIMIT 1")
+checkpoint_workspaces = "SELECT workspace FROM checkpoints WHERE workspace IS NOT NULL"
+checkpoint_workspaces_of = checkpoint_workspaces + " AND thread_key=?"
+checkpoint_sizes = ("SELECT thread_key, generation, created_at, length(CAST(capsule AS BLOB)),"
+                    " length(CAST(rendered AS BLOB)) FROM checkpoints")
+snapshot_workspaces = ("SELECT checkpoint_id, generation, workspace FROM checkpoints"
+                       " WHERE workspace IS NOT NULL ORDER BY thread_key, generation")
+forget_checkpoint_copy = ("UPDATE checkpoints SET file_path=NULL WHERE thread_key=?"
+                          " AND generation=?")
+drop_checkpoint_rendering = ("UPDATE checkpoints SET rendered='' WHERE thread_key=?"
+                             " AND generation=?")
+drop_checkpoint_capsule = "UPDATE checkpoints SET capsule=? WHERE thread_key=? AND generation=?"
+
+# -- live sessions -------------------------------------------------------------------------
+heartbeat = (
+    "INSERT INTO sessions (thread_key, pid, proc_start, host, started_at, heartbeat)"
+    " VALUES (?,?,?,?,?,?) ON CONFLICT (thread_key, host, pid) DO UPDATE SET"
+    " heartbeat=excluded.heartbeat, proc_start=excluded.proc_start, ended_at=NULL")
+end_sessions = "UPDATE sessions SET ended_at=? WHERE thread_key=? AND ended_at IS NULL"
+end_session_of = ("UPDATE sessions SET ended_at=? WHERE thread_key=? AND pid=? AND host=?"
+                  " AND ended_at IS NULL")
+all_sessions = "SELECT * FROM sessions ORDER BY heartbeat"
+sessions_of = "SELECT * FROM sessions WHERE thread_key=? ORDER BY heartbeat"
+
+# -- a lifecycle rebuild -------------------------------------------------------------------
+reset_lifecycle = ("DELETE FROM inputs WHERE thread_key=?", "DELETE FROM turns WHERE thread_key=?",
+                   "DELETE FROM tool_calls WHERE thread_key=?")
+
+# -- the spool's drain (exactly once across machines and crashes) --------------------------
+create_spool_origin = "CREATE TABLE IF NOT EXISTS spool_origin (origin TEXT NOT NULL)"
+spool_origin = "SELECT origin FROM spool_origin"
+spool_origin_count = "SELECT count(*) FROM spool_origin"
+set_spool_origin = "INSERT INTO spool_origin VALUES (?)"
+create_spool_drained = (
+    "CREATE TABLE IF NOT EXISTS spool_drained (origin TEXT NOT NULL, thread_key TEXT"
+    " NOT NULL, seq BIGINT NOT NULL, PRIMARY KEY (origin, thread_key, seq))")
+mark_drained = ("INSERT INTO spool_drained (origin, thread_key, seq) VALUES (?,?,?)"
+                " ON CONFLICT DO NOTHING RETURNING seq")
+
+# -- transactions --------------------------------------------------------------------------
+begin = "BEGIN IMMEDIATE"  # the write lock up front: two writers never deadlock on an upgrade
+commit = "COMMIT"
+rollback = "ROLLBACK"
+savepoint = "SAVEPOINT fold"
+rollback_to_savepoint = "ROLLBACK TO fold"
+release_savepoint = "RELEASE fold"
