@@ -145,3 +145,162 @@ def test_hook_killed_mid_transaction_leaves_nothing_half_written(pg_url, tmp_pat
     assert again.returncode == 0 and json.loads(again.stdout) == {}, again.stderr
     assert _texts(pg_url, tmp_path) == ["first", "second"]
     assert not (home / SPOOL_FILE).exists()
+
+
+def _hook_process(env, turn, prompt):
+    payload = {"session_id": "sess", "turn_id": turn, "cwd": "/tmp",
+               "hook_event_name": "UserPromptSubmit", "prompt": prompt}
+    proc = subprocess.Popen([sys.executable, "-m", "continuation", "hook", "--runtime", "codex"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=env, text=True)
+    proc.stdin.write(json.dumps(payload))
+    proc.stdin.close()
+    return proc
+
+
+def _kill_server(cluster) -> None:
+    """SIGKILL the postmaster and every backend (no shutdown of any kind)."""
+    with open(os.path.join(cluster.data, "postmaster.pid")) as fh:
+        postmaster = int(fh.readline())
+    children = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as fh:
+                    if int(fh.read().rsplit(")", 1)[1].split()[1]) == postmaster:
+                        children.append(int(entry))
+            except (OSError, ValueError, IndexError):
+                pass
+    for pid in [postmaster, *children]:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def test_server_killed_while_hooks_wait_inside_their_transaction(pg_cluster, pg_url, tmp_path):
+    """Five prompts' hooks wait on the thread's row lock when the server is killed: each
+    still holds its payload, so each goes to the spool (none is counted lost, none blames
+    the state home), and the next hook that reaches the restarted server drains all five,
+    once each."""
+    import time
+
+    import psycopg
+
+    from continuation.host import lost_writes
+    from continuation.store import thread_key_for
+
+    home = tmp_path / "laptop"
+    env = _env(pg_url, home)
+    assert _hook(env, "t0", "before").returncode == 0
+    holder = psycopg.connect(pg_url)
+    holder.execute("SELECT 1 FROM threads WHERE thread_key=%s FOR UPDATE",
+                   (thread_key_for("codex", "sess"),))
+    procs = [_hook_process(env, f"t{i}", f"waiting {i}") for i in range(1, 6)]
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            with psycopg.connect(pg_url, autocommit=True) as probe:
+                waiting = probe.execute("SELECT count(*) FROM pg_stat_activity"
+                                        " WHERE wait_event_type='Lock'").fetchone()[0]
+            if waiting == 5:
+                break
+            time.sleep(0.2)
+        assert waiting == 5, "the hooks never waited on the row lock"
+        _kill_server(pg_cluster)
+        answers = []
+        for p in procs:
+            p.wait(timeout=120)
+            answers.append((p.stdout.read(), p.stderr.read()))
+    finally:
+        for p in procs:
+            p.kill() if p.poll() is None else None
+        try:
+            holder.close()
+        except Exception:
+            pass
+        deadline = time.monotonic() + 60
+        while True:  # the killed postmaster's pid file is stale: start recovers from it
+            try:
+                pg_cluster.start()
+                break
+            except subprocess.CalledProcessError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
+    assert [p.returncode for p in procs] == [0] * 5, [err[-500:] for _, err in answers]
+    assert all(json.loads(out) == {} for out, _ in answers), answers  # nothing lost to say
+    assert lost_writes.read(str(home))["lost"] == 0
+    assert pending(str(home)) >= 5  # each prompt (and the turns it cut, in the spool's view)
+    assert _hook(env, "t6", "after").returncode == 0  # reaches the server: drains first
+    assert pending(str(home)) == 0
+    texts = _texts(pg_url, tmp_path)
+    assert texts[0] == "before" and texts[-1] == "after"
+    assert sorted(texts[1:-1]) == [f"waiting {i}" for i in range(1, 6)]
+
+
+def _claims(url, tmp_path):
+    store = open_store(str(tmp_path / "reader"), url=url)
+    try:
+        return [c["text"] for c in store.claims(store.thread("sess")["thread_key"])]
+    finally:
+        store.close()
+
+
+def test_a_commit_lost_with_its_answer_is_drained_once(pg_url, tmp_path, monkeypatch):
+    """The server commits, then the connection dies before the hook hears it: the hook
+    records the payload into the spool as well, and the drain, finding the run's stamps on
+    the server, adds nothing: the prompt and the Stop's message (a fact no reducer rule
+    would refuse twice) are there once."""
+    from continuation import hooks
+    from continuation.store import factory, log_store, postgres
+
+    home = tmp_path / "h"
+    monkeypatch.setenv("CONTINUATION_STORE", pg_url)
+    monkeypatch.setenv("CONTINUATION_HOME", str(home))
+    monkeypatch.setattr(factory, "_server_lost", None)
+    real_exit = postgres._Transaction.__exit__
+    lost = []
+
+    def commit_then_lose(self, exc_type, exc, tb):
+        done = real_exit(self, exc_type, exc, tb)
+        if exc_type is None and not lost:  # the hook's first commit
+            lost.append(1)
+            raise log_store.ServerUnreachable("lost the store server: injected after COMMIT")
+        return done
+
+    def hook(event, turn, **fields):
+        payload = {"session_id": "sess", "turn_id": turn, "cwd": "/tmp",
+                   "hook_event_name": event, **fields}
+        return hooks.run("codex", json.dumps(payload).encode())
+
+    assert hook("UserPromptSubmit", "t0", prompt="first") == ("{}", 0)
+    for event, fields in (("UserPromptSubmit", {"prompt": "second"}),
+                          ("Stop", {"last_assistant_message": "renamed the module"})):
+        lost.clear()
+        monkeypatch.setattr(postgres._Transaction, "__exit__", commit_then_lose)
+        out, code = hook(event, "t1", **fields)
+        monkeypatch.setattr(postgres._Transaction, "__exit__", real_exit)
+        assert code == 0 and json.loads(out) == {} and lost == [1]
+        assert pending(str(home)) >= 1  # the retry spooled the payload's facts
+        monkeypatch.setattr(factory, "_server_lost", None)  # a later process
+        factory.open_store(str(home)).close()  # reaches the server: drains the spool
+        assert pending(str(home)) == 0
+    assert hook("UserPromptSubmit", "t2", prompt="third")[1] == 0
+    assert _texts(pg_url, tmp_path) == ["first", "second", "third"]
+    assert _claims(pg_url, tmp_path) == ["renamed the module"]
+
+
+def test_without_the_stamps_the_lost_commit_would_be_doubled(pg_url, tmp_path, monkeypatch):
+    """The stamps are what prevent the double: the same run with marks that never match
+    records the Stop's message twice (so the test above fails without them)."""
+    from continuation.store import log_store
+
+    class NoStamps(log_store.WriteStamps):
+        def mark(self, etype, data):
+            self.run_id = os.urandom(8).hex()  # every mark new: the drain can match nothing
+            return super().mark(etype, data)
+
+    monkeypatch.setattr(log_store, "WriteStamps", NoStamps)
+    with pytest.raises(AssertionError, match="renamed the module"):
+        test_a_commit_lost_with_its_answer_is_drained_once(pg_url, tmp_path, monkeypatch)

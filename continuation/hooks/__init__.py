@@ -101,14 +101,21 @@ def run(runtime: str, raw: bytes, *, ending: bool = False) -> tuple[str, int]:
     try:
         payload = parse_payload(raw)
         _start_worker_for_payload(payload)  # unless main() did
-        if runtime == "gemini":  # its own event names and ids (see .gemini)
-            from continuation.hooks.gemini import handle as handle_gemini
+        from continuation.store import log_store
 
-            answer = handle_gemini(payload)
-        else:
-            from continuation.hooks.handlers import handle
+        log_store.STAMPS = log_store.WriteStamps()
+        try:
+            answer = _handle(runtime, payload, ending)
+        except log_store.ServerUnreachable as lost:
+            # The server went away inside a write. The payload is still here: record it
+            # into the local spool (drained later, exactly once: the stamps let the drain
+            # skip what the lost commit wrote after all) rather than lose it.
+            _log_error(runtime, raw, lost)
+            from continuation.store import factory
 
-            answer = handle(runtime, payload, ending=ending)
+            factory.spool_from_now(str(lost))
+            log_store.STAMPS.restart()
+            answer = _handle(runtime, payload, ending)
         answer = _with_notices(answer, _pending_notices())
         return (jsontext.dumps(answer, ensure_ascii=False) if answer else CONTINUE), 0
     except Exception as exc:  # fail open: the user's agent must go on
@@ -130,6 +137,16 @@ def run(runtime: str, raw: bytes, *, ending: bool = False) -> tuple[str, int]:
     finally:
         if not ending:  # a process handling more payloads: no hash outlives its own
             _discard_early_hash()
+
+
+def _handle(runtime: str, payload: dict, ending: bool) -> dict | None:
+    if runtime == "gemini":  # its own event names and ids (see .gemini)
+        from continuation.hooks.gemini import handle as handle_gemini
+
+        return handle_gemini(payload)
+    from continuation.hooks.handlers import handle
+
+    return handle(runtime, payload, ending=ending)
 
 
 def _discard_early_hash() -> None:

@@ -50,11 +50,28 @@ def store_file(home: str) -> str | None:
     return os.path.join(home, STORE_FILE) if backend_name(home=home) == "sqlite" else None
 
 
+#: why this process stopped trying the server (it was lost in the middle of a write): from
+#: then on its facts go to the spool (see :func:`spool_from_now`)
+_server_lost: str | None = None
+
+
+def spool_from_now(reason: str) -> None:
+    """The server was lost mid-write: this process records into the local spool from now on,
+    without waiting on the server again (a hook has a deadline; the next hook tries it)."""
+    global _server_lost
+    _server_lost = reason
+
+
 def open_store(home: str, *, create: bool = True, url: str | None = None):
     """The store of the state home ``home`` (a :class:`~continuation.store.interface.Store`)."""
     url = store_url(home) if url is None else url
     if backend_name(url) == "sqlite":
         return SqliteStore(os.path.join(home, STORE_FILE), create=create)
+    if _server_lost is not None:
+        from continuation.store.postgres_url import redact
+        from continuation.store.spool import SpoolStore
+
+        return SpoolStore(home, redact(url), _server_lost)
     try:
         from continuation.store.postgres import PostgresStore, ServerUnreachable, redact  # psycopg: only when chosen
     except ImportError as exc:

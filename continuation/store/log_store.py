@@ -46,6 +46,45 @@ class GenerationTaken(CheckpointError):
     """Another process committed this generation (or a later one) first."""
 
 
+class ServerUnreachable(StoreError):
+    """The store server cannot be reached, or was lost in the middle of a write (whose commit
+    may or may not have happened): facts then go to the local spool."""
+
+
+class WriteStamps:
+    """The marks of one hook run's facts, by content: ``run:<run id>:<digest>`` and how many
+    times that fact came before it in the run.
+
+    A run that loses the server in the middle of a write is retried against the local spool,
+    and the commit it was in may have happened all the same. Written on the server in the
+    same transaction as the fact (``spool_drained``, the drain's table) and kept beside the
+    fact in the spool, the mark lets the drain skip a fact the server has already: exactly
+    once whichever way the lost commit went. By content, not by position: the retry reads
+    the spool's (stale) view and may record other facts besides."""
+
+    __slots__ = ("run_id", "seen")
+
+    def __init__(self):
+        self.run_id = os.urandom(8).hex()
+        self.seen: dict[str, int] = {}
+
+    def restart(self) -> None:
+        """The run starts again (against the spool): its facts are marked as the first time."""
+        self.seen = {}
+
+    def mark(self, etype: str, data: dict) -> tuple[str, int]:
+        import hashlib
+
+        digest = hashlib.sha256(f"{etype}\n{row_json(data)}".encode("utf-8", "surrogatepass"))
+        origin = f"run:{self.run_id}:{digest.hexdigest()[:24]}"
+        self.seen[origin] = n = self.seen.get(origin, 0) + 1
+        return origin, n
+
+
+#: the hook runner's stamps (None elsewhere: only a hook run is retried against the spool)
+STAMPS: WriteStamps | None = None
+
+
 class Appended:
     """What an append did: ``seq`` is None when nothing was written (a duplicate)."""
 
@@ -181,7 +220,7 @@ class LogStore(ThreadReads, BoundaryReads):
                 self._heartbeat_in(c, thread_key, session, ts or time.time())
             return appended
 
-    def _append_in(self, c, thread_key, etype, data, source, ts) -> Appended:
+    def _append_in(self, c, thread_key, etype, data, source, ts, stamp: bool = True) -> Appended:
         sql = self.sql
         row = c.execute(sql.last_seq_for_write, (thread_key,)).fetchone()
         if row is None:
@@ -207,7 +246,13 @@ class LogStore(ThreadReads, BoundaryReads):
                   (thread_key, seq, etype, ev.kind_of(etype), row_json(data), now, source))
         self._project_in(c, thread_key, seq, etype, data)
         c.execute(sql.advance_thread, (seq, now, thread_key))
+        if stamp:
+            self._stamp_in(c, thread_key, seq, etype, data)
         return Appended(thread_key, seq, outcome)
+
+    def _stamp_in(self, c, thread_key: str, seq: int, etype: str, data: dict) -> None:
+        """Keep a hook run's mark of the fact just appended (see :class:`WriteStamps`): on a
+        server and in the spool; a local store never hands its facts on."""
 
     def _history_fn(self, c, thread_key):
         def history(upto: int):
@@ -397,6 +442,7 @@ class LogStore(ThreadReads, BoundaryReads):
         """Give this store (a spool) its random origin id once."""
         sql = self.sql
         self.conn.execute(sql.create_spool_origin, ())
+        self.conn.execute(sql.create_spool_stamps, ())
         if self.conn.execute(sql.spool_origin_count, ()).fetchone()[0] == 0:
             with self.transaction() as c:
                 if c.execute(sql.spool_origin_count, ()).fetchone()[0] == 0:
@@ -406,20 +452,23 @@ class LogStore(ThreadReads, BoundaryReads):
         row = self.conn.execute(self.sql.spool_origin, ()).fetchone()
         return row[0] if row else "unknown"
 
-    def ensure_drained_table(self) -> None:
-        self.conn.execute(self.sql.create_spool_drained, ())
+    def spool_stamp(self, thread_key: str, seq: int) -> tuple[str, int] | None:
+        """The hook run's mark kept beside a spooled fact (see :class:`WriteStamps`)."""
+        row = self.conn.execute(self.sql.spool_stamp, (thread_key, seq)).fetchone()
+        return (row[0], int(row[1])) if row else None
 
-    def append_drained(self, origin: str, thread_key: str, event: dict) -> int:
-        """Append a spooled ``event`` of ``origin`` here, marked drained in the same
-        transaction: 1 when appended, 0 when it was drained before (by a process that died
-        before emptying the spool), a duplicate, or refused by the reducer."""
+    def append_drained(self, origin: str, mark: int, thread_key: str, event: dict) -> int:
+        """Append a spooled ``event`` here, marked ``(origin, mark)`` in the same transaction
+        (the spool's origin and the event's local seq, or the hook run's stamp): 1 when
+        appended, 0 when the mark is here already (drained before by a process that died
+        before emptying the spool, or committed by a run that lost the server after its
+        commit), a duplicate, or refused by the reducer."""
         try:
             with self.transaction() as c:
-                if c.execute(self.sql.mark_drained,
-                             (origin, thread_key, event["seq"])).fetchone() is None:
+                if c.execute(self.sql.mark_drained, (origin, thread_key, mark)).fetchone() is None:
                     return 0
                 done = self._append_in(c, thread_key, event["type"], event["data"],
-                                       event["source"], event["ts"])
+                                       event["source"], event["ts"], stamp=False)
                 return 0 if done.seq is None else 1
         except IllegalFact:
             return 0

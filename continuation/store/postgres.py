@@ -13,18 +13,14 @@ from __future__ import annotations
 
 import psycopg
 
-from continuation.store import postgres_sql
-from continuation.store.log_store import LogStore, StoreError, StoreVersionError
+from continuation.store import log_store, postgres_sql
+from continuation.store.log_store import LogStore, ServerUnreachable, StoreError, StoreVersionError
 from continuation.store.postgres_url import redact
 from continuation.store.schema import SCHEMA_VERSION
 from continuation.store.schema_postgres import MIGRATIONS
 
 CONNECT_TIMEOUT_S = 5
 _MIGRATION_LOCK = 7_246_001  # pg_advisory_xact_lock key: one migrator at a time
-
-
-class ServerUnreachable(StoreError):
-    """The server cannot be reached now (facts then go to the local spool)."""
 
 
 class _Connection:
@@ -149,3 +145,8 @@ class PostgresStore(LogStore):
 
     def transaction(self) -> _Transaction:
         return _Transaction(self.conn)
+
+    def _stamp_in(self, c, thread_key, seq, etype, data) -> None:
+        if log_store.STAMPS is not None:
+            origin, n = log_store.STAMPS.mark(etype, data)
+            c.execute(self.sql.mark_drained, (origin, thread_key, n))

@@ -139,6 +139,18 @@ MIGRATIONS: list[str] = [
     """
     CREATE INDEX tool_calls_by_turn ON tool_calls (thread_key, json_extract(data, '$.turn_id'));
     """,
+    # 6: the marks of facts a spool's drain appended (the spool's origin and local seq) and of
+    # facts a hook run wrote before it lost the server (its run stamp): a second drain, or a
+    # drain of a fact whose lost commit happened after all, finds its mark and adds nothing.
+    # Made with the schema (the drain created it on first use before)
+    """
+    CREATE TABLE IF NOT EXISTS spool_drained (
+        origin TEXT NOT NULL,
+        thread_key TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        PRIMARY KEY (origin, thread_key, seq)
+    );
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -140,4 +140,13 @@ MIGRATIONS: list[tuple[str, ...]] = [
     (
         "CREATE INDEX tool_calls_by_turn ON tool_calls (thread_key, (data::jsonb #>> '{turn_id}'))",
     ),
+    # 6: as schema.py's 6 (a server the drain reached already has it)
+    (
+        """CREATE TABLE IF NOT EXISTS spool_drained (
+            origin TEXT NOT NULL,
+            thread_key TEXT NOT NULL,
+            seq BIGINT NOT NULL,
+            PRIMARY KEY (origin, thread_key, seq)
+        )""",
+    ),
 ]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 
+from continuation.store import log_store
 from continuation.store.sqlite import SqliteStore
 
 SPOOL_FILE = "spool.sqlite3"
@@ -38,6 +39,11 @@ class SpoolStore(SqliteStore):
             raise
         self.server, self.reason = server, reason
         self.ensure_spool_origin()
+
+    def _stamp_in(self, c, thread_key, seq, etype, data) -> None:
+        if log_store.STAMPS is not None:
+            c.execute(self.sql.keep_spool_stamp,
+                      (thread_key, seq, *log_store.STAMPS.mark(etype, data)))
 
     def close(self) -> None:
         try:
@@ -80,15 +86,16 @@ def _drain_locked(path: str, server) -> tuple[int, int]:
     spool = SqliteStore(path, create=False)
     appended = dropped = 0
     try:
+        spool.ensure_spool_origin()  # a spool an older version made has no stamps table
         origin = spool.spool_origin()
-        server.ensure_drained_table()
         for thread in spool.threads():
             key = server.ensure_thread(
                 thread["runtime"], thread["session_id"], workspace_root=thread["workspace_root"],
                 forked_from=thread["forked_from"], forked_at_seq=thread["forked_at_seq"],
                 name=thread["name"])
             for event in spool.events(thread["thread_key"]):
-                done = server.append_drained(origin, key, event)
+                stamp = spool.spool_stamp(thread["thread_key"], event["seq"])
+                done = server.append_drained(*(stamp or (origin, event["seq"])), key, event)
                 appended, dropped = appended + done, dropped + (1 - done)
                 spool.forget_event(thread["thread_key"], event["seq"])
             for session in spool.sessions(thread["thread_key"]):

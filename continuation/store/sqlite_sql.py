@@ -308,9 +308,13 @@ create_spool_origin = "CREATE TABLE IF NOT EXISTS spool_origin (origin TEXT NOT 
 spool_origin = "SELECT origin FROM spool_origin"
 spool_origin_count = "SELECT count(*) FROM spool_origin"
 set_spool_origin = "INSERT INTO spool_origin VALUES (?)"
-create_spool_drained = (
-    "CREATE TABLE IF NOT EXISTS spool_drained (origin TEXT NOT NULL, thread_key TEXT"
-    " NOT NULL, seq BIGINT NOT NULL, PRIMARY KEY (origin, thread_key, seq))")
+#: a hook run's mark of each spooled fact (``log_store.WriteStamps``)
+create_spool_stamps = ("CREATE TABLE IF NOT EXISTS spool_stamps (thread_key TEXT NOT NULL,"
+                       " seq BIGINT NOT NULL, origin TEXT NOT NULL, mark BIGINT NOT NULL,"
+                       " PRIMARY KEY (thread_key, seq))")
+keep_spool_stamp = ("INSERT INTO spool_stamps (thread_key, seq, origin, mark)"
+                    " VALUES (?,?,?,?)")
+spool_stamp = "SELECT origin, mark FROM spool_stamps WHERE thread_key=? AND seq=?"
 mark_drained = ("INSERT INTO spool_drained (origin, thread_key, seq) VALUES (?,?,?)"
                 " ON CONFLICT DO NOTHING RETURNING seq")
 
