@@ -1,7 +1,7 @@
 """Safety fault script: the race, a full disk and special files, in real processes;
 prints what was lost in each case. Exit 1 when anything was lost.
 
-    python scripts/fault_safety.py [--events 2000] [--rounds 6] [--skip-race] [--json]
+    python scripts/fault_safety.py [--events 2000] [--rounds 6] [--skip-race] [--skip-store] [--json]
 
 - **race**: ``scripts/fault_race.py`` (PreCompact hooks and ``continuation checkpoint`` of one
   thread at the same instant, then ``git gc --prune=now``): boundaries, checkpoints, refs and
@@ -11,6 +11,9 @@ prints what was lost in each case. Exit 1 when anything was lost.
   with a full disk injected at the store's commit (``CONTINUATION_FAULT=event.before_commit:full``,
   runs anywhere). Lost = events neither stored nor counted in ``lost-writes.json``; also
   checks the user was told exactly once and that ``doctor`` reports the count.
+- **store** (``scripts/fault_store.py``): the PostgreSQL server killed while five hooks wait
+  inside their transaction; a damaged SQLite store (five seeds), then ``doctor --salvage``;
+  the write-ahead log of a crash copy cut in half. Each prints acknowledged against present.
 - **special files**: a Write aimed at a FIFO and an Edit aimed at a link to ``/dev/zero`` left
   without an outcome, and a FIFO or ``/dev/zero`` as the transcript: PreCompact,
   SessionStart(resume), ``reconcile`` and ``import`` must each return (lost = a hang, a crash,
@@ -185,6 +188,8 @@ def main(argv: list[str]) -> int:
                         help="PreToolUse hooks into the 2 MiB state home (default 2000)")
     parser.add_argument("--rounds", type=int, default=6, help="race rounds (default 6)")
     parser.add_argument("--skip-race", action="store_true")
+    parser.add_argument("--skip-store", action="store_true",
+                        help="skip the store cases (scripts/fault_store.py)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT))
@@ -197,6 +202,11 @@ def main(argv: list[str]) -> int:
         results.append(full_disk_tmpfs(base, args.events))
         results.append(full_disk_injected(base))
         results += special_files(base)
+        if not args.skip_store:
+            import fault_store
+
+            (base / "store").mkdir()
+            results += fault_store.run(base / "store")
     lost = sum(r.get("lost", 0) for r in results)
     if args.json:
         print(json.dumps({"lost": lost, "cases": results}, indent=2))

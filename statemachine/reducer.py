@@ -375,14 +375,19 @@ def _rolled_back(view, seq, data, history: History | None) -> str:
     to_seq = int(data["to_seq"])
     if not 0 <= to_seq < seq:
         raise IllegalTransition(f"seq {seq}", f"rolled_back to {to_seq}")
-    later = [r for r in view.all_inputs() if r.admitted_seq > to_seq]
+    restore = getattr(view, "rewind_to", None)
+    if restore is not None:  # the store's view: read only what came after, restore only that
+        later, later_calls = view.inputs_after(to_seq), view.calls_after(to_seq)
+    else:
+        later = [r for r in view.all_inputs() if r.admitted_seq > to_seq]
+        later_calls = [c for c in view.all_calls() if c.started_seq > to_seq]
     # superseded and already rolled-back inputs stay as they are (both are terminal)
     later_inputs = [r for r in later if allowed(r.state, "rolled_back")]
     already = [r for r in later if not allowed(r.state, "rolled_back")]
-    later_calls = [c for c in view.all_calls() if c.started_seq > to_seq]
-    view.reset()
-    for event in history(to_seq):
-        apply(view, event, history)
+    if restore is None or not restore(to_seq):  # no earlier versions that far back: replay
+        view.reset()
+        for event in history(to_seq):
+            apply(view, event, history)
     for rec in later_inputs:
         rec.state = next_state(rec.state, "rolled_back", rec.input_id)
         rec.updated_seq, rec.last_trigger = seq, "rolled_back"

@@ -42,6 +42,41 @@ class Cluster:
     def stop(self, mode: str = "fast") -> None:
         self._run(self.pg_ctl, "-D", self.data, "-w", "-m", mode, "stop")
 
+    def kill(self) -> None:
+        """SIGKILL the postmaster and every backend (no shutdown of any kind)."""
+        import signal
+
+        with open(os.path.join(self.data, "postmaster.pid")) as fh:
+            postmaster = int(fh.readline())
+        children = []
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                try:
+                    with open(f"/proc/{entry}/stat") as fh:
+                        if int(fh.read().rsplit(")", 1)[1].split()[1]) == postmaster:
+                            children.append(int(entry))
+                except (OSError, ValueError, IndexError):
+                    pass
+        for pid in [postmaster, *children]:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+    def restart_after_kill(self, timeout: float = 60) -> None:
+        """Start again; the killed postmaster's pid file is stale and start recovers from it."""
+        import time
+
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                self.start()
+                return
+            except subprocess.CalledProcessError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
+
     def create_database(self, name: str) -> str:
         import psycopg
 

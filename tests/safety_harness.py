@@ -52,3 +52,26 @@ def special_repo(repo: Path) -> list[dict]:
         {**base, "hook_event_name": "PreToolUse", "tool_use_id": "e1", "tool_name": "Edit",
          "tool_input": {"file_path": str(repo / "zero"), "old_string": "a", "new_string": "b"}},
     ]
+
+
+def damaged_store_home(home: Path, seed: int, events: int = 300, page: int = 4096) -> Path:
+    """A state home whose store holds ``events`` admitted prompts, its write-ahead log folded
+    in, then 64 bytes flipped at random over pages 2-64 (the seed picks them)."""
+    import random
+
+    from continuation.session.engine import Engine
+
+    with Engine(home) as engine:
+        thread = engine.thread("claude", "s1")
+        for i in range(events):
+            thread.admit(f"prompt {i} " + "x" * 200, input_id=f"in-{i}")
+    path = home / "store.sqlite3"
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    rng, size = random.Random(seed), path.stat().st_size
+    with open(path, "r+b") as fh:
+        for _ in range(64):
+            fh.seek(rng.randrange(page, min(size, page * 64)))
+            fh.write(bytes([rng.randrange(256)]))
+    return home

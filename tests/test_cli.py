@@ -52,7 +52,8 @@ def test_unreadable_store_is_a_clear_error(tmp_path):
     (home / "store.sqlite3").write_bytes(b"\x00garbage" * 4096)
     r = run_cli("status", home=home)
     assert r.returncode == 1
-    assert b"cannot read the store" in r.stderr and b"Traceback" not in r.stderr
+    assert b"is damaged (file is not a database)" in r.stderr and b"--salvage" in r.stderr
+    assert b"Traceback" not in r.stderr and len(r.stderr.splitlines()) == 1
 
 
 def test_newer_store_is_a_clear_error(tmp_path):

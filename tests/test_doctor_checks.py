@@ -110,7 +110,7 @@ def test_garbage_store_file(home, claude_hooks, capsys):
     assert code == 1
     [f] = by_check(report, "store")
     assert f["status"] == "problem" and "cannot be read" in f["message"]
-    assert ".recover" in f["suggestion"] and "cp " in f["suggestion"]
+    assert "continuation doctor --salvage" in f["suggestion"] and "aside" in f["suggestion"]
     capsys.readouterr()
     assert cli(["status"]) == 1  # other commands say to run the doctor, in one line
     assert "continuation doctor" in capsys.readouterr().err
@@ -135,7 +135,7 @@ def test_damaged_pages_fail_integrity_check(home, claude_hooks, capsys):
     assert code == 1
     problems = [f for f in report["findings"] if f["status"] == "problem"
                 and f["check"].startswith("store")]
-    assert problems and ".recover" in problems[0]["suggestion"]
+    assert problems and "--salvage" in problems[0]["suggestion"]
 
 
 def test_newer_schema_is_refused_with_advice(home, claude_hooks, capsys):

@@ -211,7 +211,7 @@ def test_thread_delete_refuses_a_live_session_without_force(home, repo):
         assert e.store.threads() == []
 
 
-def test_gc_deletes_refs_of_vanished_threads_and_prunes_old_ones(home, repo):
+def _four_compacted_steps(home, repo) -> HookSession:
     s = HookSession(home, repo)
     s.start()
     for i in range(4):
@@ -219,6 +219,11 @@ def test_gc_deletes_refs_of_vanished_threads_and_prunes_old_ones(home, repo):
         s.write_file(p, f"f{i}.txt", str(i))
         s.stop(p)
         s.compact()
+    return s
+
+
+def test_gc_deletes_refs_of_vanished_threads_and_prunes_old_ones(home, repo):
+    s = _four_compacted_steps(home, repo)
     with Engine(home) as e:
         key = s.thread(e).key
         ghost = e.thread("claude", "ghost", workspace_root=str(repo))
@@ -304,3 +309,14 @@ def test_a_call_running_at_the_checkpoint_is_unknown_in_the_fork(home, repo):
         assert [c.status for c in pt.tool_calls() if c.call_id == call] == ["in_flight"]
     listed = cli_json("reconcile", "--thread", child.key, "--json", home=home)
     assert call in json.dumps(listed)
+
+
+def test_checkpoints_say_pruned_for_snapshots_gc_removed(home, repo):
+    _four_compacted_steps(home, repo)
+    before = cli_json("checkpoints", "--json", home=home)["checkpoints"]
+    assert [c["pruned"] for c in before] == [False] * 4
+    assert cli("gc", "--keep", "2", home=home).returncode == 0
+    after = {c["generation"]: c for c in cli_json("checkpoints", "--json", home=home)["checkpoints"]}
+    assert [(g, after[g]["pruned"], after[g]["snapshot_pruned"], after[g]["capsule_pruned"])
+            for g in sorted(after)] == [(1, True, True, False), (2, True, True, False),
+                                        (3, False, False, False), (4, False, False, False)]

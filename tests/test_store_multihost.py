@@ -158,26 +158,6 @@ def _hook_process(env, turn, prompt):
     return proc
 
 
-def _kill_server(cluster) -> None:
-    """SIGKILL the postmaster and every backend (no shutdown of any kind)."""
-    with open(os.path.join(cluster.data, "postmaster.pid")) as fh:
-        postmaster = int(fh.readline())
-    children = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as fh:
-                    if int(fh.read().rsplit(")", 1)[1].split()[1]) == postmaster:
-                        children.append(int(entry))
-            except (OSError, ValueError, IndexError):
-                pass
-    for pid in [postmaster, *children]:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-
-
 def test_server_killed_while_hooks_wait_inside_their_transaction(pg_cluster, pg_url, tmp_path):
     """Five prompts' hooks wait on the thread's row lock when the server is killed: each
     still holds its payload, so each goes to the spool (none is counted lost, none blames
@@ -207,7 +187,7 @@ def test_server_killed_while_hooks_wait_inside_their_transaction(pg_cluster, pg_
                 break
             time.sleep(0.2)
         assert waiting == 5, "the hooks never waited on the row lock"
-        _kill_server(pg_cluster)
+        pg_cluster.kill()
         answers = []
         for p in procs:
             p.wait(timeout=120)
@@ -219,15 +199,7 @@ def test_server_killed_while_hooks_wait_inside_their_transaction(pg_cluster, pg_
             holder.close()
         except Exception:
             pass
-        deadline = time.monotonic() + 60
-        while True:  # the killed postmaster's pid file is stale: start recovers from it
-            try:
-                pg_cluster.start()
-                break
-            except subprocess.CalledProcessError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.5)
+        pg_cluster.restart_after_kill()
     assert [p.returncode for p in procs] == [0] * 5, [err[-500:] for _, err in answers]
     assert all(json.loads(out) == {} for out, _ in answers), answers  # nothing lost to say
     assert lost_writes.read(str(home))["lost"] == 0
@@ -304,3 +276,16 @@ def test_without_the_stamps_the_lost_commit_would_be_doubled(pg_url, tmp_path, m
     monkeypatch.setattr(log_store, "WriteStamps", NoStamps)
     with pytest.raises(AssertionError, match="renamed the module"):
         test_a_commit_lost_with_its_answer_is_drained_once(pg_url, tmp_path, monkeypatch)
+
+
+def test_the_spool_and_its_lock_are_private(tmp_path):
+    from continuation.store.spool import SpoolStore, spool_path
+
+    home = tmp_path / "h"
+    old = os.umask(0o022)
+    try:
+        SpoolStore(str(home), "postgresql://u@/db", "test").close()
+    finally:
+        os.umask(old)
+    for path in (spool_path(str(home)), spool_path(str(home)) + ".lock"):
+        assert os.stat(path).st_mode & 0o077 == 0, oct(os.stat(path).st_mode)

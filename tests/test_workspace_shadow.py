@@ -163,3 +163,30 @@ def test_gc_keeps_live_threads_and_forgets_vanished_folders(folder, git_home, tm
     assert [r.thread_key for r in list_snapshot_refs(folder, state_home=git_home)] == ["t1-live"]
     assert not StateLayout.for_root(git_home, folder.resolve()).manifest_path("t3-meta", 1).exists()
     assert sorted(list_workspaces(git_home)) == sorted(p.resolve() for p in (repo, folder))
+
+
+def _loose_modes(folder: Path) -> list[str]:
+    """Paths under ``folder`` another user could read or enter."""
+    return [f"{oct(p.stat().st_mode & 0o777)} {p}" for p in [folder, *folder.rglob("*")]
+            if p.stat().st_mode & 0o077]
+
+
+def test_the_shadow_repository_is_private_whatever_the_umask(folder, git_home):
+    old = os.umask(0o022)
+    try:
+        take_snapshot(folder, "t1-priv", 1, state_home=git_home)
+        write(folder, {"a.txt": "changed\n"})
+        take_snapshot(folder, "t1-priv", 2, state_home=git_home)
+    finally:
+        os.umask(old)
+    shadow = StateLayout.for_root(git_home, folder.resolve()).shadow_git_dir
+    assert (shadow / "HEAD").is_file() and _loose_modes(shadow) == []
+
+
+def test_a_shadow_repository_an_older_version_made_is_made_private(folder, git_home):
+    take_snapshot(folder, "t1-old", 1, state_home=git_home)
+    shadow = StateLayout.for_root(git_home, folder.resolve()).shadow_git_dir
+    for p in [shadow, *shadow.rglob("*")]:  # as `git init` left them under umask 022
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    take_snapshot(folder, "t1-old", 2, state_home=git_home)
+    assert _loose_modes(shadow) == []

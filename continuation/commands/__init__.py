@@ -109,8 +109,25 @@ def _run(argv: list[str]) -> int:
     except Exception as exc:  # an internal error: one line, the traceback only on request
         if os.environ.get("CONTINUATION_DEBUG"):
             raise
+        damaged = _damaged_store(exc)
+        if damaged is not None:
+            sys.stderr.write(f"continuation: {damaged}\n")
+            return 1
         sys.stderr.write(f"continuation: internal error: {type(exc).__name__}: {exc}\n")
         return 1
+
+
+def _damaged_store(exc: BaseException):
+    """A damaged store read by a command: the damage, said as the store's own error."""
+    from continuation.store.damage import StoreDamaged, damage_of
+
+    detail = damage_of(exc)
+    if detail is None:
+        return None
+    from continuation.host.paths import state_home_str
+    from continuation.store import store_file
+
+    return StoreDamaged(store_file(state_home_str()) or "(server)", detail[:300])
 
 
 def open_engine(create: bool = True):

@@ -21,6 +21,11 @@ def register(sub) -> None:
     add_json_arg(p)
     p.add_argument("--fix", action="store_true", help="repair what can be repaired safely")
     p.add_argument("--project-dir", default=".", help="project folder for project-scope hooks")
+    p.add_argument("--salvage", action="store_true",
+                   help="copy every readable event of a damaged store (the live one, or one set "
+                        "aside) into a new store, and say how many were lost")
+    p.add_argument("--force", action="store_true",
+                   help="with --salvage: even while sessions recorded in the store still run")
     p.add_argument("--stale-after", type=float, default=None, metavar="SECONDS",
                    help="temp files older than this are stale (default 60)")
     p.set_defaults(func=cmd_doctor)
@@ -31,6 +36,8 @@ def cmd_doctor(args) -> int:
     from continuation.commands.health import healthy, run_checks
 
     home = state_home()
+    if args.salvage:
+        return _salvage(home, args)
     findings = run_checks(home, project_dir=Path(args.project_dir).resolve(), fix=args.fix,
                           min_temp_age=args.stale_after)
     ok = healthy(findings)
@@ -45,3 +52,34 @@ def cmd_doctor(args) -> int:
     problems = sum(1 for f in findings if f.status in ("warn", "problem"))
     sys.stdout.write("healthy\n" if ok else f"{problems} finding(s) need attention\n")
     return 0 if ok else 1
+
+
+def _salvage(home, args) -> int:
+    from continuation.commands import CommandError
+    from continuation.store import store_file
+    from continuation.store.salvage import salvage
+
+    path = store_file(str(home))
+    if path is None:
+        raise CommandError("--salvage repairs the embedded SQLite store; this state home uses a "
+                           "store server (its own backups and recovery apply)")
+    report = salvage(path, force=args.force)
+    if args.json:
+        emit_json(report.to_dict())
+        return 0
+    lost = len(report.events_lost)
+    out = [f"salvaged {report.source}",
+           f"  events: {report.events_read} copied, {lost} unreadable (lost), "
+           f"{len(report.refused)} refused by the lifecycle, in {report.threads} thread(s)",
+           f"  checkpoints: {report.checkpoints} copied, {report.checkpoints_lost} unreadable"]
+    if lost:
+        shown = ", ".join(f"{k} seq {s}" for k, s in report.events_lost[:5])
+        out.append(f"  lost: {shown}" + (f" and {lost - 5} more (--json lists them)"
+                                         if lost > 5 else ""))
+    if report.kept_as:
+        out.append(f"  {report.carried} fact(s) recorded since the damage carried after them; "
+                   f"that store ({report.carried_checkpoints} checkpoint(s) of its own) is kept "
+                   f"as {report.kept_as}")
+    out.append(f"the store is now {path}")
+    sys.stdout.write("\n".join(out) + "\n")
+    return 0

@@ -34,9 +34,8 @@ class Finding:
 
 # -- store -------------------------------------------------------------------------------------
 def damaged_store_advice(path: Path) -> str:
-    return (f"stop the agents, keep a copy (cp '{path}' '{path}.bad'), then rebuild it with "
-            f"`sqlite3 '{path}.bad' .recover | sqlite3 '{path}.new'` and move the new file in "
-            f"place")
+    return ("stop the agents, then run `continuation doctor --salvage`: it sets the damaged "
+            "store aside (kept) and copies every readable event into a new one")
 
 
 def check_server_store(home: Path) -> tuple[list[Finding], bool]:
@@ -123,6 +122,60 @@ def check_store(path: Path, *, read_only: bool = False) -> tuple[list[Finding], 
     return out, False
 
 
+def check_set_aside(path: Path) -> list[Finding]:
+    """Damaged stores set aside beside ``path`` whose events were not salvaged yet."""
+    from continuation.store.damage import set_aside_copies
+    from continuation.store.salvage import SALVAGED_MARK
+
+    waiting = [p for p in set_aside_copies(str(path.parent), path.name)
+               if not os.path.exists(p + SALVAGED_MARK)]
+    if not waiting:
+        return []
+    why = ""
+    try:
+        with open(waiting[-1] + ".why", encoding="utf-8") as fh:
+            why = fh.readline().strip()
+    except OSError:
+        pass
+    return [Finding("store.set_aside", PROBLEM,
+                    f"{len(waiting)} damaged store(s) set aside, not salvaged: {waiting[-1]}"
+                    + (f" ({why[:160]})" if why else ""),
+                    "run `continuation doctor --salvage` to copy their readable events into "
+                    "the store", data={"set_aside": waiting})]
+
+
+def check_acknowledged(engine, *, fix: bool = False) -> list[Finding]:
+    """Each thread holds every fact its commits acknowledged (``store.marks``): a store that
+    is behind lost them (a crash copy, a restored backup, a write-ahead log cut short), which
+    ``integrity_check`` cannot see."""
+    store = engine.store
+    if not hasattr(store, "acknowledged_marks"):
+        return []  # a server store: the server's own durability
+    keys = set(store.thread_keys())
+    acked = store.acknowledged_marks()
+    behind = [(key, seq, store.last_seq(key) if key in keys else 0)
+              for key, seq in sorted(acked.items())]
+    behind = [(key, seq, held) for key, seq, held in behind if seq > held]
+    if not behind:
+        return [Finding("store.acknowledged", OK, f"every thread holds what its commits "
+                        f"acknowledged ({len(acked)} thread(s) marked)")]
+    if fix:
+        from continuation.store import marks
+
+        for key, _, held in behind:
+            marks.write(marks.folder_of(str(store.path)), key, held)
+        return [Finding("store.acknowledged", OK, f"accepted the store as it is: {len(behind)} "
+                        "thread(s) marked at what they hold")]
+    return [Finding("store.acknowledged", PROBLEM,
+                    f"thread {key}: commits acknowledged facts up to seq {seq}, the store holds "
+                    f"up to {held} ({seq - held} lost: a crash copy, a restored backup or a "
+                    "write-ahead log cut short)",
+                    "put back a copy of the store that holds them if you have one; `continuation "
+                    "doctor --fix` accepts the store as it is",
+                    data={"thread": key, "acknowledged": seq, "held": held})
+            for key, seq, held in behind]
+
+
 def check_derived(engine, *, fix: bool = False) -> list[Finding]:
     """The derived tables of every thread must equal the replay of its log."""
     bad = []
@@ -184,7 +237,7 @@ def check_locks(home: Path) -> list[Finding]:
             lock_path = ws / "lock"
             if not lock_path.exists():
                 continue
-            lock = FileLock(str(lock_path), timeout=0)
+            lock = FileLock(str(lock_path), timeout=0, mode=0o600)
             try:
                 lock.acquire()
                 lock.release()
@@ -521,12 +574,15 @@ def check_lost_writes(home: Path, *, fix: bool = False) -> list[Finding]:
                                              "last_error")}))
     reset = record.get("store_reset")
     if reset:
+        aside = "set aside as" in str(reset.get("detail"))
         out.append(Finding(
             "store.reset", PROBLEM,
             f"the store {reset.get('path')} was {reset.get('detail')} at {when(reset.get('at'))} "
-            "and recreated empty: everything recorded before is lost",
-            "restore it from a backup if you have one. `continuation doctor --fix` clears this "
-            "report",
+            + ("and a new store recorded from then on" if aside else
+               "and recreated empty: everything recorded before is lost"),
+            ("run `continuation doctor --salvage` to copy its readable events into the store"
+             if aside else "restore it from a backup if you have one")
+            + ". `continuation doctor --fix` clears this report",
             data=reset))
     if out and fix:
         lost_writes.clear(home)
@@ -542,6 +598,15 @@ def _guarded(check: str, run, *args, **kwargs) -> list[Finding]:
     except OSError as exc:
         return [Finding(check, PROBLEM, f"cannot check: {exc.strerror or exc}"
                         + (f" ({exc.filename})" if getattr(exc, "filename", None) else ""))]
+    except Exception as exc:  # a damaged store, or anything else: a finding, never a crash
+        from continuation.store.damage import damage_of
+
+        detail = damage_of(exc)
+        if detail is not None:
+            return [Finding(check, PROBLEM, f"the store is damaged: {detail[:200]}",
+                            "run `continuation doctor --salvage` to copy its readable events "
+                            "into a new store")]
+        return [Finding(check, PROBLEM, f"cannot check: {type(exc).__name__}: {exc}"[:300])]
     return found if isinstance(found, list) else [found]
 
 
@@ -559,17 +624,20 @@ def run_checks(home: Path, *, project_dir: Path, fix: bool = False, hooks: bool 
     else:
         found, usable = check_server_store(home)
     findings += found
+    if local is not None:
+        findings += _guarded("store.set_aside", check_set_aside, Path(local))
     if usable and read_only:
         findings.append(Finding("store", INFO, "the derived state, checkpoints, refs and "
                                 "sessions are not checked while the state home is read-only"))
     elif usable:
         try:
             with Engine(home, create=False) as engine:
-                findings += check_derived(engine, fix=fix)
-                findings += check_checkpoints(engine)
-                findings += check_refs(engine, fix=fix)
-                findings += check_checkpoint_refs(engine, fix=fix)
-                findings += check_interrupted(engine)
+                findings += _guarded("store.acknowledged", check_acknowledged, engine, fix=fix)
+                findings += _guarded("store.derived", check_derived, engine, fix=fix)
+                findings += _guarded("checkpoints", check_checkpoints, engine)
+                findings += _guarded("refs", check_refs, engine, fix=fix)
+                findings += _guarded("checkpoint_refs", check_checkpoint_refs, engine, fix=fix)
+                findings += _guarded("interrupted", check_interrupted, engine)
         except Exception as exc:
             findings.append(Finding("store", PROBLEM, f"cannot open the store: {exc}",
                                     damaged_store_advice(Path(local)) if local else

@@ -72,6 +72,10 @@ def _storage_failure(exc: BaseException) -> bool:
         return True
     import sqlite3
 
+    from continuation.store.damage import damage_of
+
+    if damage_of(exc) is not None:
+        return True
     from continuation.store import StoreError, StoreVersionError, UnknownThread
 
     if isinstance(exc, (sqlite3.OperationalError, sqlite3.DatabaseError)):
@@ -116,6 +120,10 @@ def run(runtime: str, raw: bytes, *, ending: bool = False) -> tuple[str, int]:
             factory.spool_from_now(str(lost))
             log_store.STAMPS.restart()
             answer = _handle(runtime, payload, ending)
+        except Exception as exc:
+            if not _set_aside_damaged(runtime, raw, exc):
+                raise
+            answer = _handle(runtime, payload, ending)  # into a new store
         answer = _with_notices(answer, _pending_notices())
         return (jsontext.dumps(answer, ensure_ascii=False) if answer else CONTINUE), 0
     except Exception as exc:  # fail open: the user's agent must go on
@@ -137,6 +145,36 @@ def run(runtime: str, raw: bytes, *, ending: bool = False) -> tuple[str, int]:
     finally:
         if not ending:  # a process handling more payloads: no hash outlives its own
             _discard_early_hash()
+
+
+def _set_aside_damaged(runtime: str, raw: bytes, exc: BaseException) -> bool:
+    """When ``exc`` says the SQLite store is damaged: set it aside (kept) so a new store takes
+    this payload and the next ones, remember it for ``doctor`` and tell the user once. False
+    when it is no damage (or not a local store)."""
+    from continuation.store.damage import damage_of
+
+    detail = damage_of(exc)
+    if detail is None:
+        return False
+    from continuation.host import lost_writes
+    from continuation.host.paths import state_home_str
+    from continuation.store import store_file
+    from continuation.store.damage import set_aside
+    from continuation.store.sqlite import OPENED
+
+    home = state_home_str()
+    path = store_file(home)
+    if path is None:
+        return False
+    _log_error(runtime, raw, exc)
+    target = set_aside(path, detail, seen_inode=OPENED.get(path))
+    if target is not None:
+        lost_writes.note_store_reset(
+            home, path, f"found damaged ({detail[:200]}) and set aside as {target}",
+            notice=f"continuation: the store {path} is damaged ({detail[:120]}); it was set "
+                   f"aside as {target} (kept) and a new store records from now on. Run "
+                   "`continuation doctor --salvage` to recover its readable events.")
+    return True
 
 
 def _handle(runtime: str, payload: dict, ending: bool) -> dict | None:

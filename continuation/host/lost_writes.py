@@ -155,9 +155,10 @@ def note_lost(home, event: str, error: BaseException | str) -> bool:
     return not before.get("told")
 
 
-def note_store_reset(home, store_path: str, detail: str) -> None:
-    """The store was found empty though it had been created: its events are gone. Remembered
-    for ``doctor`` and told once (:data:`NOTICES`)."""
+def note_store_reset(home, store_path: str, detail: str, notice: str | None = None) -> None:
+    """The store was found empty though it had been created (its events are gone), or
+    damaged and set aside (``notice`` then says where). Remembered for ``doctor`` and told
+    once (:data:`NOTICES`)."""
     now = time.time()
     told = {}
 
@@ -168,8 +169,14 @@ def note_store_reset(home, store_path: str, detail: str) -> None:
 
     _update(home, change)
     if not told.get("before"):
-        NOTICES.append(f"continuation: the store {store_path} was {detail}; it was recreated "
-                       "empty, so what it recorded before is lost. Run `continuation doctor`.")
+        NOTICES.append(notice or f"continuation: the store {store_path} was {detail}; it was "
+                       "recreated empty, so what it recorded before is lost. Run `continuation "
+                       "doctor`.")
+
+
+def forget_store_reset(home) -> None:
+    """The store reset was dealt with (a damaged store's events were salvaged)."""
+    _update(home, lambda record: record.update(store_reset=None))
 
 
 def clear(home) -> None:

@@ -15,6 +15,14 @@ from continuation.session.engine import Thread
 FILES_SAMPLE = 20
 
 
+def _snapshot_pruned(ws: dict | None, live: dict) -> bool | None:
+    """True when the checkpoint's snapshot ref is gone (None: no snapshot, or cannot tell)."""
+    ref, root = (ws or {}).get("snapshot_ref"), (ws or {}).get("root")
+    if not ref or live.get(root) is None:
+        return None
+    return ref not in live[root]
+
+
 def _objective(cp: cps.Checkpoint) -> str:
     if cp.pruned:
         return "(capsule pruned by `continuation gc`)"
@@ -57,10 +65,29 @@ def _dirty_paths(ws: dict) -> list[str] | None:
     return [p.get("path") for p in dirty.get("paths") or [] if isinstance(p, dict)]
 
 
+def _live_refs(home, roots: set[str], thread_key: str) -> dict[str, set[str] | None]:
+    """Per workspace root, the snapshot refs of the thread still there (None: cannot tell)."""
+    from continuation.workspace import WorkspaceError
+    from continuation.workspace.retention import list_snapshot_refs
+
+    out: dict[str, set[str] | None] = {}
+    for root in roots:
+        try:
+            out[root] = {r.ref for r in list_snapshot_refs(root, state_home=home,
+                                                             thread_key=thread_key)}
+        except (WorkspaceError, OSError):
+            out[root] = None
+    return out
+
+
 def checkpoint_rows(thread: Thread) -> list[dict]:
     rows = []
     previous: dict | None = None
-    for cp in cps.list_checkpoints(thread):
+    listed = cps.list_checkpoints(thread)
+    live = _live_refs(thread.engine.home, {cp.workspace["root"] for cp in listed
+                                            if (cp.workspace or {}).get("snapshot_ref")
+                                            and cp.workspace.get("root")}, thread.key)
+    for cp in listed:
         ws = cp.workspace or None
         changed: list[str] | None = None
         if ws and not ws.get("error"):
@@ -81,6 +108,9 @@ def checkpoint_rows(thread: Thread) -> list[dict]:
             "snapshot_ref": (ws or {}).get("snapshot_ref"),
             "workspace_kind": (ws or {}).get("kind") or ("error" if ws and ws.get("error") else None),
             "corrupt": cps.verify(cp),
-            "pruned": cp.pruned,
+            # what `continuation gc` removed: the capsule's bytes, the workspace snapshot's ref
+            "capsule_pruned": cp.pruned,
+            "snapshot_pruned": _snapshot_pruned(ws, live),
+            "pruned": cp.pruned or bool(_snapshot_pruned(ws, live)),
         })
     return rows

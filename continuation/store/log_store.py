@@ -230,7 +230,7 @@ class LogStore(ThreadReads, BoundaryReads):
         # The reducer runs first: an illegal fact or a duplicate leaves no trace.
         c.execute(sql.savepoint)
         try:
-            outcome = apply(SqlStateView(c, sql, thread_key), event,
+            outcome = apply(SqlStateView(c, sql, thread_key, seq), event,
                             self._history_fn(c, thread_key))
         except IllegalTransition as exc:
             c.execute(sql.rollback_to_savepoint)
@@ -246,13 +246,33 @@ class LogStore(ThreadReads, BoundaryReads):
                   (thread_key, seq, etype, ev.kind_of(etype), row_json(data), now, source))
         self._project_in(c, thread_key, seq, etype, data)
         c.execute(sql.advance_thread, (seq, now, thread_key))
+        self._acknowledge_in(thread_key, seq)
         if stamp:
             self._stamp_in(c, thread_key, seq, etype, data)
         return Appended(thread_key, seq, outcome)
 
+    def _acknowledge_in(self, thread_key: str, seq: int) -> None:
+        """The commit under way makes ``seq`` the thread's last (a local store marks it)."""
+
     def _stamp_in(self, c, thread_key: str, seq: int, etype: str, data: dict) -> None:
         """Keep a hook run's mark of the fact just appended (see :class:`WriteStamps`): on a
         server and in the spool; a local store never hands its facts on."""
+
+    def append_at_seq(self, thread_key: str, event: dict) -> Appended | None:
+        """Append ``event`` (type, data, source, ts) at its own ``seq``, after a gap where the
+        events before it are missing (a salvage of a damaged store); None when the reducer
+        found it a duplicate. :class:`ValueError` when the thread is already past that seq."""
+        seq = int(event["seq"])
+        with self.transaction() as c:
+            row = c.execute(self.sql.last_seq_for_write, (thread_key,)).fetchone()
+            if row is None:
+                raise UnknownThread(f"no thread {thread_key!r}")
+            if row[0] >= seq:
+                raise ValueError(f"thread {thread_key} is at seq {row[0]}, past {seq}")
+            c.execute(self.sql.skip_to_seq, (seq - 1, thread_key, seq - 1))
+            done = self._append_in(c, thread_key, event["type"], event["data"], event["source"],
+                                   event["ts"], stamp=False)
+        return None if done.seq is None else done
 
     def _history_fn(self, c, thread_key):
         def history(upto: int):
@@ -432,9 +452,11 @@ class LogStore(ThreadReads, BoundaryReads):
         """Re-derive the lifecycle tables from the log (recovery; `continuation doctor --repair`)."""
         with self.transaction() as c:
             view = SqlStateView(c, self.sql, thread_key)
-            view.reset()
+            view.clear()  # the rows and their earlier versions, made again event by event
+            c.execute(self.sql.forget_undo_from, (thread_key,))
             history = self._history_fn(c, thread_key)
             for event in self._event_rows(c, thread_key):
+                view.at(event["seq"])
                 apply(view, event, history)
 
     # -- the spool and its drain (store/spool.py) ---------------------------------------------

@@ -44,6 +44,8 @@ last_seq = "SELECT last_seq FROM threads WHERE thread_key=%s"
 #: the read before a write takes the thread's row lock: writers on other hosts wait on it
 last_seq_for_write = "SELECT last_seq FROM threads WHERE thread_key=%s FOR UPDATE"
 generation_for_write = "SELECT generation FROM threads WHERE thread_key=%s FOR UPDATE"
+#: a salvage leaves a gap where an event could not be read
+skip_to_seq = "UPDATE threads SET last_seq=%s WHERE thread_key=%s AND last_seq<%s"
 advance_thread = "UPDATE threads SET last_seq=%s, updated_at=%s WHERE thread_key=%s"
 mark_needs_context = "UPDATE threads SET needs_context=1 WHERE thread_key=%s"
 mark_context_delivered = (
@@ -273,6 +275,24 @@ end_session_of = ("UPDATE sessions SET ended_at=%s WHERE thread_key=%s AND pid=%
                   " AND ended_at IS NULL")
 all_sessions = "SELECT * FROM sessions ORDER BY heartbeat"
 sessions_of = "SELECT * FROM sessions WHERE thread_key=%s ORDER BY heartbeat"
+
+# -- the derived rows' earlier versions (a rewind restores them) ---------------------------
+#: the row as it was before the event ``seq`` changed it (data NULL: it did not exist)
+put_row_version = ("INSERT INTO row_versions (thread_key, seq, n, kind, row_key, data)"
+                   " VALUES (%s,%s,%s,%s,%s,%s)")
+#: every earlier version written after a seq, oldest first: the first of each row is the row
+#: as it was at that seq
+row_versions_after = ("SELECT kind, row_key, data FROM row_versions WHERE thread_key=%s"
+                      " AND seq>%s ORDER BY seq, n")
+undo_from = "SELECT seq FROM undo_from WHERE thread_key=%s"
+delete_row_versions = "DELETE FROM row_versions WHERE thread_key=%s"
+forget_undo_from = "DELETE FROM undo_from WHERE thread_key=%s"
+delete_input = "DELETE FROM inputs WHERE thread_key=%s AND input_id=%s"
+delete_turn = "DELETE FROM turns WHERE thread_key=%s AND turn_id=%s"
+delete_call = "DELETE FROM tool_calls WHERE thread_key=%s AND call_id=%s"
+all_input_rows = "SELECT input_id, data FROM inputs WHERE thread_key=%s"
+all_turn_rows = "SELECT turn_id, data FROM turns WHERE thread_key=%s"
+all_call_rows = "SELECT call_id, data FROM tool_calls WHERE thread_key=%s"
 
 # -- a lifecycle rebuild -------------------------------------------------------------------
 reset_lifecycle = ("DELETE FROM inputs WHERE thread_key=%s",

@@ -149,4 +149,21 @@ MIGRATIONS: list[tuple[str, ...]] = [
             PRIMARY KEY (origin, thread_key, seq)
         )""",
     ),
+    # 7: as schema.py's 7
+    (
+        """CREATE TABLE row_versions (
+            thread_key TEXT NOT NULL,
+            seq BIGINT NOT NULL,
+            n BIGINT NOT NULL,
+            kind TEXT NOT NULL,
+            row_key TEXT NOT NULL,
+            data TEXT,
+            PRIMARY KEY (thread_key, seq, n)
+        )""",
+        """CREATE TABLE undo_from (
+            thread_key TEXT PRIMARY KEY,
+            seq BIGINT NOT NULL
+        )""",
+        "INSERT INTO undo_from (thread_key, seq) SELECT thread_key, last_seq + 1 FROM threads",
+    ),
 ]

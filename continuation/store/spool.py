@@ -26,11 +26,12 @@ class SpoolStore(SqliteStore):
     the spool's file lock while open, so a drain never empties the file under a writer."""
 
     stale = True
+    KEEPS_MARKS = False  # emptied by its drain: the server holds the facts
 
     def __init__(self, home: str, server: str, reason: str):
         from filelock import FileLock
 
-        self._lock = FileLock(spool_path(home) + ".lock", timeout=60)
+        self._lock = FileLock(spool_path(home) + ".lock", timeout=60, mode=0o600)
         self._lock.acquire()
         try:
             super().__init__(spool_path(home))
@@ -69,7 +70,7 @@ def drain(home: str, server) -> tuple[int, int]:
     from filelock import FileLock, Timeout
 
     path = spool_path(home)
-    lock = FileLock(path + ".lock", timeout=0)
+    lock = FileLock(path + ".lock", timeout=0, mode=0o600)
     try:
         lock.acquire()
     except Timeout:

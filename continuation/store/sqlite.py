@@ -11,11 +11,14 @@ import os
 import sqlite3
 import time
 
-from continuation.store import sqlite_sql
+from continuation.store import marks, sqlite_sql
 from continuation.store.log_store import LogStore, StoreError, StoreVersionError
 from continuation.store.schema import MIGRATIONS, SCHEMA_VERSION
 
 BUSY_TIMEOUT_S = 60.0
+#: path -> inode of the store file this process opened (a damaged one is set aside only if
+#: it is still the file there: another process may have set it aside and made a new one)
+OPENED: dict[str, int] = {}
 #: how large the write-ahead log may grow in a store that processes leave open (a hook ends
 #: with ``os._exit``) before the process leaving it folds it into the database: see
 #: :meth:`SqliteStore.leave_open`
@@ -26,17 +29,24 @@ class _Transaction:
     """``BEGIN IMMEDIATE`` ... ``COMMIT`` (``ROLLBACK`` on error). A class, not
     ``contextlib.contextmanager``: contextlib's import is a visible share of a hook run."""
 
-    __slots__ = ("conn",)
+    __slots__ = ("conn", "store")
 
-    def __init__(self, conn: sqlite3.Connection):
-        self.conn = conn
+    def __init__(self, conn: sqlite3.Connection, store: "SqliteStore"):
+        self.conn, self.store = conn, store
 
     def __enter__(self) -> sqlite3.Connection:
         self.conn.execute("BEGIN IMMEDIATE")
         return self.conn
 
     def __exit__(self, exc_type, exc, tb) -> bool:
-        self.conn.execute("ROLLBACK" if exc_type is not None else "COMMIT")
+        acknowledged, self.store._acknowledged = self.store._acknowledged, {}
+        if exc_type is not None:
+            self.conn.execute("ROLLBACK")
+            return False
+        if acknowledged:  # inside the write lock: writers never write them out of order
+            for key, seq in acknowledged.items():
+                marks.write(self.store._marks, key, seq)
+        self.conn.execute("COMMIT")
         return False
 
 
@@ -54,11 +64,17 @@ def file_integrity(path, mode: str) -> tuple[int, list[str]]:
 
 class SqliteStore(LogStore):
     sql = sqlite_sql
+    #: keeps acknowledged high-water marks (``marks``); a spool, emptied by its drain, does not
+    KEEPS_MARKS = True
+    _acknowledged: dict = {}
 
     def __init__(self, path, *, create: bool = True):
         self._path = os.fspath(path)
+        self._marks, self._acknowledged = marks.folder_of(self._path), {}
         try:
-            size = os.stat(self._path).st_size
+            found = os.stat(self._path)
+            size = found.st_size
+            OPENED[self._path] = found.st_ino  # the file a damage found later is in
         except FileNotFoundError:
             if not create:
                 raise StoreError(f"no store at {self._path}") from None
@@ -83,6 +99,11 @@ class SqliteStore(LogStore):
             self.conn.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
             version = self.conn.execute("PRAGMA user_version").fetchone()[0]
         except sqlite3.DatabaseError as exc:
+            from continuation.store.damage import StoreDamaged, damage_of
+
+            detail = damage_of(exc)
+            if detail is not None:
+                raise StoreDamaged(self._path, detail) from None
             raise StoreError(
                 f"cannot read the store {self.path}: {exc} (run `continuation doctor`)"
             ) from None
@@ -188,4 +209,17 @@ class SqliteStore(LogStore):
     def transaction(self) -> _Transaction:
         """``BEGIN IMMEDIATE``: take the write lock up front, so two writers never deadlock
         on a read-to-write upgrade; the busy timeout makes the second one wait."""
-        return _Transaction(self.conn)
+        return _Transaction(self.conn, self)
+
+    def _acknowledge_in(self, thread_key: str, seq: int) -> None:
+        if self.KEEPS_MARKS:
+            self._acknowledged[thread_key] = seq
+
+    def acknowledged_marks(self) -> dict[str, int]:
+        """Thread key -> the last seq a commit acknowledged (see ``store.marks``)."""
+        return marks.read_all(self._marks)
+
+    def delete_thread_rows(self, thread_key: str) -> dict[str, int]:
+        deleted = super().delete_thread_rows(thread_key)
+        marks.forget(self._marks, thread_key)
+        return deleted

@@ -47,6 +47,8 @@ last_seq = "SELECT last_seq FROM threads WHERE thread_key=?"
 #: the read before a write: ``BEGIN IMMEDIATE`` holds the write lock already
 last_seq_for_write = last_seq
 generation_for_write = "SELECT generation FROM threads WHERE thread_key=?"
+#: a salvage leaves a gap where an event could not be read
+skip_to_seq = "UPDATE threads SET last_seq=? WHERE thread_key=? AND last_seq<?"
 advance_thread = "UPDATE threads SET last_seq=?, updated_at=? WHERE thread_key=?"
 mark_needs_context = "UPDATE threads SET needs_context=1 WHERE thread_key=?"
 mark_context_delivered = (
@@ -298,6 +300,24 @@ end_session_of = ("UPDATE sessions SET ended_at=? WHERE thread_key=? AND pid=? A
                   " AND ended_at IS NULL")
 all_sessions = "SELECT * FROM sessions ORDER BY heartbeat"
 sessions_of = "SELECT * FROM sessions WHERE thread_key=? ORDER BY heartbeat"
+
+# -- the derived rows' earlier versions (a rewind restores them) ---------------------------
+#: the row as it was before the event ``seq`` changed it (data NULL: it did not exist)
+put_row_version = ("INSERT INTO row_versions (thread_key, seq, n, kind, row_key, data)"
+                   " VALUES (?,?,?,?,?,?)")
+#: every earlier version written after a seq, oldest first: the first of each row is the row
+#: as it was at that seq
+row_versions_after = ("SELECT kind, row_key, data FROM row_versions WHERE thread_key=?"
+                      " AND seq>? ORDER BY seq, n")
+undo_from = "SELECT seq FROM undo_from WHERE thread_key=?"
+delete_row_versions = "DELETE FROM row_versions WHERE thread_key=?"
+forget_undo_from = "DELETE FROM undo_from WHERE thread_key=?"
+delete_input = "DELETE FROM inputs WHERE thread_key=? AND input_id=?"
+delete_turn = "DELETE FROM turns WHERE thread_key=? AND turn_id=?"
+delete_call = "DELETE FROM tool_calls WHERE thread_key=? AND call_id=?"
+all_input_rows = "SELECT input_id, data FROM inputs WHERE thread_key=?"
+all_turn_rows = "SELECT turn_id, data FROM turns WHERE thread_key=?"
+all_call_rows = "SELECT call_id, data FROM tool_calls WHERE thread_key=?"
 
 # -- a lifecycle rebuild -------------------------------------------------------------------
 reset_lifecycle = ("DELETE FROM inputs WHERE thread_key=?", "DELETE FROM turns WHERE thread_key=?",

@@ -16,21 +16,77 @@ def row_json(row: dict) -> str:
     return jsontext.dumps(row, ensure_ascii=True, separators=(",", ":"))
 
 
-class SqlStateView:
-    __slots__ = ("conn", "sql", "key")
+_RECORDS = {"input": InputRecord, "turn": TurnRecord, "call": ToolCallRecord}
 
-    def __init__(self, conn, sql, thread_key: str):
+
+class SqlStateView:
+    """A view folding event ``seq`` (``at``) keeps each row as it was before the event changed
+    it (``row_versions``), once per row and event: a rewind to an earlier seq then restores
+    the rows changed since (:meth:`rewind_to`), bounded by what it rolls back. A view for
+    reading only (``seq`` None) keeps nothing."""
+
+    __slots__ = ("conn", "sql", "key", "seq", "_n", "_known", "_kept")
+
+    def __init__(self, conn, sql, thread_key: str, seq: int | None = None):
         self.conn, self.sql, self.key = conn, sql, thread_key
+        self._known: dict = {}
+        self.at(seq)
+
+    def at(self, seq: int | None) -> None:
+        """The event being folded from now on."""
+        self.seq, self._n, self._kept = seq, 0, set()
+
+    def _keep_version(self, kind: str, row_key: str) -> None:
+        if self.seq is None or (kind, row_key) in self._kept:
+            return
+        if (kind, row_key) in self._known:
+            before = self._known[(kind, row_key)]
+        else:
+            select = {"input": self.sql.input_data, "turn": self.sql.turn_data,
+                      "call": self.sql.call_data}[kind]
+            row = self.conn.execute(select, (self.key, row_key)).fetchone()
+            before = row[0] if row else None
+        self._n += 1
+        self.conn.execute(self.sql.put_row_version,
+                          (self.key, self.seq, self._n, kind, row_key, before))
+        self._kept.add((kind, row_key))
+
+    def rewind_to(self, to_seq: int) -> bool:
+        """Put every row changed after ``to_seq`` back as it was then (a row made after it
+        goes); False when the versions do not reach back that far (the caller replays)."""
+        row = self.conn.execute(self.sql.undo_from, (self.key,)).fetchone()
+        if row is not None and to_seq + 1 < int(row[0]):
+            return False
+        then: dict = {}
+        for kind, row_key, data in self.conn.execute(self.sql.row_versions_after,
+                                                     (self.key, to_seq)).fetchall():
+            then.setdefault((kind, row_key), data)
+        delete = {"input": self.sql.delete_input, "turn": self.sql.delete_turn,
+                  "call": self.sql.delete_call}
+        for (kind, row_key), data in then.items():
+            self._keep_version(kind, row_key)
+            if data is None:
+                self.conn.execute(delete[kind], (self.key, row_key))
+                self._known[(kind, row_key)] = None
+            else:
+                getattr(self, f"_write_{kind}")(_RECORDS[kind].from_row(jsontext.loads(data)))
+        return True
 
     # inputs
     def get_input(self, input_id):
         row = self.conn.execute(self.sql.input_data, (self.key, input_id)).fetchone()
+        self._known[("input", input_id)] = row[0] if row else None
         return InputRecord.from_row(jsontext.loads(row[0])) if row else None
 
     def put_input(self, rec):
+        self._keep_version("input", rec.input_id)
+        self._write_input(rec)
+
+    def _write_input(self, rec) -> None:
         data = row_json(rec.to_row())
         self.conn.execute(self.sql.put_input, (self.key, rec.input_id, rec.state, rec.turn_id,
                                                rec.admitted_seq, data, len(data)))
+        self._known[("input", rec.input_id)] = data
 
     def all_inputs(self):
         rows = self.conn.execute(self.sql.all_inputs, (self.key,)).fetchall()
@@ -71,11 +127,17 @@ class SqlStateView:
     # turns
     def get_turn(self, turn_id):
         row = self.conn.execute(self.sql.turn_data, (self.key, turn_id)).fetchone()
+        self._known[("turn", turn_id)] = row[0] if row else None
         return TurnRecord.from_row(jsontext.loads(row[0])) if row else None
 
     def put_turn(self, rec):
-        self.conn.execute(self.sql.put_turn,
-                          (self.key, rec.turn_id, rec.status, row_json(rec.to_row())))
+        self._keep_version("turn", rec.turn_id)
+        self._write_turn(rec)
+
+    def _write_turn(self, rec) -> None:
+        data = row_json(rec.to_row())
+        self.conn.execute(self.sql.put_turn, (self.key, rec.turn_id, rec.status, data))
+        self._known[("turn", rec.turn_id)] = data
 
     def running_turns(self):
         rows = self.conn.execute(self.sql.running_turns, (self.key,)).fetchall()
@@ -84,12 +146,18 @@ class SqlStateView:
     # tool calls
     def get_call(self, call_id):
         row = self.conn.execute(self.sql.call_data, (self.key, call_id)).fetchone()
+        self._known[("call", call_id)] = row[0] if row else None
         return ToolCallRecord.from_row(jsontext.loads(row[0])) if row else None
 
     def put_call(self, rec):
+        self._keep_version("call", rec.call_id)
+        self._write_call(rec)
+
+    def _write_call(self, rec) -> None:
         data = row_json(rec.to_row())
         self.conn.execute(self.sql.put_call, (self.key, rec.call_id, rec.status, rec.started_seq,
                                               data, len(data)))
+        self._known[("call", rec.call_id)] = data
 
     def all_calls(self):
         rows = self.conn.execute(self.sql.all_calls, (self.key,)).fetchall()
@@ -128,5 +196,23 @@ class SqlStateView:
         return [ToolCallRecord.from_row(jsontext.loads(r[0])) for r in rows]
 
     def reset(self):
+        """Every row goes (a rollback replaying the log): each kept as it was first."""
+        if self.seq is not None:
+            for kind, select in (("input", self.sql.all_input_rows),
+                                 ("turn", self.sql.all_turn_rows),
+                                 ("call", self.sql.all_call_rows)):
+                for row_key, data in self.conn.execute(select, (self.key,)).fetchall():
+                    self._known[(kind, row_key)] = data
+                    self._keep_version(kind, row_key)
+        self._clear_rows()
+        self._known = {k: None for k in self._known}
+
+    def _clear_rows(self) -> None:
         for statement in self.sql.reset_lifecycle:
             self.conn.execute(statement, (self.key,))
+
+    def clear(self) -> None:
+        """Every row and every kept version goes (a rebuild from the log makes them again)."""
+        self._clear_rows()
+        self.conn.execute(self.sql.delete_row_versions, (self.key,))
+        self._known = {}

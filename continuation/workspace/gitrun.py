@@ -163,13 +163,29 @@ def open_shadow_target(root: Path, layout: StateLayout, *, create: bool) -> GitT
         layout.ensure()
         empty_template = layout.tmp_dir / "empty-template"
         ensure_private_dir(empty_template)
-        target.run(["init", "--quiet", f"--template={empty_template}"])
+        # --shared=0600: every file git makes here 0600 and every folder 0700, whatever the umask
+        target.run(["init", "--quiet", "--shared=0600", f"--template={empty_template}"])
         try:
             os.chmod(git_dir, 0o700)  # git init ignores our privacy: its mode is 0777 - umask
         except OSError:
             pass
-        (git_dir / "info").mkdir(exist_ok=True)
+        (git_dir / "info").mkdir(mode=0o700, exist_ok=True)
+    elif (git_dir / "config").stat().st_mode & 0o077:  # made by a version before --shared=0600
+        _make_private(target, git_dir)
     return target
+
+
+def _make_private(target: GitTarget, git_dir: Path) -> None:
+    """Bring a shadow repository an older version made to 0600 files and 0700 folders, and
+    keep it so (``core.sharedRepository``)."""
+    target.run(["config", "core.sharedRepository", "0600"])
+    os.chmod(git_dir, 0o700)
+    for folder, dirs, files in os.walk(git_dir):
+        for name in dirs:
+            os.chmod(os.path.join(folder, name), 0o700)
+        for name in files:
+            path = os.path.join(folder, name)
+            os.chmod(path, 0o400 if os.stat(path).st_mode & 0o200 == 0 else 0o600)
 
 
 def _read_git_dirs(entry: Path) -> tuple[Path, Path] | None:

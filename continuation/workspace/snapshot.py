@@ -301,14 +301,16 @@ def _write_shadow_excludes(target: GitTarget, patterns) -> None:
     """Policy patterns become the shadow repository's info/exclude so git never even lists them."""
     lines = ["# written by continuation: workspace policy exclude patterns", *patterns]
     exclude_file = target.git_dir / "info" / "exclude"
-    exclude_file.parent.mkdir(parents=True, exist_ok=True)
+    exclude_file.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     text = "\n".join(lines) + "\n"
     try:
         if exclude_file.read_text(encoding="utf-8") == text:
             return
     except OSError:
         pass
-    exclude_file.write_text(text, encoding="utf-8")
+    fd = os.open(exclude_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(text)
 
 
 def _submodules(target: GitTarget, index: Path) -> list[Submodule]:
