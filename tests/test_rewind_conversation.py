@@ -453,7 +453,8 @@ def test_a_rewinds_warm_up_starts_when_the_plan_scans_the_work_tree(monkeypatch)
 
     calls = []
 
-    def plan_restore(ref, *, state_home, session_created, while_scanning=None, at_once=False):
+    def plan_restore(ref, *, state_home, session_created, while_scanning=None, at_once=False,
+                     **edits):
         calls.append(("plan", at_once))
         if while_scanning is not None:
             while_scanning()
@@ -463,7 +464,9 @@ def test_a_rewinds_warm_up_starts_when_the_plan_scans_the_work_tree(monkeypatch)
     monkeypatch.setattr(workspace, "plan_restore", plan_restore)
     monkeypatch.setattr(operation, "workspace_ref", lambda cp: "ref")
     monkeypatch.setattr(workspace_link, "session_created_paths", lambda thread, after_seq: [])
-    engine, cp = SimpleNamespace(home="home"), SimpleNamespace(seq=1)
+    monkeypatch.setattr(workspace_link, "session_written_paths", lambda thread, after_seq: [])
+    monkeypatch.setattr(workspace_link, "agent_call_windows", lambda thread, seq, since: [])
+    engine, cp = SimpleNamespace(home="home"), SimpleNamespace(seq=1, created_at=0.0)
     assert operation.plan_files(engine, None, cp, warm_up=True, models=False) == "the plan"
     assert calls == [("plan", False), False]
     calls.clear()

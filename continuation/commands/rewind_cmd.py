@@ -38,6 +38,7 @@ def register(sub) -> None:
     p.add_argument("--print-prompt", action="store_true",
                    help="print the handoff prompt and the command to start a fresh Codex or "
                         "Claude Code session from the rewound state")
+    _files_args(p)
     p.set_defaults(func=cmd_rewind)
 
     p = sub.add_parser("restore", help="restore the workspace files of a checkpoint "
@@ -49,6 +50,7 @@ def register(sub) -> None:
     add_thread_arg(p)
     p.add_argument("--reason", default="", help="why (carried into the next context)")
     _change_args(p)
+    _files_args(p)
     p.set_defaults(func=cmd_restore)
 
     p = sub.add_parser("fork", help="start a new thread from a checkpoint (forked_from lineage)")
@@ -93,6 +95,15 @@ def register(sub) -> None:
     p.add_argument("--dry-run", action="store_true", help="show what would go; change nothing")
     add_json_arg(p)
     p.set_defaults(func=cmd_gc)
+
+
+def _files_args(p) -> None:
+    p.add_argument("--all", action="store_true",
+                   help="files: restore every change since the checkpoint, your own edits too "
+                        "(by default a file no agent call can have changed is kept)")
+    p.add_argument("--keep-unsure", action="store_true",
+                   help="files: also keep the files changed while an agent call ran that no call "
+                        "names (by default they are restored; the preview lists them)")
 
 
 def _change_args(p) -> None:
@@ -178,7 +189,9 @@ def _run_rewind(args, mode: str) -> int:
     with open_engine() as engine:
         try:
             plan = plan_rewind(engine, _checkpoint_of(engine, args), mode, reason=args.reason,
-                               applying=not args.dry_run, at_once=not _asks(args))
+                               applying=not args.dry_run, at_once=not _asks(args),
+                               whole_tree=getattr(args, "all", False),
+                               keep_unsure=getattr(args, "keep_unsure", False))
         except _workspace_errors() as exc:
             raise CommandError(str(exc)) from None
         if args.dry_run:
@@ -211,7 +224,8 @@ def _run_rewind(args, mode: str) -> int:
             print(f"files: {len(result.files['restored'])} modified, "
                   f"{len(result.files['recreated'])} re-created, {len(result.files['deleted'])} "
                   f"deleted, {len(result.files.get('kept', []))} kept (new since the checkpoint, "
-                  f"not created by the agent); safety snapshot {result.files['safety_ref']}")
+                  f"not created by the agent), {len(result.files.get('kept_edits', []))} of "
+                  f"your edits kept; safety snapshot {result.files['safety_ref']}")
         if prompt:
             print(prompt.describe())
             print(prompt.text)

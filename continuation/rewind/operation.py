@@ -166,7 +166,8 @@ def _one_line(text: str, width: int = 70) -> str:
 
 
 def plan_rewind(engine: Engine, selector: str, mode: str, *, reason: str = "",
-                applying: bool = False, at_once: bool = False) -> RewindPlan:
+                applying: bool = False, at_once: bool = False, whole_tree: bool = False,
+                keep_unsure: bool = False) -> RewindPlan:
     """What a rewind would do; changes nothing in the conversation or the files. ``applying``:
     the caller applies it next (:func:`apply_rewind`), so a files rewind starts what the new
     checkpoint's capsule will need (a capsule worker, else a warm-up thread) while git scans
@@ -192,7 +193,8 @@ def plan_rewind(engine: Engine, selector: str, mode: str, *, reason: str = "",
             plan.builder = _start_builder(thread)
             mark("rewind: worker started")
         plan.files = plan_files(engine, thread, cp, warm_up=applying,
-                                models=plan.builder is None, at_once=applying and at_once)
+                                models=plan.builder is None, at_once=applying and at_once,
+                                whole_tree=whole_tree, keep_unsure=keep_unsure)
         mark("rewind: files planned")
     # the summary exactly as it will be rebuilt after the anchor fact is appended
     summary = _summary()
@@ -272,18 +274,31 @@ def _summary():
 
 
 def plan_files(engine: Engine, thread: Thread, cp: cps.Checkpoint, *, warm_up: bool = False,
-               models: bool = True, at_once: bool = False):
+               models: bool = True, at_once: bool = False, whole_tree: bool = False,
+               keep_unsure: bool = False):
     """The files restore plan. ``warm_up``: the caller reaches the capsule stack only through
     :func:`_summary` (a rewind), so it may load in a thread while git scans the work tree
     (``models``: the capsule models too, see :func:`warm_up_in_background`): started as that
     scan starts, not before, so the plan's own imports and reads before it do not share the
-    interpreter with the warm-up (measured: the scan started ~7 ms later)."""
+    interpreter with the warm-up (measured: the scan started ~7 ms later).
+
+    By default the user's own edits are kept (a changed file no agent call can have changed:
+    ``workspace.restore``); ``whole_tree`` restores every change; ``keep_unsure`` keeps the
+    files the engine cannot attribute too."""
     from continuation.workspace import WorkspaceError, plan_restore
-    from continuation.session.workspace_link import session_created_paths
+    from continuation.session.workspace_link import (
+        agent_call_windows,
+        session_created_paths,
+        session_written_paths,
+    )
 
     ref = workspace_ref(cp)
+    edits = {} if whole_tree else {
+        "agent_named": session_written_paths(thread, after_seq=cp.seq),
+        "call_windows": agent_call_windows(thread, cp.seq, cp.created_at),
+        "keep_unsure": keep_unsure}
     try:
-        return plan_restore(ref, state_home=engine.home,
+        return plan_restore(ref, state_home=engine.home, **edits,
                             session_created=session_created_paths(thread, after_seq=cp.seq),
                             while_scanning=(lambda: warm_up_in_background(models=models))
                             if warm_up else None, at_once=at_once)
@@ -297,6 +312,8 @@ def _files_preview(files) -> dict | None:
     taken = getattr(files, "taken", None)  # a plan applied at once took its safety snapshot
     return {"restored": list(files.modified), "recreated": list(files.recreated),
             "deleted": list(files.deleted),
+            "kept_edits": [{"path": k.path, "why": k.reason} for k in files.kept_edits],
+            "unsure": [{"path": u.path, "why": u.reason} for u in files.unsure],
             "safety_ref": taken.ref.snapshot_ref if taken is not None else "(taken when the rewind is applied)"}
 
 
@@ -409,7 +426,10 @@ def restore_files_with_tree(engine: Engine, files_plan) -> tuple[dict, object]:
             f"before are in the safety snapshot {result.safety.snapshot_ref}; the conversation "
             "was not rewound")
     # new files no successful agent call created stay, and are named in the record
-    return {**files_done(result), "kept": list(files_plan.kept)}, result.tree_after
+    return {**files_done(result), "kept": list(files_plan.kept),
+            "kept_edits": [{"path": k.path, "why": k.reason} for k in files_plan.kept_edits],
+            "unsure": [{"path": u.path, "why": u.reason} for u in files_plan.unsure]}, \
+        result.tree_after
 
 
 def rewind(engine: Engine, selector: str, mode: str, *, reason: str = "") -> RewindResult:

@@ -158,3 +158,27 @@ def session_created_paths(thread: Thread, after_seq: int = 0) -> list[str]:
             if rel is not None:
                 out.add(rel)
     return sorted(out)
+
+
+def agent_call_windows(thread: Thread, after_seq: int, since: float) -> list[tuple[float, float]]:
+    """(start, end) times of the agent's tool calls that ran after event ``after_seq`` (a
+    call started before it and still running then counts from ``since``): when the agent
+    could have changed a file. A call without an end is open until now."""
+    import time
+
+    from statemachine import events as ev
+
+    starts: dict[str, float] = {}
+    windows = []
+    for event in thread.store.events_of_types(thread.key, (ev.TOOL_STARTED, ev.TOOL_FINISHED),
+                                              after=after_seq):
+        call = (event["data"] or {}).get("call_id")
+        if event["type"] == ev.TOOL_STARTED:
+            starts[call] = float(event["ts"])
+        else:
+            windows.append((starts.pop(call, since), float(event["ts"])))
+    now = time.time()
+    windows += [(start, now) for start in starts.values()]
+    windows += [(since, now) for call in thread.tool_calls(("in_flight", "unknown"))
+                if call.started_seq <= after_seq]
+    return windows

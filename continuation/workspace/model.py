@@ -222,6 +222,11 @@ class RestorePlan:
     mode_changes: list[ModeChange] = field(default_factory=list)
     kept: list[str] = field(default_factory=list)
     skipped: list[SkippedPath] = field(default_factory=list)
+    #: changed files no agent call can have changed (the user's own edits): left as they are
+    kept_edits: list[SkippedPath] = field(default_factory=list)
+    #: changed files the engine cannot attribute (changed while a shell call of the agent ran,
+    #: named by none): restored unless the rewind keeps them (``keep_unsure``), listed either way
+    unsure: list[SkippedPath] = field(default_factory=list)
     #: the safety snapshot this preview was read off (``plan_restore(..., at_once=True)``), for
     #: ``apply_restore``: a ``safety_first.TakenSafety``; not part of the plan
     taken: Any = field(default=None, repr=False, compare=False)
@@ -241,6 +246,8 @@ class RestorePlan:
         lines += [f"  delete    {p}" for p in self.deleted]
         lines += [f"  mode      {m.path} {m.current_mode} -> {m.checkpoint_mode}" for m in self.mode_changes]
         lines += [f"  keep      {p} (new since checkpoint, not created by the session)" for p in self.kept]
+        lines += [f"  keep      {k.path} (your edit: {k.reason})" for k in self.kept_edits]
+        lines += [f"  unsure    {u.path} ({u.reason})" for u in self.unsure]
         lines += [f"  skip      {s.path} ({s.reason})" for s in self.skipped]
         if self.is_empty:
             lines.append("  nothing to change")

@@ -67,6 +67,9 @@ def plan_restore(
     keep_committed: bool = True,
     while_scanning: Callable[[], None] | None = None,
     at_once: bool = False,
+    agent_named: Iterable[str | Path] = (),
+    call_windows: Iterable[tuple[float, float]] | None = None,
+    keep_unsure: bool = False,
 ) -> RestorePlan:
     """What restoring ``ref`` would change; changes nothing in the work tree (this is
     ``--dry-run``).
@@ -77,7 +80,12 @@ def plan_restore(
     that would otherwise contend with this one's own Python work until then. ``at_once``: the
     caller applies the plan right away, with nothing to confirm in between: the safety snapshot
     is taken now and the preview read off it, one scan of the work tree instead of two
-    (``safety_first``); ``apply_restore`` uses that snapshot while it is fresh."""
+    (``safety_first``); ``apply_restore`` uses that snapshot while it is fresh.
+
+    ``call_windows`` (start, end times of the agent's tool calls since the checkpoint) and
+    ``agent_named`` (the files those calls name): a changed file no agent call can have
+    changed is the user's and is kept (:func:`_sort_edits`); None restores every change
+    (``rewind --all``, an undo)."""
     ws = resolve_workspace(ref.root, state_home)
     target = open_snapshot_target(ws, ref)
     with workspace_lock(ws.layout, lock_timeout):
@@ -112,6 +120,9 @@ def plan_restore(
             plan.mode_changes.append(ModeChange(entry.path, entry.mode_worktree, entry.mode_index))
             if not same_content:
                 plan.modified.append(entry.path)
+        if call_windows is not None:
+            _sort_edits(plan, target, ws.root, set(relative_paths(ws.root, agent_named)),
+                        list(call_windows), keep_unsure)
         created = _created_by_session(target, new_paths, relative_paths(ws.root, session_created),
                                       keep_committed)
         for path in new_paths:
@@ -126,6 +137,78 @@ def plan_restore(
         for bucket in (plan.modified, plan.recreated, plan.deleted, plan.kept):
             bucket.sort()
         return plan
+
+
+#: seconds around a call's recorded start and end that still count as inside it (the hook
+#: records the start before the tool runs and the end after; file times have coarse clocks)
+WINDOW_SLACK_S = 1.0
+
+
+def _sort_edits(plan: RestorePlan, target: GitTarget, root: Path, named: set[str],
+                windows: list[tuple[float, float]], keep_unsure: bool) -> None:
+    """Take the user's own edits out of what is restored. A modified file is the agent's when
+    an agent call names it (a Write, an Edit, a patch). Otherwise: staged in the user's index,
+    or last changed outside every agent call's time window, no call can have changed it: it
+    is kept (staged: when the index was last written outside every call, for an agent's shell
+    may stage too). Changed while a call ran and named by none, it may be either: unsure,
+    restored unless ``keep_unsure``. A missing file is re-created (a deletion has no time)."""
+    def inside(moment: float) -> bool:
+        return any(w[0] - WINDOW_SLACK_S <= moment <= w[1] + WINDOW_SLACK_S for w in windows)
+
+    staged = _staged(target, root)
+    if staged:  # staged by the user only if the index was last written outside every call
+        try:
+            staged = set() if inside(os.stat(target.user_index).st_mtime) else staged
+        except OSError:
+            staged = set()
+    mine: list[str] = []
+    for path in plan.modified:
+        if path in named:
+            mine.append(path)
+            continue
+        if path in staged:
+            plan.kept_edits.append(SkippedPath(path, "staged in your index outside every agent "
+                                                     "call; no call names it"))
+            continue
+        try:
+            changed = os.lstat(root / path).st_mtime
+        except OSError:
+            mine.append(path)
+            continue
+        if not inside(changed):
+            plan.kept_edits.append(SkippedPath(
+                path, f"changed at {time.strftime('%H:%M:%S', time.localtime(changed))}, "
+                      "outside every agent call; no call names it"))
+            continue
+        why = (f"changed at {time.strftime('%H:%M:%S', time.localtime(changed))} while a call "
+               "of the agent ran, named by none: " + ("kept (--keep-unsure)" if keep_unsure else
+                                                       "restored (--keep-unsure keeps it)"))
+        plan.unsure.append(SkippedPath(path, why))
+        if not keep_unsure:
+            mine.append(path)
+    kept = {k.path for k in plan.kept_edits} | ({u.path for u in plan.unsure} if keep_unsure
+                                                else set())
+    plan.modified = mine
+    plan.mode_changes = [m for m in plan.mode_changes if m.path not in kept]
+
+
+def _staged(target: GitTarget, root: Path) -> set[str]:
+    """Paths (relative to ``root``) the user's own index stages against HEAD."""
+    if target.kind != "git":
+        return set()
+    code, out, _ = target.run(["diff", "--cached", "--name-only", "-z", "--no-renames"],
+                              check=False, optional_locks=False)
+    if code != 0:
+        return set()
+    work_tree = Path(target.work_tree)
+    found = set()
+    for name in out.decode("utf-8", "surrogateescape").split("\0"):
+        if name:
+            try:
+                found.add((work_tree / name).relative_to(root).as_posix())
+            except ValueError:
+                pass
+    return found
 
 
 def _restore_policy(ref: WorkspaceRef) -> WorkspacePolicy:
