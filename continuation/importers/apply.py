@@ -175,10 +175,9 @@ class Applier:
         if call is not None and (call.finished_seq is not None
                                  or call.status not in ("in_flight", "unknown")):
             return self._known()
-        output = d.get("output")
+        # the output is already its excerpt (cut when the op was made, see timeline)
         return [facts.tool_finished(d["call_id"], d["status"], exit_code=d.get("exit_code"),
-                                    output=None if output is None else facts.excerpt(output),
-                                    turn_id=d["turn_id"])]
+                                    output=d.get("output"), turn_id=d["turn_id"])]
 
     def _running(self, turn_id) -> bool:
         turn = self.view.get_turn(turn_id) if turn_id else None
