@@ -115,3 +115,25 @@ def test_the_op_log_spills_to_disk_and_reads_back_the_same_ops_with_later_rename
     assert [o.data["input_id"] for o in back[30:]] == [f"i{n % 7}" for n in range(30, 60)]
     assert list(log) == back  # read again: the same ops
     log.close()
+
+
+def test_the_compact_parent_map_answers_as_a_dict_for_any_id():
+    import random
+    import uuid
+
+    from continuation.importers.parent_map import ParentMap
+
+    rng = random.Random(35)
+    ids = [str(uuid.UUID(int=rng.getrandbits(128), version=4)) for _ in range(3000)]
+    # ids a dict takes as they are but that are not a canonical uuid's exact spelling
+    odd = ["u1", "A" * 36, ids[3].upper(), ids[5][:35] + "_", "+" + ids[7][1:], "", "-" * 36]
+    pool = ids + odd
+    expected, got = {}, ParentMap()
+    for _ in range(12000):  # past several table growths; parents before and after children
+        key, parent = rng.choice(pool), rng.choice(pool + [None])
+        expected.setdefault(key, parent)
+        got.setdefault(key, parent)
+    probe = pool + [str(uuid.UUID(int=rng.getrandbits(128), version=4)) for _ in range(200)]
+    assert [k in got for k in probe] == [k in expected for k in probe]
+    assert [got.get(k) for k in probe] == [expected.get(k) for k in probe]
+    assert len(got) == len(expected)
