@@ -133,7 +133,19 @@ def test_the_compact_parent_map_answers_as_a_dict_for_any_id():
         key, parent = rng.choice(pool), rng.choice(pool + [None])
         expected.setdefault(key, parent)
         got.setdefault(key, parent)
-    probe = pool + [str(uuid.UUID(int=rng.getrandbits(128), version=4)) for _ in range(200)]
+    # a linear conversation (each record's parent the record before: the cached fast path),
+    # then walked up from its end as the rewind check does
+    chain = [str(uuid.UUID(int=rng.getrandbits(128), version=4)) for _ in range(500)]
+    for parent, key in zip([ids[0]] + chain, chain):
+        expected.setdefault(key, parent)
+        got.setdefault(key, parent)
+    walked, node = [], chain[-1]
+    while node is not None and len(walked) < 600:
+        walked.append(node)
+        node = got.get(node)
+    assert walked[:500] == chain[::-1]
+    probe = pool + chain + [str(uuid.UUID(int=rng.getrandbits(128), version=4))
+                            for _ in range(200)]
     assert [k in got for k in probe] == [k in expected for k in probe]
     assert [got.get(k) for k in probe] == [expected.get(k) for k in probe]
     assert len(got) == len(expected)

@@ -47,6 +47,9 @@ class ParentMap:
         self._bits = 10
         self._odd: dict[str, str | None] = {}  # keys that are not canonical uuids
         self._odd_parent: dict[int, str] = {}  # entry -> its parent, not a canonical uuid
+        # the last uuid handled and its entry: a record's parent is mostly the record just
+        # before it, and a walk up asks next for the parent it was just given
+        self._last: tuple[str | None, int] = (None, -1)
 
     def _find(self, hi: int, lo: int) -> tuple[int, int]:
         """(entry number or -1, the slot it is in or would go to)."""
@@ -87,10 +90,15 @@ class ParentMap:
             self._odd.setdefault(uuid, parent)
             return
         e = self._entry(n)
+        last_key, last_entry = self._last
+        self._last = (uuid, e)
         if self._parent[e] != ABSENT:
             return  # the first record with this uuid decided its parent
         if parent is None:
             self._parent[e] = NONE
+            return
+        if parent == last_key:
+            self._parent[e] = last_entry
             return
         p = _pack(parent)
         if p is None:
@@ -102,10 +110,12 @@ class ParentMap:
     def _key_entry(self, uuid: str) -> int | None:
         """The entry of a canonical ``uuid`` that is a key; -1 when it is not; None when
         ``uuid`` is not canonical (the dict beside has it)."""
-        n = _pack(uuid)
-        if n is None:
-            return None
-        e, _ = self._find(n >> 64, n & _M64)
+        last_key, e = self._last
+        if uuid != last_key:
+            n = _pack(uuid)
+            if n is None:
+                return None
+            e, _ = self._find(n >> 64, n & _M64)
         return e if e >= 0 and self._parent[e] != ABSENT else -1
 
     def __contains__(self, uuid: str) -> bool:
@@ -123,7 +133,9 @@ class ParentMap:
             return self._odd_parent[e]
         if p < 0:
             return None
-        return _unpack(self._hi[p], self._lo[p])
+        parent = _unpack(self._hi[p], self._lo[p])
+        self._last = (parent, p)
+        return parent
 
     def __len__(self) -> int:
         return sum(1 for p in self._parent if p != ABSENT) + len(self._odd)
