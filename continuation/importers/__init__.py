@@ -34,6 +34,10 @@ Decisions (details in each module's docstring):
 - Re-import: exactly-once admission by id, per-fact checks against the thread's state, and an
   import cursor (``transcript_imported`` event: path, offset, prefix sha256) so a second import
   of a grown file only writes what follows the cursor. Nothing is written twice.
+- Memory does not follow the file's size: records are read one at a time, ops go to an op log
+  spilled to an unlinked temporary file (:mod:`.oplog`), outputs are held only as their stored
+  excerpt, the Claude DAG is compact (:mod:`.parent_map`); a long import can show a progress
+  line on stderr (:mod:`.progress`). ``docs/importing.md`` has the figures.
 - The report counts repeated tool calls: executions of an identical (tool, args) within one
   turn beyond the first (the Codex fixture: ``echo line >> notes.txt`` ran 46 times).
 """
