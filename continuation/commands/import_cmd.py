@@ -2,9 +2,13 @@
 
 Prints a short report (``--json``: the full report). Damaged content (torn or malformed lines,
 unknown record types, a NUL tail) is reported and skipped: the exit code stays 0. A file that
-cannot be read at all is one line on stderr and exit 1.
+cannot be read at all is one line on stderr and exit 1. An import running over 2 s shows a
+progress line on stderr when stderr is a terminal (``--progress``: also when it is not;
+``--no-progress``: never; see :mod:`continuation.importers.progress`).
 """
 from __future__ import annotations
+
+import os
 
 from continuation.commands import CommandError, add_json_arg, open_engine
 from continuation.commands.output import emit_json
@@ -23,21 +27,35 @@ def register(sub) -> None:
                            "is left open)")
     live.add_argument("--live", dest="session_over", action="store_const", const=False,
                       help="the session is still running: leave its last turn open")
+    shown = p.add_mutually_exclusive_group()
+    shown.add_argument("--progress", dest="progress", action="store_const", const=True,
+                       help="a progress line on stderr for an import running over 2 s, even "
+                            "when stderr is not a terminal (default: only on a terminal)")
+    shown.add_argument("--no-progress", dest="progress", action="store_const", const=False,
+                       help="never a progress line")
     p.add_argument("--session-id", help="the session (thread) to import into "
                    "(default: the id FILE names, else its file name)")
-    p.set_defaults(func=cmd_import, session_over=None)
+    p.set_defaults(func=cmd_import, session_over=None, progress=None)
 
 
 def cmd_import(args) -> int:
     from continuation.importers import TranscriptUnreadable, import_transcript
+    from continuation.importers.progress import Progress
 
+    try:
+        size = os.path.getsize(args.file)
+    except OSError:
+        size = None  # import_transcript says why it cannot read it
+    progress = Progress(size, enabled=args.progress)
     try:
         with open_engine() as engine:
             report = import_transcript(args.runtime, args.file, engine=engine,
                                        session_over=args.session_over,
-                                       session_id=args.session_id)
+                                       session_id=args.session_id, progress=progress)
     except TranscriptUnreadable as exc:
         raise CommandError(str(exc)) from None
+    finally:
+        progress.end_line()
     if args.json:
         emit_json(report.to_dict())
     else:

@@ -34,6 +34,10 @@ Decisions (details in each module's docstring):
 - Re-import: exactly-once admission by id, per-fact checks against the thread's state, and an
   import cursor (``transcript_imported`` event: path, offset, prefix sha256) so a second import
   of a grown file only writes what follows the cursor. Nothing is written twice.
+- Memory does not follow the file's size: records are read one at a time, ops go to an op log
+  spilled to an unlinked temporary file (:mod:`.oplog`), outputs are held only as their stored
+  excerpt, the Claude DAG is compact (:mod:`.parent_map`); a long import can show a progress
+  line on stderr (:mod:`.progress`). ``docs/importing.md`` has the figures.
 - The report counts repeated tool calls: executions of an identical (tool, args) within one
   turn beyond the first (the Codex fixture: ``echo line >> notes.txt`` ran 46 times).
 """
@@ -104,13 +108,14 @@ def _prescan(module, path: Path) -> tuple[str | None, str | None]:
 
 
 def import_transcript(runtime: str, path, *, engine=None, session_over: bool | None = None,
-                      session_id: str | None = None) -> ImportReport:
+                      session_id: str | None = None, progress=None) -> ImportReport:
     """Import one transcript into its thread; returns what was read, written and skipped.
 
     ``session_over``: whether the runtime session that wrote the file has ended (a turn left
     running at the end of the file is then cut, crash-style). ``None`` decides it from the
     store: over only when the hook-recorded runtime processes of this thread ended or died;
-    with none recorded the last turn is left open (the report says so).
+    with none recorded the last turn is left open (the report says so). ``progress``: a
+    :class:`~.progress.Progress` told how far reading and writing have got (none: silent).
     """
     module = _parser(runtime)
     path = Path(path)
@@ -121,6 +126,7 @@ def import_transcript(runtime: str, path, *, engine=None, session_over: bool | N
     from continuation.session.engine import workspace_root
 
     own_engine = engine is None
+    timeline = None
     if own_engine:
         from continuation.session.engine import Engine
 
@@ -135,6 +141,8 @@ def import_transcript(runtime: str, path, *, engine=None, session_over: bool | N
         parser = {"codex": "CodexParser", "claude": "ClaudeParser", "gemini": "GeminiParser"}[runtime]
         parser = getattr(module, parser)(timeline)
         for line in reader:
+            if progress is not None:
+                progress.reading(line.end)
             timeline.at(line.number, line.end)
             try:
                 parser.feed(line.record)
@@ -163,8 +171,10 @@ def import_transcript(runtime: str, path, *, engine=None, session_over: bool | N
                       "size": _size(path), "runtime": runtime}
         applier = Applier(thread, timeline, report, source=f"import:{runtime}",
                           skip_upto=skip_upto, session_over=over, cursor=new_cursor,
-                          owner_unknown=owner_unknown)
+                          owner_unknown=owner_unknown, progress=progress)
         applier.run()
+        if progress is not None:
+            progress.done(report.bytes_read, sum(report.events_written.values()))
         states = {r.input_id: r.state for r in thread.inputs()}
         for p in report.prompts:
             if p.get("kind") == "input":
@@ -172,6 +182,8 @@ def import_transcript(runtime: str, path, *, engine=None, session_over: bool | N
                 p["state"] = states.get(p["input_id"], "unknown")
         return report
     finally:
+        if timeline is not None:
+            timeline.ops.close()  # its temporary file, if it spilled
         if own_engine:
             engine.close()
 

@@ -68,7 +68,8 @@ END_OF_TRANSCRIPT_CUT = "crashed: end_of_transcript"
 
 class Applier:
     def __init__(self, thread, timeline: Timeline, report: ImportReport, *, source: str,
-                 skip_upto: int, session_over: bool, cursor: dict, owner_unknown: bool = False):
+                 skip_upto: int, session_over: bool, cursor: dict, owner_unknown: bool = False,
+                 progress=None):
         self.thread = thread
         self.timeline = timeline
         self.report = report
@@ -77,6 +78,7 @@ class Applier:
         self.session_over = session_over
         self.owner_unknown = owner_unknown  # session_over was a default: no owner recorded
         self.cursor = cursor
+        self.progress = progress
         self.view = thread.store.state_view(thread.key)
         self.store = thread.store
         #: transcript input id -> the id it was recorded under (a queued twin, see _op_admit)
@@ -104,7 +106,10 @@ class Applier:
     def _events(self):
         self._load()  # the first item is pulled inside append_many's transaction
         written_any = False
-        for op in self.timeline.ops:
+        total = len(self.timeline.ops)
+        for n, op in enumerate(self.timeline.ops):
+            if self.progress is not None:
+                self.progress.writing(n, total)
             if op.kind != "end" and op.offset <= self.skip_upto:
                 if op.kind == "admit":
                     self.report.duplicates += 1  # imported before (the cursor covers it)
@@ -175,10 +180,9 @@ class Applier:
         if call is not None and (call.finished_seq is not None
                                  or call.status not in ("in_flight", "unknown")):
             return self._known()
-        output = d.get("output")
+        # the output is already its excerpt (cut when the op was made, see timeline)
         return [facts.tool_finished(d["call_id"], d["status"], exit_code=d.get("exit_code"),
-                                    output=None if output is None else facts.excerpt(output),
-                                    turn_id=d["turn_id"])]
+                                    output=d.get("output"), turn_id=d["turn_id"])]
 
     def _running(self, turn_id) -> bool:
         turn = self.view.get_turn(turn_id) if turn_id else None

@@ -51,6 +51,7 @@ from continuation.session.claude_synthetic import (
     unknown_outcome_placeholder,
 )
 from continuation.importers.claude_queue import Entry, InputQueue
+from continuation.importers.parent_map import ParentMap
 from continuation.importers.timeline import Timeline
 
 INTERRUPT_PREFIX = "[Request interrupted by user"
@@ -119,7 +120,8 @@ class ClaudeParser:
         self.tl.infer_completion_at_end = True
         self.report = timeline.report
         self.current: str | None = None  # the running turn id
-        self.parent: dict[str, str | None] = {}  # uuid -> parentUuid (the conversation DAG)
+        # uuid -> parentUuid (the conversation DAG), every record's: compact (see parent_map)
+        self.parent = ParentMap()
         self.prompt_uuids: list[tuple[str, str]] = []  # (record uuid, input id), in order
         self.prompt_texts: dict[str, str] = {}  # promptId -> first text seen with it
         self.queue = InputQueue()  # typed while busy, not yet delivered (see claude_queue)

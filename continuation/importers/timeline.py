@@ -5,16 +5,23 @@ methods; the timeline keeps the parser's own picture of turns and tool calls (to
 record means: is a turn running? is this call paired?) and appends :class:`Op` items that
 :mod:`.apply` later writes through the engine. Every op carries the byte offset just after the
 record that produced it, so a re-import can skip what an earlier import already covered.
+
+Memory: the ops go to an :class:`~.oplog.OpLog` (out of memory past a small buffer), a tool
+output is cut to its stored excerpt when its op is made, and the repeated-call counts key each
+call's arguments by a digest; what stays in memory per turn, call and input is its ids and
+small state, never the bytes of outputs or arguments (``docs/importing.md``).
 """
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass, field
 
 from statemachine.reducer import alias_of
 
+from continuation.importers.oplog import OpLog
 from continuation.importers.report import ImportReport
-from continuation.session.facts import input_identity
+from continuation.session.facts import excerpt, input_identity
 
 
 @dataclass
@@ -35,7 +42,8 @@ class _Turn:
     last_assistant: str | None = None  # the last assistant text of the turn
     last_was_text: bool = False  # the turn's latest model output was text, not a tool call
     replied: bool = False  # the model produced output in this turn
-    executions: dict = field(default_factory=dict)  # (tool, canonical args) -> count
+    # (tool, digest of the canonical args) -> [count, the args' text once counted twice]
+    executions: dict = field(default_factory=dict)
     rolled_back: bool = False  # dropped from the history by a rollback (never counted again)
 
 
@@ -43,7 +51,7 @@ class Timeline:
     def __init__(self, runtime: str, report: ImportReport):
         self.runtime = runtime
         self.report = report
-        self.ops: list[Op] = []
+        self.ops = OpLog()
         self.thread_key: str | None = None
         self.turns: dict[str, _Turn] = {}
         self.order: list[str] = []  # turn ids in the order they started
@@ -161,11 +169,7 @@ class Timeline:
         self.inputs[new] = self.inputs.pop(old)
         for t in self.turns.values():
             t.inputs = [new if i == old else i for i in t.inputs]
-        for op in self.ops:
-            if op.kind in ("admit", "deliver") and op.data.get("input_id") == old:
-                op.data = {**op.data, "input_id": new}
-                if op.kind == "admit":
-                    op.data["id_source"] = "runtime"
+        self.ops.rename_input(old, new)  # the admit / deliver ops written so far
         for p in self.report.prompts:
             if p.get("input_id") == old:
                 p["input_id"] = new
@@ -210,11 +214,23 @@ class Timeline:
             t.open_calls.append(key)
             t.last_was_text = False
             t.replied = True
-            key = (tool, json.dumps(args, sort_keys=True, ensure_ascii=False, default=str))
-            t.executions[key] = t.executions.get(key, 0) + 1
+            self._count_execution(t, tool, args)
         self._op("tool_started", call_id=call_id, tool=tool, args=args, turn_id=turn_id)
         if plan_items is not None:
             self._op("plan", call_id=call_id, tool=tool, items=plan_items)
+
+    @staticmethod
+    def _count_execution(t: _Turn, tool: str, args) -> None:
+        # the args' text (a Write's whole file) is kept only for calls that repeat: the report
+        # lists those
+        text = json.dumps(args, sort_keys=True, ensure_ascii=False, default=str)
+        key = (tool, hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest())
+        seen = t.executions.get(key)
+        if seen is None:
+            t.executions[key] = [1, None]
+        else:
+            seen[0] += 1
+            seen[1] = text
 
     def tool_finished(self, call_id: str, status: str, *, exit_code: int | None = None,
                       output: str | None = None) -> None:
@@ -232,8 +248,9 @@ class Timeline:
         if key in self.report.tool_calls_unpaired:
             self.report.tool_calls_unpaired.remove(key)  # a late outcome pairs it after all
         self.report.tool_calls_paired += 1
+        # the excerpt the event stores, made now: the op log never holds a whole output
         self._op("tool_finished", call_id=call_id, status=status, exit_code=exit_code,
-                 output=output, turn_id=call["turn_id"])
+                 output=None if output is None else excerpt(output), turn_id=call["turn_id"])
 
     def assistant_text(self, turn_id: str | None, text: str) -> None:
         if turn_id and turn_id in self.turns and text.strip():
@@ -275,7 +292,7 @@ class Timeline:
                                    "claims": claims}, self.offset, self.line))
         for turn_id in self.order:
             t = self.turns[turn_id]
-            for (tool, args_text), count in t.executions.items():
+            for (tool, _), (count, args_text) in t.executions.items():
                 if count > 1:
                     self.report.repeated_tool_calls.append({
                         "turn_id": turn_id, "inputs": " | ".join(t.texts), "tool": tool,
