@@ -28,6 +28,8 @@ def test_it_runs_once_while_git_scans_and_the_capsule_holds_its_effect(thread_on
     thread, repo, tmp_path = thread_on_repo
     marks = tmp_path / "marks"
     monkeypatch.setenv(phase_marks.VARIABLE, str(marks))
+    # the wait for git's scan is bounded; a loaded machine must not make this test race it
+    monkeypatch.setattr(boundary, "SCAN_START_WAIT_S", 120.0)
     seen = []
 
     def settle():

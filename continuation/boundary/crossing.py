@@ -76,11 +76,12 @@ class _PendingSnapshot:
         finally:
             self._scanning.set()
 
-    def wait_for_scan(self, timeout: float = SCAN_START_WAIT_S) -> None:
-        """Until git's scan starts, the snapshot ends (no scan: skipped, failed) or ``timeout``
-        passes (a lock held by another snapshot: the boundary waits for this one anyway)."""
+    def wait_for_scan(self) -> None:
+        """Until git's scan starts, the snapshot ends (no scan: skipped, failed) or
+        SCAN_START_WAIT_S passes (a lock held by another snapshot: the boundary waits for this
+        one anyway)."""
         if self._worker is not None:
-            self._scanning.wait(timeout)
+            self._scanning.wait(SCAN_START_WAIT_S)
 
     def result(self) -> dict | None:
         if self._worker is not None:
