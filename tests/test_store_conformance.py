@@ -403,3 +403,174 @@ def test_thread_removal_and_retention_reads(store):
     deleted = store.delete_thread_rows(key)
     assert deleted["events"] == 1 and deleted["threads"] == 1
     assert store.thread_keys() == [fork] and store.forks_of(key) == [fork]  # the lineage stays
+
+
+def test_turns_claims_and_the_boundarys_bounded_reads(store):
+    key = store.ensure_thread("codex", "s-b")
+    _admit(store, key, "i1", text="first", turn_id="t1")
+    store.append(key, ev.INPUT_DELIVERED, {"input_id": "i1", "turn_id": "t1"}, source="test")
+    store.append(key, ev.ASSISTANT_CLAIM, {"text": "claim one", "turn_id": "t1"}, source="test")
+    store.append(key, ev.TURN_COMPLETED, {"turn_id": "t1"}, source="test")
+    _admit(store, key, "i2", text="second", turn_id="t2")
+    store.append(key, ev.INPUT_DELIVERED, {"input_id": "i2", "turn_id": "t2"}, source="test")
+    claim2 = store.append(key, ev.ASSISTANT_CLAIM, {"text": "claim two", "turn_id": "t2"},
+                          source="test")
+    _admit(store, key, "i3", text="third", turn_id=None)
+    turns = {t.turn_id: t for t in store.turns(key)}
+    assert turns["t1"].status == "completed" and turns["t1"].input_ids == ["i1"]
+    assert turns["t2"].status == "running" and turns["t2"].input_ids == ["i2"]
+    states = {r.input_id: r.state for r in store.inputs(key)}
+    assert states["i1"] == "handled"
+    open_states = sorted({states["i2"], states["i3"]})
+    opened, newest = store.open_and_newest_inputs(key, open_states, ["handled"], 5)
+    assert sorted(d["input_id"] for d in opened) == ["i2", "i3"]
+    assert [(d["input_id"], seq > 0, size > 0) for d, seq, size in newest] == [("i1", True, True)]
+    assert store.newest_claims(key, None, None, 1) == [
+        {"seq": claim2.seq, "turn_id": "t2", "text": "claim two"}]
+    assert [c["text"] for c in store.newest_claims(key, claim2.seq - 1, None, 5)] == ["claim one"]
+    assert [c["text"] for c in store.newest_claims(key, None, [(claim2.seq, claim2.seq)], 5)] == \
+        ["claim two"]
+    # the inputs of a state a boundary did not read: all of them less those it read
+    last = store.events(key)[-1]["seq"]
+    total = (2, 100)
+    items, size, first, newest_seq = store.unread_inputs(key, open_states, total, (1, 40), last + 1)
+    assert (items, size) == (1, 60)
+    assert first is not None and newest_seq is not None and first <= newest_seq <= last
+    assert store.unread_inputs(key, open_states, total, total, last + 1) == (0, 0, None, None)
+
+
+def test_checkpoint_rows_as_is_and_pruned(store):
+    key = store.ensure_thread("codex", "s-cp")
+    row, _ = _checkpoint(key, 1, b"capsule bytes")
+    store.store_checkpoint_row_as_is(dict(row, file_path="/old/copy"))
+    assert store.events(key) == []  # no boundary fact: how an older version's row looks
+    [kept] = store.checkpoint_rows(key)
+    assert (bytes(kept["capsule"]), kept["file_path"], kept["rendered"]) == \
+        (b"capsule bytes", "/old/copy", "rendered 1")
+    store.prune_checkpoint_data(forget_copy=[(key, 1)], drop_rendering=[(key, 1)],
+                                drop_capsule=[(key, 1)])
+    [pruned] = store.checkpoint_rows(key)
+    assert (bytes(pruned["capsule"]), pruned["file_path"], pruned["rendered"]) == (b"", None, "")
+    assert (pruned["checkpoint_id"], pruned["sha256"]) == (row["checkpoint_id"], row["sha256"])
+
+
+def test_copies_land_at_their_own_seqs_or_not_at_all(store):
+    source = store.ensure_thread("codex", "s-src")
+    for n in range(3):
+        _admit(store, source, f"i{n}", text=f"text {n}", turn_id="t1")
+    events = store.events(source)
+    copy = store.ensure_thread("codex", "s-copy")
+    store.append_at_same_seqs(copy, events[:2])
+    assert [(e["seq"], e["data"]["input_id"]) for e in store.events(copy)] == [(1, "i0"), (2, "i1")]
+    with pytest.raises(ValueError):  # the third event's seq is 3, the first's 1: not its own
+        store.append_at_same_seqs(copy, [events[2], events[0]])
+    assert len(store.events(copy)) == 2  # all or nothing
+    # a salvage appends after a gap where the events before it were lost
+    gap = store.ensure_thread("codex", "s-gap")
+    done = store.append_at_seq(gap, dict(events[2], seq=7))
+    assert done is not None and done.seq == 7
+    assert [e["seq"] for e in store.events(gap)] == [7]
+    with pytest.raises(ValueError):
+        store.append_at_seq(gap, dict(events[1], seq=5))
+
+
+def test_drained_facts_are_marked_once(store):
+    key = store.ensure_thread("codex", "s-drain")
+    fact = {"type": ev.INPUT_ADMITTED, "source": "spool", "ts": 5.0,
+            "data": {"input_id": "d1", "text": "x", "turn_id": None, "ordinal": 0,
+                     "queued": False, "id_source": "runtime"}}
+    before = store.event_count()
+    assert store.append_drained("origin-a", 1, key, fact) == 1
+    assert store.append_drained("origin-a", 1, key, fact) == 0  # the same mark: drained already
+    assert store.append_drained("origin-b", 9, key, fact) == 0  # a duplicate input: nothing new
+    assert store.event_count() == before + 1
+    [row] = store.events(key)
+    store.forget_event(key, row["seq"])
+    assert store.events(key) == [] and store.event_count() == before
+
+
+def test_spool_origin_and_heartbeat(store):
+    store.ensure_spool_origin()
+    origin = store.spool_origin()
+    store.ensure_spool_origin()  # given once
+    assert store.spool_origin() == origin and len(origin) == 24
+    key = store.ensure_thread("codex", "s-hb")
+    store.heartbeat(key, {"pid": 77, "proc_start": "9", "host": "h", "heartbeat": 42.0})
+    store.heartbeat(key, {"pid": 77, "proc_start": "9", "host": "h", "heartbeat": 43.0})
+    assert [(s["pid"], s["heartbeat"]) for s in store.sessions(key)] == [(77, 43.0)]
+
+
+def test_a_hook_runs_marks_stay_with_its_facts(backend, store, monkeypatch):
+    """A server keeps a hook run's mark with each fact, so a drain of the same fact from the
+    spool (its commit's answer was lost) is skipped; the local store hands nothing on and keeps
+    none; the spool keeps the mark beside the fact for its drain."""
+    from continuation.store import log_store
+    from continuation.store.spool import SpoolStore
+
+    stamps = log_store.WriteStamps()
+    monkeypatch.setattr(log_store, "STAMPS", stamps)
+    key = store.ensure_thread("codex", "s-stamp")
+    done = _admit(store, key, "i1", text="stamped")
+    probe = log_store.WriteStamps()
+    probe.run_id = stamps.run_id
+    [event] = store.events(key)
+    mark = probe.mark(event["type"], event["data"])
+    other = dict(event, data=dict(event["data"], input_id="i2"))
+    server = backend[0] != "sqlite"
+    assert store.append_drained(*mark, key, other) == (0 if server else 1)
+    store.ensure_spool_origin()
+    assert store.spool_stamp(key, done.seq) is None
+    if not server:
+        spool = SpoolStore(backend[1], "postgresql://unreachable", "test")
+        try:
+            skey = spool.ensure_thread("codex", "s-spooled")
+            spooled = _admit(spool, skey, "i3", text="spooled")
+            origin, n = spool.spool_stamp(skey, spooled.seq)
+            assert origin.startswith(f"run:{stamps.run_id}:") and n == 1
+        finally:
+            spool.close()
+
+
+def test_schema_tables_and_leaving_open(backend):
+    first = open_store(backend[1])
+    key = first.ensure_thread("codex", "s-open")
+    _admit(first, key, "i1")
+    from continuation.store.schema import SCHEMA_VERSION
+
+    assert first.schema_version == SCHEMA_VERSION
+    tables = first.thread_tables()
+    assert tables[-1] == "threads" and {"events", "inputs", "tool_calls", "checkpoints"} <= set(tables)
+    first.leave_open()  # what a hook does before os._exit: every commit already durable
+    second = open_store(backend[1])
+    try:
+        assert [r.input_id for r in second.inputs(key)] == ["i1"]
+    finally:
+        second.close()
+        first.close()
+
+
+#: operations whose meaning is a backend's own, not the contract's
+NOT_CONTRACT = frozenset({"transaction", "sql", "conn"})
+
+
+def _named_operations() -> set[str]:
+    from continuation.store import boundary_reads, interface, log_store, thread_reads
+
+    ops = set()
+    for cls in (interface.Store, thread_reads.ThreadReads, boundary_reads.BoundaryReads,
+                log_store.LogStore):
+        ops |= {name for name, value in vars(cls).items()
+                if not name.startswith("_") and (callable(value) or isinstance(value, property))}
+    return ops - NOT_CONTRACT
+
+
+def test_every_named_operation_is_exercised_here():
+    """A backend is conformant when it passes this file: an operation no test here calls is
+    one a backend can get wrong unseen."""
+    import ast
+    from pathlib import Path
+
+    tree = ast.parse(Path(__file__).read_text(encoding="utf-8"))
+    called = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+    missing = sorted(_named_operations() - called)
+    assert not missing, f"store operations with no conformance test in {Path(__file__).name}: {missing}"
