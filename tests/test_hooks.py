@@ -171,8 +171,9 @@ def test_hook_command_end_to_end_via_subprocess(tmp_path):
 #: what the hot path never imports: the heavy libraries; what costs start-up time and it does
 #: not need (the CLI's argparse, dataclasses (inspect), typing, pathlib, tempfile, and json's
 #: Python layer with the re and enum it imports: see continuation.host.jsontext); a PostgreSQL
-#: driver on the SQLite store
+#: driver on the SQLite store; the commands' output and completion libraries
 HOT_PATH_NEVER = ("pydantic", "tiktoken", "git", "transitions", "capsule", "psycopg", "argparse",
+                  "rich", "shtab", "argcomplete", "textwrap", "difflib",
                   "dataclasses", "typing", "pathlib", "tempfile", "json", "re", "enum",
                   "runpy", "importlib.util")  # the last two: `-m`'s (see default_command)
 

@@ -10,6 +10,7 @@ import os
 import sys
 
 from continuation import __version__
+from continuation.commands.output import terminal_width
 
 
 class CommandError(Exception):
@@ -20,27 +21,49 @@ class CommandError(Exception):
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # one line and exit 2, as argparse does, without the usage dump
-        sys.stderr.write(f"continuation: {message} (see `{self.prog} --help`)\n")
+        hint = did_you_mean(self, message)
+        sys.stderr.write(f"continuation: {message}{hint} (see `{self.prog} --help`)\n")
         raise SystemExit(2)
 
     def _get_formatter(self):
         # argparse builds a formatter for every add_argument, and one without a width imports
         # shutil (with zlib, bz2 and lzma) to ask the terminal: a tenth of a `status`
-        return self.formatter_class(prog=self.prog, width=_terminal_width() - 2)
+        return self.formatter_class(prog=self.prog, width=terminal_width() - 2)
 
 
-def _terminal_width() -> int:
-    """What ``shutil.get_terminal_size().columns`` answers: $COLUMNS, else the terminal, else 80."""
-    try:
-        columns = int(os.environ.get("COLUMNS", "0"))
-    except ValueError:
-        columns = 0
-    if columns > 0:
-        return columns
-    try:
-        return os.get_terminal_size(sys.__stdout__.fileno()).columns or 80
-    except (AttributeError, ValueError, OSError):
-        return 80
+def did_you_mean(parser: argparse.ArgumentParser, message: str) -> str:
+    """``; did you mean `status`?`` for a mistyped command, choice or option; else ``""``."""
+    import difflib
+    import re
+
+    if "invalid choice: " in message:
+        typed, _, listed = message.split("invalid choice: ", 1)[1].partition(" (choose from")
+        typed = typed.strip("'\"")
+        choices = re.findall(r"'([^']*)'", listed)
+    elif message.startswith("unrecognized arguments: "):
+        typed = message.split(": ", 1)[1].split()[0].split("=", 1)[0]
+        if not typed.startswith("-"):
+            return ""
+        choices = _option_strings(parser)
+    else:
+        return ""
+    close = difflib.get_close_matches(typed, choices, n=1, cutoff=0.6)
+    return f"; did you mean `{close[0]}`?" if close else ""
+
+
+def _option_strings(parser: argparse.ArgumentParser) -> list[str]:
+    """Every long option of the command line that was typed (its command's parser after the
+    top one's): argparse reports an unknown option from the top parser."""
+    typed = getattr(parser, "typed_argv", [])
+    command = next((a for a in typed if not a.startswith("-")), None)
+    found = []
+    for action in parser._actions:
+        found += [o for o in action.option_strings if o.startswith("--")]
+        if isinstance(action, argparse._SubParsersAction):
+            subs = [action.choices[command]] if command in action.choices else action.choices.values()
+            for sub in subs:
+                found += _option_strings(sub)
+    return list(dict.fromkeys(found))
 
 
 MODULES = ("status", "lifecycle_cmd", "prove_cmd", "capsule_cmd", "install_cmd", "rewind_cmd", "recover_cmd", "reconcile_cmd", "doctor_cmd", "import_cmd")
@@ -92,7 +115,11 @@ def _run(argv: list[str]) -> int:
     from continuation.store import StoreError
 
     parser = build_parser(argv[0] if argv else None)
+    parser.typed_argv = argv
     args = parser.parse_args(argv)
+    from continuation.commands import output
+
+    output.configure(wide=getattr(args, "wide", False))
     if not getattr(args, "func", None):
         parser.print_help()
         return 0 if not argv else 2
@@ -143,4 +170,14 @@ def add_thread_arg(p: argparse.ArgumentParser, help: str | None = None) -> None:
 
 
 def add_json_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument("--json", action="store_true", help="print JSON (every value in full)")
+
+
+def add_wide_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--wide", action="store_true",
+                   help="do not fit the output to the terminal: full ids and texts")
+
+
+def add_verbose_arg(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument("-v", "--verbose", action="store_true", help=f"list {what} in full "
+                   "(by default: the totals and the first few)")

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from continuation.store.sqlite import file_integrity
+from continuation.host.units import size_text
 
 OK, INFO, WARN, PROBLEM = "ok", "info", "warn", "problem"
 
@@ -279,17 +280,9 @@ def disk_usage(home: Path) -> Finding:
                 continue
             sizes[key] = sizes.get(key, 0) + size
             total += size
-    parts = ", ".join(f"{k} {_human(v)}" for k, v in sorted(sizes.items(), key=lambda kv: -kv[1])[:6])
-    return Finding("disk", INFO, f"state home {home} uses {_human(total)}" + (f" ({parts})" if parts else ""),
+    parts = ", ".join(f"{k} {size_text(v)}" for k, v in sorted(sizes.items(), key=lambda kv: -kv[1])[:6])
+    return Finding("disk", INFO, f"state home {home} uses {size_text(total)}" + (f" ({parts})" if parts else ""),
                    data={"total_bytes": total, "by_folder": sizes})
-
-
-def _human(n: int) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n} B"
 
 
 # -- workspace refs ------------------------------------------------------------------------------
@@ -536,11 +529,11 @@ def check_home(home: Path) -> list[Finding]:
     if why is None:
         free = shutil.disk_usage(home).free
         if free < LOW_SPACE_BYTES:
-            return [Finding("home", PROBLEM, f"the state home {home} is full ({_human(free)} "
+            return [Finding("home", PROBLEM, f"the state home {home} is full ({size_text(free)} "
                             "free): hooks cannot record what happens",
                             "free space on its file system or point CONTINUATION_HOME elsewhere",
                             data={"free_bytes": free})]
-        return [Finding("home", OK, f"state home {home} is writable ({_human(free)} free)",
+        return [Finding("home", OK, f"state home {home} is writable ({size_text(free)} free)",
                         data={"free_bytes": free})]
     return [Finding("home", PROBLEM, f"the state home {home} cannot be written ({why}): hooks "
                     "record nothing until it can (they still answer, so your agent goes on)",
