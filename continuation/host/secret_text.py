@@ -1,0 +1,132 @@
+"""Secret-looking text: the formats of common tokens and credentials, found and redacted.
+
+Two lists, by how sure a match is:
+
+- :data:`TOKEN_FORMATS`: tokens a service prints with its own prefix or frame (a GitHub token,
+  an AWS access key id, a private key block...). A match is a secret with few false alarms, so
+  the workspace's content scan leaves a file holding one out of snapshots
+  (``continuation.workspace.secrets``), and :func:`redact` hides it.
+- :data:`CREDENTIAL_FORMATS`: secrets known by what stands before them (``password=...``,
+  ``Authorization: Bearer ...``, the password of ``https://user:pass@host``). Too loose to decide
+  a file's fate; what is shown hides them too (hiding a harmless value costs less than showing
+  a password).
+
+What is SHOWN to a person (command output, ``logs/hooks.log``, the timeline page) passes through
+:func:`redact` unless the user asks for secrets (``--show-secrets``). What is STORED, and what is
+handed to the model (capsules, ``continuation context``, ``continuation source``, hook answers),
+keeps the user's text as it was: the model had it already, and a changed command would be
+a different command.
+
+A redaction names the kind (``[redacted: GitHub token]``), keeps the text around it (the
+``password=`` before a password, the user in a URL), never spans a JSON string's end (redacting
+JSON text keeps it valid JSON), and is stable: redacting redacted text changes nothing.
+
+Uses ``re``: not for the hook hot path (a hook imports this only to write an error's log line).
+"""
+from __future__ import annotations
+
+import re
+
+#: kind -> pattern of a token recognised by its own shape
+TOKEN_FORMATS: dict[str, str] = {
+    "private key": r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----",
+    "AWS access key id": r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[0-9A-Z]{16}\b",
+    "GitHub token": r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{40,})",
+    "GitLab token": r"\bglpat-[A-Za-z0-9_-]{20,}",
+    # before OpenAI's, whose pattern it also matches
+    "Anthropic key": r"\bsk-ant-[A-Za-z0-9_-]{32,}",
+    "OpenAI key": r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{32,}",
+    "Slack token": r"\bxox[abposre]-[A-Za-z0-9-]{10,}",
+    "Slack webhook": r"https://hooks\.slack\.com/services/T[A-Za-z0-9_]+/B[A-Za-z0-9_]+/[A-Za-z0-9_]{16,}",
+    "Google API key": r"\bAIza[0-9A-Za-z_-]{35}",
+    "Stripe key": r"\b(?:sk|rk)_(?:live|test)_[0-9a-zA-Z]{24,}",
+    "npm token": r"\bnpm_[A-Za-z0-9]{36}\b",
+    "PyPI token": r"\bpypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{40,}",
+    "Hugging Face token": r"\bhf_[A-Za-z0-9]{34,}",
+    "SendGrid key": r"\bSG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}\b",
+    "DigitalOcean token": r"\bdo[opr]_v1_[a-f0-9]{64}\b",
+    "JSON web token": r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
+}
+
+#: what may follow a private key's first line: its base64 body (raw, or with line breaks
+#: escaped as in JSON text), headers, and its last line. Never a quote: a redaction stays
+#: inside the JSON string it starts in.
+_KEY_BODY = (r"(?:(?:[A-Za-z0-9+/=:,.\t -]|\r|\n|\\[rn])*?"
+             r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
+             r"|(?:[A-Za-z0-9+/=:,.\t-]|\r|\n|\\[rn])*)")
+
+#: what ends a credential's value (a value runs to the first of these; a quote ends it so that
+#: a redaction stays inside its JSON string)
+_VALUE_END = r"""(?=[\s"'\\,;&<>)}\]]|$)"""
+#: kind -> (the text that says a secret follows, kept; the secret itself, hidden)
+CREDENTIAL_FORMATS: dict[str, tuple[str, str]] = {
+    "password in a URL": (r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@\"'\\]+:",
+                          r"[^\s@/\"'\\\[]+(?=@)"),
+    "authorization header": (r"(?i:\bauthorization\\?[\"']?\s*[:=]\s*\\?[\"']?"
+                             r"(?:bearer|basic|token|bot)\s+)",
+                             r"[A-Za-z0-9._~+/=-]{8,}" + _VALUE_END),
+    "bearer token": (r"(?i:\bbearer\s+)", r"[A-Za-z0-9._~+/-]{16,}=*" + _VALUE_END),
+    # a key whose name ends in one of these words, then `=` or `:` and a value that is not a
+    # reference ($VAR, %VAR%, {{ var }}), a call or only digits
+    "secret value": (r"(?i:\b[A-Za-z0-9_.-]*?(?:password|passwd|passphrase|secret|token"
+                     r"|(?:api|access|secret|private|auth|signing|encryption|master)[_-]?key"
+                     r"|credentials?)\\?[\"']?\s*[:=]\s*\\?[\"']?)",
+                     r"(?![$%{\[(])(?![0-9]+" + _VALUE_END + r")[^\s\"'\\,;&<>(){}\[\]]{8,}"
+                     + _VALUE_END),
+}
+
+_TOKEN_NAMES = list(TOKEN_FORMATS)
+_TOKENS = re.compile("|".join(f"(?P<t{i}>{rx})" for i, rx in enumerate(TOKEN_FORMATS.values())))
+_PRIVATE_KEY = _TOKEN_NAMES.index("private key")
+
+
+def _shown_patterns() -> re.Pattern:
+    parts = []
+    for i, rx in enumerate(TOKEN_FORMATS.values()):
+        parts.append(f"(?P<t{i}>{rx}{_KEY_BODY if i == _PRIVATE_KEY else ''})")
+    for i, (before, secret) in enumerate(CREDENTIAL_FORMATS.values()):
+        parts.append(f"(?P<b{i}>{before})(?P<c{i}>{secret})")
+    return re.compile("|".join(parts))
+
+
+_SHOWN = _shown_patterns()
+_CREDENTIAL_NAMES = list(CREDENTIAL_FORMATS)
+
+
+def marker(kind: str) -> str:
+    """What stands where a secret of ``kind`` was."""
+    return f"[redacted: {kind}]"
+
+
+def find_token(text: str) -> str | None:
+    """The kind of the first token of :data:`TOKEN_FORMATS` in ``text``, or None."""
+    match = _TOKENS.search(text)
+    return None if match is None else _TOKEN_NAMES[int(match.lastgroup[1:])]
+
+
+def _replace(match: re.Match) -> str:
+    group = match.lastgroup
+    if group[0] == "t":
+        return marker(_TOKEN_NAMES[int(group[1:])])
+    i = int(group[1:])  # a credential: its lead-in was matched by the group before
+    return match.group(f"b{i}") + marker(_CREDENTIAL_NAMES[i])
+
+
+def redact(text: str) -> str:
+    """``text`` with every token (:data:`TOKEN_FORMATS`) and credential
+    (:data:`CREDENTIAL_FORMATS`) replaced by :func:`marker`."""
+    if not text:
+        return text
+    return _SHOWN.sub(_replace, text)
+
+
+def redact_data(value):
+    """``value`` (decoded JSON: dicts, lists, strings, numbers) with every string redacted;
+    keys too (a dict keyed by a command)."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {redact(k) if isinstance(k, str) else k: redact_data(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [redact_data(v) for v in value]
+    return value
