@@ -62,34 +62,68 @@ def spool_from_now(reason: str) -> None:
     _server_lost = reason
 
 
+#: set by the hook runner: this process reaches a server through the local relay when one
+#: runs (a command imports heavier things than the driver anyway, and reads more)
+_via_relay = False
+
+
+def use_relay() -> None:
+    """This process is a hook's: its server store goes through the local relay when one runs
+    (``relay_client``), and starts one when none does."""
+    global _via_relay
+    _via_relay = True
+
+
 def open_store(home: str, *, create: bool = True, url: str | None = None):
     """The store of the state home ``home`` (a :class:`~continuation.store.interface.Store`)."""
     url = store_url(home) if url is None else url
     if backend_name(url) == "sqlite":
         return SqliteStore(os.path.join(home, STORE_FILE), create=create)
     if _server_lost is not None:
-        from continuation.store.postgres_url import redact
-        from continuation.store.spool import SpoolStore
-
-        return SpoolStore(home, redact(url), _server_lost)
-    try:
-        from continuation.store.postgres import PostgresStore, ServerUnreachable, redact  # psycopg: only when chosen
-    except ImportError as exc:
-        raise StoreError(f"{ENV} names a PostgreSQL server but its driver is missing ({exc}):"
-                         " pip install 'continuation-engine[postgres]'") from None
+        return _spool(home, url, _server_lost)
+    from continuation.store.log_store import ServerUnreachable
     from continuation.store.spool import SPOOL_FILE
 
     spooled = os.path.exists(os.path.join(home, SPOOL_FILE))
     try:
-        store = PostgresStore(url, home=home, create=create)
+        store = _relayed(home, url, create) or _direct(home, url, create)
     except ServerUnreachable as exc:
         if not create and not spooled:
             raise
-        from continuation.store.spool import SpoolStore  # no fact is lost: it waits here for the server
-
-        return SpoolStore(home, redact(url), str(exc))
+        return _spool(home, url, str(exc))  # no fact is lost: it waits here for the server
     if spooled:
         from continuation.store.spool import drain
 
         drain(home, store)
     return store
+
+
+def _relayed(home: str, url: str, create: bool):
+    """The store through this user's relay, or None (none runs: one is started for the next
+    hooks) when this process does not use it."""
+    if not _via_relay:
+        return None
+    from continuation.store import relay_client
+
+    if not relay_client.enabled():
+        return None
+    try:
+        return relay_client.open_relayed(url, home=home, create=create)
+    except relay_client.RelayAbsent:
+        return None
+
+
+def _direct(home: str, url: str, create: bool):
+    try:
+        from continuation.store.postgres import PostgresStore  # psycopg: only when chosen
+    except ImportError as exc:
+        raise StoreError(f"{ENV} names a PostgreSQL server but its driver is missing ({exc}):"
+                         " pip install 'continuation-engine[postgres]'") from None
+    return PostgresStore(url, home=home, create=create)
+
+
+def _spool(home: str, url: str, reason: str):
+    from continuation.store.postgres_url import redact
+    from continuation.store.spool import SpoolStore
+
+    return SpoolStore(home, redact(url), reason)
