@@ -65,7 +65,17 @@ def pg_cluster():
     cluster, reason = start_cluster()
     if cluster is None:
         pytest.skip(reason)
+    # the relays hooks start for this session's databases: in a folder of the session's own,
+    # stopped with the cluster
+    import tempfile
+
+    from pg_cluster import stop_relays
+
+    relays = tempfile.mkdtemp(prefix="crelay-")
+    os.environ["CONTINUATION_RELAY_DIR"] = relays
     yield cluster
+    stop_relays(relays)
+    os.environ.pop("CONTINUATION_RELAY_DIR", None)
     remove(cluster)
 
 

@@ -129,3 +129,27 @@ def remove(cluster: Cluster) -> None:
     except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError):
         pass
     shutil.rmtree(cluster.root, ignore_errors=True)
+
+
+def stop_relays(folder: str) -> None:
+    """End the relays listening in ``folder`` (each by the pid it reports) and remove it."""
+    import signal
+
+    from continuation.store import relay_wire
+
+    for name in os.listdir(folder) if os.path.isdir(folder) else ():
+        if not name.endswith(".sock"):
+            continue
+        import _socket
+
+        sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+        try:
+            sock.settimeout(5)
+            sock.connect(os.path.join(folder, name))
+            relay_wire.send(sock, ["status"])
+            os.kill(int(relay_wire.receive(sock)["pid"]), signal.SIGTERM)
+        except (OSError, relay_wire.WireError, KeyError, ValueError):
+            pass
+        finally:
+            sock.close()
+    shutil.rmtree(folder, ignore_errors=True)

@@ -51,7 +51,7 @@ def check_server_store(home: Path) -> tuple[list[Finding], bool]:
                    f"{spooled} fact(s) recorded on this machine while the server was "
                    "unreachable wait in the local spool" if spooled else "no spooled facts",
                    "the next hook or command that reaches the server drains them" if spooled
-                   else "", data={"spooled": spooled})]
+                   else "", data={"spooled": spooled}), check_relay(home)]
     try:
         store = open_store(str(home), create=False)
     except StoreError as exc:
@@ -69,6 +69,34 @@ def check_server_store(home: Path) -> tuple[list[Finding], bool]:
                         data={"version": version, "current": SCHEMA_VERSION})], True
     finally:
         store.close()
+
+
+def check_relay(home: Path) -> Finding:
+    """The local relay hooks reach the server through: running or not, since when, what it
+    served (``store.relay``)."""
+    import time
+
+    from continuation.store import relay_client, relay_wire, store_url
+
+    url = store_url(str(home))
+    if not relay_client.enabled():
+        return Finding("store.relay", INFO, f"off ({relay_client.ENV}=off): each hook connects "
+                       "to the server itself", data={"running": False, "enabled": False})
+    if relay_wire.private_dir(create=False) is None and os.path.exists(relay_wire.relay_dir()):
+        return Finding("store.relay", WARN, f"the relay folder {relay_wire.relay_dir()} is not "
+                       "private to this user (mode 0700, owned by you): hooks connect to the "
+                       "server themselves", f"remove it, or set {relay_wire.DIR_ENV}",
+                       data={"running": False, "enabled": True})
+    state = relay_client.status(url)
+    if state is None:
+        return Finding("store.relay", INFO, "not running (the next hook starts it; it leaves "
+                       "when idle)", data={"running": False, "enabled": True})
+    since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(state["since"]))
+    return Finding("store.relay", OK,
+                   f"running, pid {state['pid']}, since {since}: {state['connections']} hook "
+                   f"connection(s), {state['statements']} statement(s) served"
+                   + (f", {state['refused']} refused (another user)" if state["refused"] else ""),
+                   data={"running": True, "enabled": True, **state})
 
 
 def check_store(path: Path, *, read_only: bool = False) -> tuple[list[Finding], bool]:

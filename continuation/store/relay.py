@@ -118,16 +118,20 @@ class Relay:
                         self.connections += 1
                     relay_wire.send(conn, {"schema": schema, "pid": os.getpid()})
                     continue
-                if op not in ("x", "m") or raw is None:
+                if op != "b" or raw is None:
                     relay_wire.send(conn, {"error": "protocol", "message": f"unknown {op!r}"})
                     return
-                answer = self.run(raw, op, message[1], message[2])
+                answers = []
+                for statement_op, sql, args in message[1]:  # in order, up to an error
+                    answers.append(self.run(raw, statement_op, sql, args))
+                    if "error" in answers[-1]:
+                        break
                 with self.lock:
-                    self.statements += 1
-                if answer.get("closed"):
+                    self.statements += len(answers)
+                if answers and answers[-1].get("closed"):
                     _close_quietly(raw)
                     raw = None
-                relay_wire.send(conn, answer)
+                relay_wire.send(conn, {"a": answers})
                 if raw is None:
                     return
         except OSError:
@@ -176,7 +180,8 @@ class Relay:
         with self.lock:
             return {"pid": os.getpid(), "since": self.started, "connections": self.connections,
                     "statements": self.statements, "refused": self.refused,
-                    "active": self.active, "pooled": len(self.pool),
+                    "active": self.active - 1,  # not this status request's own
+                    "pooled": len(self.pool),
                     "server": redact(self.url), "idle_s": self.idle_s}
 
     def log(self, line: str) -> None:

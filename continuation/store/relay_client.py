@@ -47,20 +47,37 @@ def enabled() -> bool:
 
 
 class _Cursor:
-    __slots__ = ("description", "rowcount", "_rows", "_at")
+    """A statement's result. Inside a transaction it may not have been sent yet: the first
+    look at it sends what waits (see :class:`RelayConnection`)."""
 
-    def __init__(self, names, rows, rowcount):
+    __slots__ = ("conn", "done", "description", "rowcount", "_rows", "_at")
+
+    def __init__(self, conn):
+        self.conn, self.done, self._at = conn, False, 0
+        self.description, self.rowcount, self._rows = None, -1, []
+
+    def fill(self, answer: dict) -> None:
+        names, rows = answer.get("d"), answer.get("r")
         self.description = None if names is None else [(n,) for n in names]
         self._rows = [relay_wire.decode_row(r) for r in rows] if rows else []
-        self.rowcount, self._at = rowcount, 0
+        self.rowcount, self.done = answer.get("n", -1), True
+
+    def __getattribute__(self, name):
+        if name in ("description", "rowcount") and not object.__getattribute__(self, "done"):
+            object.__getattribute__(self, "conn").flush()
+        return object.__getattribute__(self, name)
 
     def fetchone(self):
+        if not self.done:
+            self.conn.flush()
         if self._at >= len(self._rows):
             return None
         self._at += 1
         return self._rows[self._at - 1]
 
     def fetchall(self):
+        if not self.done:
+            self.conn.flush()
         rows, self._at = self._rows[self._at:], len(self._rows)
         return rows
 
@@ -68,49 +85,83 @@ class _Cursor:
         return iter(self.fetchall())
 
 
+#: the statements that end a transaction (``postgres_sql.commit``, ``rollback``)
+_ENDS = ("COMMIT", "ROLLBACK")
+
+
 class RelayConnection:
     """A server connection held by the relay, for as long as this socket is open (a
     transaction begun here is the relay's connection's; the relay rolls it back when this
-    socket closes with it open)."""
+    socket closes with it open).
 
-    __slots__ = ("sock", "closed", "schema")
+    Inside a transaction a statement is not sent until something needs an answer: a result
+    looked at, or the COMMIT. What waits then goes in one message, run in order by the relay
+    up to the first error, so a hook's writes cost no round trip each. The statements and
+    their order are the same as one by one; only a failed write's error is raised at that
+    next point instead of at its ``execute`` (it aborts the transaction either way). Outside
+    a transaction each statement is sent at once."""
+
+    __slots__ = ("sock", "closed", "schema", "waiting", "in_transaction")
 
     def __init__(self, sock):
         self.sock, self.closed, self.schema = sock, False, 0
+        self.waiting: list = []
+        self.in_transaction = False
 
     def _ask(self, message):
         if self.closed:
             raise ServerUnreachable("lost the store server: the relay connection is closed")
         try:
             relay_wire.send(self.sock, message)
-            answer = relay_wire.receive(self.sock)
+            return relay_wire.receive(self.sock)
         except (OSError, relay_wire.WireError) as exc:
             # the relay died (or was killed) with the statement: whether it reached the
             # server's commit is unknown, as for a server lost mid-write
             self.close()
             raise ServerUnreachable(f"lost the store server: the relay went away ({exc})") from None
-        error = answer.get("error")
-        if error is None:
-            return answer
+
+    def _raise(self, answer: dict):
         if answer.get("closed"):
             self.close()
-        if error in ("lost", "unreachable"):
+        if answer["error"] in ("lost", "unreachable"):
             raise ServerUnreachable(answer.get("message") or "lost the store server")
         raise RelayFailed(answer.get("message") or "the server refused a statement",
                           answer.get("kind") or "", answer.get("sqlstate"))
 
+    def _statement(self, op: str, sql: str, args) -> _Cursor:
+        cursor = _Cursor(self)
+        self.waiting.append(([op, sql, args], cursor))
+        if sql == "BEGIN":
+            self.in_transaction = True
+        elif sql in _ENDS:
+            self.in_transaction = False
+        if not self.in_transaction:
+            self.flush()
+        return cursor
+
+    def flush(self) -> None:
+        """Send what waits; raise the first error among it."""
+        waiting, self.waiting = self.waiting, []
+        if not waiting:
+            return
+        answers = self._ask(["b", [message for message, _ in waiting]])["a"]
+        for (_, cursor), answer in zip(waiting, answers):
+            if "error" in answer:
+                self.in_transaction = False if answer.get("closed") else self.in_transaction
+                self._raise(answer)
+            cursor.fill(answer)
+
     def execute(self, sql: str, args=()):
-        answer = self._ask(["x", sql, [relay_wire.encode_value(a) for a in nul_free(args)]])
-        return _Cursor(answer.get("d"), answer.get("r"), answer.get("n", -1))
+        return self._statement("x", sql, [relay_wire.encode_value(a) for a in nul_free(args)])
 
     def executemany(self, sql: str, rows):
-        answer = self._ask(["m", sql, [[relay_wire.encode_value(a) for a in nul_free(r)]
-                                       for r in rows]])
-        return _Cursor(None, None, answer.get("n", -1))
+        return self._statement("m", sql, [[relay_wire.encode_value(a) for a in nul_free(r)]
+                                          for r in rows])
 
     def close(self) -> None:
         if not self.closed:
             self.closed = True
+            self.waiting = []
             try:
                 self.sock.close()
             except OSError:

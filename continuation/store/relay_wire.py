@@ -7,11 +7,13 @@ item names the operation:
 
 - ``["hello", PROTOCOL]``: the relay checks out a server connection for this socket and
   answers ``{"schema": version}`` (or ``{"error": "unreachable", ...}``);
-- ``["x", sql, args]``: one statement; ``{"d": column names or null, "r": rows, "n": rowcount}``;
-- ``["m", sql, [args, ...]]``: one statement per argument list; ``{"n": rowcount}``;
+- ``["b", [statement, ...]]``: statements run in order up to the first error, each
+  ``["x", sql, args]`` (answered ``{"d": column names or null, "r": rows, "n": rowcount}``) or
+  ``["m", sql, [args, ...]]`` (one run per argument list; ``{"n": rowcount}``); the answer is
+  ``{"a": [answer, ...]}``, as many as were run (the last one an error when one failed);
 - ``["status"]``: what the relay did since it started (``continuation doctor``).
 
-An error answer is ``{"error": kind, "message": ..., "closed": bool}``: kind ``lost`` (the
+An error answer (to ``hello``, or a statement's) is ``{"error": kind, "message": ..., "closed": bool}``: kind ``lost`` (the
 server went away, or refused as a lost server would: the caller's ``ServerUnreachable``),
 ``unreachable`` (no server connection at hello), ``db`` (any other server error, with its
 ``sqlstate`` and class name). ``closed``: the relay dropped the server connection, so the
