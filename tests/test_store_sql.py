@@ -13,7 +13,7 @@ STORE = Path(__file__).resolve().parents[1] / "continuation" / "store"
 #: modules that set a backend up (pragmas, the migration lock), hold its statements, or read a
 #: damaged SQLite file row by row (salvage: below the store's logic, on a file it cannot open)
 SQL_HOMES = {"sqlite_sql.py", "postgres_sql.py", "schema.py", "schema_postgres.py", "sqlite.py",
-             "postgres.py", "salvage.py"}
+             "server_store.py", "salvage.py"}
 SQL_START = ("SELECT", "INSERT", "UPDATE", "DELETE", "CREATE", "DROP", "ALTER", "BEGIN",
              "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE", "PRAGMA")
 
