@@ -302,11 +302,6 @@ def main(argv: list[str]) -> int:
         sys.stderr.write("continuation hook: --runtime must be codex, claude or gemini\n")
         return 2
     raw = sys.stdin.buffer.read(MAX_STDIN_BYTES + 1)
-    from continuation.store import factory
-
-    # a process of its own for one payload: the team store through the local relay, so the
-    # driver's import is not paid per hook (a long-lived caller of run() connects itself)
-    factory.use_relay()
     deadline = boundary_deadline(raw)
     if deadline is None:
         out, code = run(runtime, raw, ending=True)

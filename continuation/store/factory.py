@@ -62,14 +62,14 @@ def spool_from_now(reason: str) -> None:
     _server_lost = reason
 
 
-#: set by the hook runner: this process reaches a server through the local relay when one
-#: runs (a command imports heavier things than the driver anyway, and reads more)
+#: set by the command line: this process reaches a server through the local relay when one
+#: runs (a library caller, living long, connects once itself)
 _via_relay = False
 
 
 def use_relay() -> None:
-    """This process is a hook's: its server store goes through the local relay when one runs
-    (``relay_client``), and starts one when none does."""
+    """This process is a hook's or a command's: its server store goes through the local relay
+    when one runs (``relay_client``), and starts one when none does."""
     global _via_relay
     _via_relay = True
 

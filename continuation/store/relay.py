@@ -37,6 +37,8 @@ IDLE_ENV = "CONTINUATION_RELAY_IDLE_S"
 DEFAULT_IDLE_S = 600.0
 #: server connections kept open for the next hooks (more are made while more hooks run)
 POOL_SIZE = 4
+#: how long a read of the server's schema version stands for the hooks that follow
+SCHEMA_RECHECK_S = 2.0
 
 
 def peer_uid(conn: socket.socket) -> int:
@@ -54,22 +56,37 @@ class Relay:
         self.active = 0
         self.last_activity = time.monotonic()
         self.pool: list[psycopg.Connection] = []
+        self.schema, self.schema_read_at = 0, float("-inf")
         self.lock = threading.Lock()
         self.log_path = path[:-len(".sock")] + ".log"
 
     # -- server connections -------------------------------------------------------------------
     def checkout(self) -> tuple[psycopg.Connection, int]:
-        """A healthy server connection and the schema version it reads."""
+        """A healthy server connection and the server's schema version.
+
+        The version is read again once it is older than :data:`SCHEMA_RECHECK_S` (a host
+        migrating the server between a hook's check and its write is a race the direct path
+        has too), or with a pooled connection that has something to read while idle: the
+        server closed it (a restart), or said something; it is then tried with that read."""
         while True:
             with self.lock:
                 raw = self.pool.pop() if self.pool else None
+                fresh = time.monotonic() - self.schema_read_at < SCHEMA_RECHECK_S
             if raw is None:
                 raw = connect(self.url)  # ServerUnreachable: the hook spools
-                return raw, _schema_version(raw)
+                return raw, self.read_schema(raw)
+            if fresh and not _readable(raw):
+                return raw, self.schema
             try:
-                return raw, _schema_version(raw)
+                return raw, self.read_schema(raw)
             except psycopg.Error:  # closed by the server since (a restart): the next one
                 _close_quietly(raw)
+
+    def read_schema(self, raw: psycopg.Connection) -> int:
+        version = _schema_version(raw)
+        with self.lock:
+            self.schema, self.schema_read_at = version, time.monotonic()
+        return version
 
     def checkin(self, raw: psycopg.Connection) -> None:
         if raw.closed or raw.broken:
@@ -210,6 +227,16 @@ class Relay:
                 self.active += 1
                 self.last_activity = time.monotonic()
             threading.Thread(target=self.serve, args=(conn,), daemon=True).start()
+
+
+def _readable(raw: psycopg.Connection) -> bool:
+    """Whether an idle connection's socket has something to read (EOF included)."""
+    import select
+
+    try:
+        return bool(select.select([raw.fileno()], [], [], 0)[0])
+    except (OSError, ValueError, psycopg.Error):
+        return True
 
 
 def _schema_version(raw: psycopg.Connection) -> int:
