@@ -93,7 +93,7 @@ def check_relay(home: Path) -> Finding:
                        "when idle)", data={"running": False, "enabled": True})
     since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(state["since"]))
     return Finding("store.relay", OK,
-                   f"running, pid {state['pid']}, since {since}: {state['connections']} hook "
+                   f"running, pid {state['pid']}, since {since}: {state['connections']} "
                    f"connection(s), {state['statements']} statement(s) served"
                    + (f", {state['refused']} refused (another user)" if state["refused"] else ""),
                    data={"running": True, "enabled": True, **state})
