@@ -74,8 +74,7 @@ def check_server_store(home: Path) -> tuple[list[Finding], bool]:
 def check_relay(home: Path) -> Finding:
     """The local relay hooks reach the server through: running or not, since when, what it
     served (``store.relay``)."""
-    import time
-
+    from continuation.host.units import utc_time
     from continuation.store import relay_client, relay_wire, store_url
 
     url = store_url(str(home))
@@ -91,7 +90,7 @@ def check_relay(home: Path) -> Finding:
     if state is None:
         return Finding("store.relay", INFO, "not running (the next hook starts it; it leaves "
                        "when idle)", data={"running": False, "enabled": True})
-    since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(state["since"]))
+    since = utc_time(state["since"])
     return Finding("store.relay", OK,
                    f"running, pid {state['pid']}, since {since}: {state['connections']} "
                    f"connection(s), {state['statements']} statement(s) served"
