@@ -73,10 +73,10 @@ class WriteStamps:
         self.seen = {}
 
     def mark(self, etype: str, data: dict) -> tuple[str, int]:
-        import hashlib
+        from continuation.host.digest import sha256_hex
 
-        digest = hashlib.sha256(f"{etype}\n{row_json(data)}".encode("utf-8", "surrogatepass"))
-        origin = f"run:{self.run_id}:{digest.hexdigest()[:24]}"
+        digest = sha256_hex(f"{etype}\n{row_json(data)}".encode("utf-8", "surrogatepass"))
+        origin = f"run:{self.run_id}:{digest[:24]}"
         self.seen[origin] = n = self.seen.get(origin, 0) + 1
         return origin, n
 

@@ -150,11 +150,11 @@ _LIBPQ_ENV_PREFIX = "PG"
 def relay_key(url: str) -> str:
     """One relay per (user, server connection, protocol): the URL and the libpq environment
     the hook would connect with, hashed (the name shows neither)."""
-    import hashlib
+    from continuation.host.digest import sha256_hex
 
     libpq = sorted((k, v) for k, v in os.environ.items() if k.startswith(_LIBPQ_ENV_PREFIX))
     text = "\n".join([str(PROTOCOL), url, *(f"{k}={v}" for k, v in libpq)])
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:20]
+    return sha256_hex(text.encode("utf-8", "surrogatepass"))[:20]
 
 
 def socket_path(folder: str, url: str) -> str:
