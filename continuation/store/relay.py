@@ -263,6 +263,7 @@ def main() -> int:
     from continuation.store.relay_client import URL_ENV
 
     url = os.environ.pop(URL_ENV, "")
+    os.chdir("/")  # not the first hook's workspace: a long-lived process holds no project open
     folder = relay_wire.private_dir(create=True)
     if not url or folder is None:
         return 2
