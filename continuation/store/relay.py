@@ -263,11 +263,11 @@ def main() -> int:
     from continuation.store.relay_client import URL_ENV
 
     url = os.environ.pop(URL_ENV, "")
-    os.chdir("/")  # not the first hook's workspace: a long-lived process holds no project open
     folder = relay_wire.private_dir(create=True)
     if not url or folder is None:
         return 2
-    path = relay_wire.socket_path(folder, url)
+    path = os.path.abspath(relay_wire.socket_path(folder, url))
+    os.chdir("/")  # not the first hook's workspace: a long-lived process holds no project open
     if len(path) > relay_wire.MAX_SOCKET_PATH:
         return 2
     import fcntl
