@@ -29,12 +29,12 @@ def entry() -> None:
     flushed first; ``logging`` handlers (an adapter may have set some) are shut down."""
     import os
 
-    from continuation.store import factory
+    from continuation.host import process_role
 
     # a process of the command line, short: a team store through the local relay, so the
     # driver's import and the connection are not paid each time (a long-lived library caller
     # connects itself, once)
-    factory.use_relay()
+    process_role.command_line()
     try:
         code = main()
     except SystemExit as exc:  # argparse's --help / --version / usage errors

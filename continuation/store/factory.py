@@ -62,18 +62,6 @@ def spool_from_now(reason: str) -> None:
     _server_lost = reason
 
 
-#: set by the command line: this process reaches a server through the local relay when one
-#: runs (a library caller, living long, connects once itself)
-_via_relay = False
-
-
-def use_relay() -> None:
-    """This process is a hook's or a command's: its server store goes through the local relay
-    when one runs (``relay_client``), and starts one when none does."""
-    global _via_relay
-    _via_relay = True
-
-
 def open_store(home: str, *, create: bool = True, url: str | None = None):
     """The store of the state home ``home`` (a :class:`~continuation.store.interface.Store`)."""
     url = store_url(home) if url is None else url
@@ -100,8 +88,11 @@ def open_store(home: str, *, create: bool = True, url: str | None = None):
 
 def _relayed(home: str, url: str, create: bool):
     """The store through this user's relay, or None (none runs: one is started for the next
-    hooks) when this process does not use it."""
-    if not _via_relay:
+    hooks) when this process does not use it: a process of the command line does (a hook, a
+    command); a library caller, living long, connects itself once."""
+    from continuation.host import process_role
+
+    if not process_role.COMMAND_LINE:
         return None
     from continuation.store import relay_client
 
