@@ -149,7 +149,7 @@ def time_recovery(home: Path, session_id: str, workspace: Path, inst) -> dict:
     env = {**inst.env, "CONTINUATION_HOME": str(home)}
     cli = [inst.command]
     t0 = time.perf_counter()
-    rec = subprocess.run([*cli, "recover", "--json", "--no-drift"], capture_output=True, env=env,
+    rec = subprocess.run([*cli, "recover", "--record", "--json", "--no-drift"], capture_output=True, env=env,
                          timeout=600)
     t1 = time.perf_counter()
     payload = json.dumps({"session_id": session_id, "cwd": str(workspace),

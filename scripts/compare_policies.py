@@ -114,7 +114,7 @@ def corpus(boundaries: int) -> list[dict]:
                                {"op": "act"}, {"op": "stop", "turn": "t1"},
                                {"op": "prompt", "key": "B", "turn": "t2"},
                                {"op": "act", "limit": 1, "hang": True}]},
-                    {"cli": ["recover", "--json"], "only": "continuation"},
+                    {"cli": ["recover", "--record", "--json"], "only": "continuation"},
                     [{"op": "start", "source": "resume"}, {"op": "act"},
                      {"op": "prompt", "key": "C", "turn": "t3"}, {"op": "act"},
                      {"op": "stop", "turn": "t3"}]],

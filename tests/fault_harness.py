@@ -274,7 +274,7 @@ def _has(events: list[dict], etype: str, key: str | None, value) -> bool:
 
 def recover_command(home: Path, tmp: Path) -> dict:
     """``continuation recover --json`` in a fresh process (the restart)."""
-    r = subprocess.run([sys.executable, "-m", "continuation", "recover", "--json", "--stale-after", "0"],
+    r = subprocess.run([sys.executable, "-m", "continuation", "recover", "--record", "--json", "--stale-after", "0"],
                        env=base_env(home, tmp), capture_output=True, timeout=120)
     if r.returncode != 0:
         raise AssertionError(f"continuation recover failed ({r.returncode}): {r.stderr.decode()}")

@@ -119,7 +119,7 @@ def test_status_prints_counts_of_all_and_decodes_only_the_newest_inputs(home, mo
     assert cli.main(["status", "--thread", "long-session"]) == 0
     out = capsys.readouterr().out
     assert "handled 25" in out and "pending 5" in out
-    assert "the newest 20 of 30 inputs" in out
+    assert "the newest 20 of 30 below" in out
     assert "request number 29" in out and "request number 10" in out
     assert "request number 09" not in out
     assert len(decoded) == 20

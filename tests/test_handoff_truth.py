@@ -313,7 +313,8 @@ def test_status_and_inputs_show_a_killed_runtime(engine):
     listed = _cli_json("inputs", "--thread", "killed", "--json")
     assert listed["runtime"]["verdict"] == "killed"
     assert [i["state"] for i in listed["inputs"]] == ["pending"]
-    assert _cli_text("inputs", "--thread", "killed").startswith("runtime: killed")
+    shown = _cli_text("inputs", "--thread", "killed").splitlines()
+    assert shown[0] == "thread codex-killed" and shown[1].startswith("runtime: killed")
 
     # status records nothing; after `recover` records the crash it says so
     assert [e["type"] for e in killed.events()] == ["input_admitted"]

@@ -87,8 +87,15 @@ def _all_public(shared_fixtures):
     return files
 
 
+#: public transcripts that hold only a subagent's sidechain: refused, naming whose they are
+SUBAGENT_ONLY = ("d-kimuson__claude-code-viewer__agent-test-hash-123.jsonl",
+                 "d-kimuson__claude-code-viewer__agent-test-hash-456.jsonl")
+
+
 def test_every_public_transcript_imports(home, shared_fixtures):
     for path in _all_public(shared_fixtures):
+        if path.name in SUBAGENT_ONLY:
+            continue
         report = run_import(home, "claude", path, session_over=True)
         assert report.records_read + len(report.malformed) >= report.lines - 1, path.name
         assert report.stopped_at is None, path.name
@@ -165,11 +172,19 @@ def test_steering_remove_and_sidechains(home, shared_fixtures):
         t = thread_of(e, "claude", "00000000-0295-4000-8000-000000000001")
         steer = [x for x in t.inputs() if x.text.startswith("actually")][0]
         assert steer.queued and steer.turn_id == "u1"  # delivered into the running turn
-    for name in ("d-kimuson__claude-code-viewer__agent-test-hash-123.jsonl",
-                 "d-kimuson__claude-code-viewer__agent-test-hash-456.jsonl"):
-        r = run_import(home, "claude", public(shared_fixtures, name), session_over=True)
-        # a subagent's sidechain is not the user's conversation
-        assert r.inputs_seen == 0 and r.skipped_by_type["user:sidechain"] == 1
+    from continuation.importers import NothingRecognised
+
+    with Engine(home) as e:
+        before = [r["thread_key"] for r in e.store.threads()]
+    for name in SUBAGENT_ONLY:
+        # a subagent's sidechain is not the user's conversation: no thread of its own, and the
+        # refusal says whose subagent it is
+        with pytest.raises(NothingRecognised) as caught:
+            run_import(home, "claude", public(shared_fixtures, name), session_over=True)
+        assert "holds only a subagent's conversation (2 sidechain record(s))" in str(caught.value)
+        assert "of session 5c0375b4-57a5-4f26-b12d-d022ee4e51b7" in str(caught.value)
+    with Engine(home) as e:
+        assert [r["thread_key"] for r in e.store.threads()] == before
 
 
 def test_todowrite_plans(home, shared_fixtures):
@@ -290,7 +305,8 @@ def test_imported_threads_replay_to_the_same_state(home, shared_fixtures):
     paths = [shared_fixtures / "claude-real" / f"{REAL_SESSION}.jsonl",
              *sorted((shared_fixtures / "claude").glob("*.jsonl"))]
     for path in paths:
-        run_import(home, "claude", path, session_over=True)
+        if path.name not in SUBAGENT_ONLY:
+            run_import(home, "claude", path, session_over=True)
     [rollout] = (shared_fixtures / "codex").glob("rollout-*.jsonl")
     run_import(home, "codex", rollout, session_over=True)
     run_import(home, "codex", PROJECT_TRANSCRIPTS / "codex_steer_abort_rollback.jsonl",

@@ -154,14 +154,20 @@ def test_binary_garbage_file(home, tmp_path):
 
     rnd = random.Random(7)
     path = _write(tmp_path, bytes(rnd.randrange(256) for _ in range(20000)), "garbage.jsonl")
-    r = run_import(home, "claude", path, session_over=True)
-    assert r.records_read == 0 and r.inputs_seen == 0
-    assert len(r.malformed) + (1 if r.torn_line else 0) == r.lines
+    from continuation.importers import NothingRecognised
+
+    with pytest.raises(NothingRecognised, match="none of its .* line.* is a JSON record"):
+        run_import(home, "claude", path, session_over=True)
+    with Engine(home) as e:
+        assert e.store.threads() == []  # no empty thread to become the default
 
 
 def test_empty_file(home, tmp_path):
     r = run_import(home, "codex", _write(tmp_path, b"", "rollout-empty.jsonl"), session_over=True)
     assert r.lines == 0 and r.records_read == 0 and r.session_id == "rollout-empty"
+    assert r.thread_created is False and "no user input or tool call yet" in r.nothing_imported
+    with Engine(home) as e:
+        assert e.store.threads() == []
 
 
 @pytest.mark.parametrize("kind", ["missing", "folder"])

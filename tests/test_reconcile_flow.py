@@ -75,9 +75,26 @@ def _states(home) -> dict:
         return {r.text: r.state for r in e.get_thread(KEY).inputs()}
 
 
+def test_plain_recover_lists_and_records_nothing(home, killed_codex, capsys):
+    """`recover` alone is a read-only listing: the crash is named as not recorded yet, the
+    states stay, no event is appended; `--record` is what records."""
+    with Engine(home) as e:
+        before = len(e.get_thread(KEY).events())
+    out = _json(capsys, "recover", "--json")
+    assert out["crash_recorded"] == [] and out["crash_not_recorded"] == [KEY]
+    assert out["record"] is False and [i["thread_key"] for i in out["interrupted"]] == [KEY]
+    assert _states(home)["slow task: wait for the build"] == "pending"
+    assert cli(["recover"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "1 crash(es) not recorded yet: `continuation recover --record` records them" in text
+    assert "[crash not recorded]" in text
+    with Engine(home) as e:
+        assert len(e.get_thread(KEY).events()) == before
+
+
 def test_recover_lists_and_records_the_crash(home, killed_codex, capsys):
     assert _states(home)["slow task: wait for the build"] == "pending"  # nothing judged yet
-    out = _json(capsys, "recover", "--json")
+    out = _json(capsys, "recover", "--record", "--json")
     assert out["crash_recorded"] == [KEY]
     [item] = out["interrupted"]
     assert item["thread_key"] == KEY and item["workspace_root"] == "/home/dev/project"
@@ -88,7 +105,7 @@ def test_recover_lists_and_records_the_crash(home, killed_codex, capsys):
         "append a second line": "interrupted", "slow task: wait for the build": "reconciling"}
     assert _states(home)["append a line to notes.txt"] == "handled"
     # a second look lists it again without recording a second crash
-    again = _json(capsys, "recover", "--json")
+    again = _json(capsys, "recover", "--record", "--json")
     assert again["crash_recorded"] == [] and len(again["interrupted"]) == 1
     with Engine(home) as e:
         crashes = [ev for ev in e.get_thread(KEY).events() if ev["type"] == "crash_detected"]
@@ -266,7 +283,7 @@ def test_resume_and_dismiss_commands(home, killed_codex, capsys):
 
 
 def test_text_output(home, killed_codex, capsys):
-    assert cli(["recover"]) == 0
+    assert cli(["recover", "--record"]) == 0
     out = capsys.readouterr().out
     assert f"thread {KEY}" in out and "crash recorded now" in out and "call_94" in out
     assert cli(["reconcile"]) == 0

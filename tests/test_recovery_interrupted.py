@@ -172,7 +172,7 @@ def test_a_damaged_workspace_reference_does_not_break_recover(home, engine, caps
     boundary.commit_checkpoint(t, reason="auto", snapshot=False)
     engine.store.conn.execute("UPDATE checkpoints SET workspace='{not json' WHERE thread_key=?", (t.key,))
     capsys.readouterr()
-    assert cli(["recover", "--json"]) == 0
+    assert cli(["recover", "--record", "--json"]) == 0
     [item] = json.loads(capsys.readouterr().out)["interrupted"]
     assert item["last_checkpoint"]["workspace"] is None and item["drift"] is None
     from continuation.recovery import reconcile

@@ -140,17 +140,35 @@ def newest_checkpoint(thread: Thread) -> Checkpoint | None:
     return _row_to_checkpoint(rows[0]) if rows else None
 
 
+def checkpoints_matching(engine, selector: str) -> list[Checkpoint]:
+    """Every checkpoint whose id is ``selector`` or starts with it, across threads."""
+    return [_row_to_checkpoint(r) for r in engine.store.find_checkpoint_rows(selector)]
+
+
 def find_checkpoint(engine, selector: str) -> Checkpoint:
     """By id or unique id prefix, across threads."""
-    rows = [_row_to_checkpoint(r) for r in engine.store.find_checkpoint_rows(selector)]
+    rows = checkpoints_matching(engine, selector)
     exact = [r for r in rows if r.checkpoint_id == selector]
     if exact:
         return exact[0]
     if len(rows) == 1:
         return rows[0]
     if not rows:
-        raise CheckpointError(f"no checkpoint {selector!r} (see `continuation checkpoints`)")
-    raise CheckpointError(f"{selector!r} matches {len(rows)} checkpoints; give more of the id")
+        raise CheckpointError(f"no checkpoint {selector!r} (see `continuation checkpoint list`)")
+    raise CheckpointError(ambiguous_message(selector, rows))
+
+
+#: matches an ambiguous checkpoint error names
+AMBIGUOUS_LISTED = 6
+
+
+def ambiguous_message(selector: str, matches: list[Checkpoint]) -> str:
+    """``'cp-1' matches 3 checkpoints: cp-1-… (thread …), …; give more of the id or --thread``"""
+    named = ", ".join(f"{cp.checkpoint_id} (thread {cp.thread_key})"
+                      for cp in matches[:AMBIGUOUS_LISTED])
+    more = f" and {len(matches) - AMBIGUOUS_LISTED} more" if len(matches) > AMBIGUOUS_LISTED else ""
+    return (f"{selector!r} matches {len(matches)} checkpoints: {named}{more}; give more of the "
+            "id, or --thread")
 
 
 def with_workspace(thread: Thread, source, *, generation: int, workspace: dict | None):

@@ -223,7 +223,7 @@ def _log_worker_problem(thread: Thread, problem: str) -> None:
         from continuation.host.paths import append_private
 
         append_private(os.path.join(os.fspath(thread.engine.home), "logs", "capsule-worker.log"),
-                       f"{time.strftime('%Y-%m-%dT%H:%M:%S')} thread={thread.key} {problem}\n")
+                       f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} thread={thread.key} {problem}\n")
     except Exception:  # noqa: BLE001 - a note must not fail the boundary
         pass
 

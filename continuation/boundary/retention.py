@@ -246,20 +246,23 @@ def prune(engine, *, keep: int, cap: int, dry_run: bool = False) -> Pruned:
 
 
 def describe(pruned: Pruned, keep: int, dry_run: bool) -> list[str]:
-    """The lines ``gc`` prints about checkpoint data."""
+    """The lines ``gc`` prints about checkpoint data (sizes as :mod:`continuation.host.units`
+    writes them; ``--json`` gives bytes)."""
+    from continuation.host.units import size_text
+
     lines = []
     if pruned.anything:
         legacy = f", {pruned.legacy_copies} of them old capsule copies" if pruned.legacy_copies else ""
         parts = [(len(pruned.files), "file(s)", pruned.file_bytes, legacy),
                  (pruned.renderings, "rendering(s)", pruned.rendering_bytes, ""),
                  (pruned.capsules, "capsule(s)", pruned.capsule_bytes, "")]
-        lines.append(f"{'would free' if dry_run else 'freed'} {pruned.freed} bytes of checkpoint "
-                     "data: " + ", ".join(f"{n} {what} ({size} bytes{extra})"
-                                          for n, what, size, extra in parts if n))
-    lines.append(f"checkpoint data {'left' if dry_run else 'kept'}: {pruned.kept_bytes} bytes "
-                 f"(cap {pruned.cap}; the newest {keep} generation(s) of each thread whole, "
-                 "older ones as capsule bytes)")
+        lines.append(f"{'would free' if dry_run else 'freed'} {size_text(pruned.freed)} of "
+                     "checkpoint data: " + ", ".join(f"{n} {what} ({size_text(nbytes)}{extra})"
+                                                     for n, what, nbytes, extra in parts if n))
+    lines.append(f"checkpoint data {'left' if dry_run else 'kept'}: {size_text(pruned.kept_bytes)} "
+                 f"(cap {size_text(pruned.cap)}; the newest {keep} generation(s) of each thread "
+                 "whole, older ones as capsule bytes)")
     if pruned.over_cap:
-        lines.append(f"warning: the newest generation of each thread alone is {pruned.over_cap} "
-                     "bytes over the cap (the newest is never pruned)")
+        lines.append(f"warning: the newest generation of each thread alone is "
+                     f"{size_text(pruned.over_cap)} over the cap (the newest is never pruned)")
     return lines

@@ -19,7 +19,19 @@ class CommandError(Exception):
         self.code = code
 
 
+class _Commands(argparse._SubParsersAction):
+    """A command's ``--help`` opens with what the command list says of it."""
+
+    def add_parser(self, name, **kwargs):
+        kwargs.setdefault("description", kwargs.get("help"))
+        return super().add_parser(name, **kwargs)
+
+
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.register("action", "parsers", _Commands)
+
     def error(self, message):  # one line and exit 2, as argparse does, without the usage dump
         hint = did_you_mean(self, message)
         sys.stderr.write(f"continuation: {message}{hint} (see `{self.prog} --help`)\n")
@@ -66,7 +78,7 @@ def _option_strings(parser: argparse.ArgumentParser) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-MODULES = ("status", "lifecycle_cmd", "prove_cmd", "capsule_cmd", "install_cmd", "rewind_cmd", "recover_cmd", "reconcile_cmd", "doctor_cmd", "import_cmd")
+MODULES = ("status", "lifecycle_cmd", "prove_cmd", "checkpoint_cmd", "capsule_cmd", "install_cmd", "rewind_cmd", "recover_cmd", "reconcile_cmd", "doctor_cmd", "import_cmd", "completion_cmd")
 
 #: the module that registers each command. A command line that names one imports only that
 #: module: importing every command module (and what each imports at its top) is a visible share
@@ -75,14 +87,32 @@ MODULES = ("status", "lifecycle_cmd", "prove_cmd", "capsule_cmd", "install_cmd",
 COMMANDS = {
     "status": "status", "inputs": "status", "events": "status",
     "lifecycle": "lifecycle_cmd", "prove": "prove_cmd",
-    "checkpoint": "capsule_cmd", "capsule": "capsule_cmd", "context": "capsule_cmd",
+    "checkpoint": "checkpoint_cmd", "capsule": "capsule_cmd", "context": "capsule_cmd",
     "source": "capsule_cmd",
     "install": "install_cmd", "uninstall": "install_cmd",
-    "checkpoints": "rewind_cmd", "rewind": "rewind_cmd", "restore": "rewind_cmd",
+    "rewind": "rewind_cmd", "restore": "rewind_cmd",
     "fork": "rewind_cmd", "thread": "rewind_cmd", "drift": "rewind_cmd", "gc": "rewind_cmd",
     "recover": "recover_cmd", "reconcile": "reconcile_cmd", "doctor": "doctor_cmd",
-    "import": "import_cmd",
+    "import": "import_cmd", "completion": "completion_cmd",
 }
+
+
+#: older spellings, and what they are now: ``checkpoints`` lists, a bare ``checkpoint``
+#: (no ACTION) creates
+ALIASES = {"checkpoints": ["checkpoint", "list"]}
+#: a command's default action when none is named
+DEFAULT_ACTIONS = {"checkpoint": ("create", ("create", "list", "-h", "--help"))}
+
+
+def spelled_out(argv: list[str]) -> list[str]:
+    """``argv`` with an older spelling or an omitted default action written in full."""
+    if argv and argv[0] in ALIASES:
+        argv = ALIASES[argv[0]] + argv[1:]
+    if argv and argv[0] in DEFAULT_ACTIONS:
+        action, known = DEFAULT_ACTIONS[argv[0]]
+        if len(argv) == 1 or argv[1] not in known:
+            argv = [argv[0], action, *argv[1:]]
+    return argv
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
@@ -91,8 +121,10 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                      description="Context-boundary continuation engine for coding agents.")
     parser.add_argument("--version", action="version", version=f"continuation {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    hook = sub.add_parser("hook", help="handle one runtime hook payload (JSON on stdin)")
-    hook.add_argument("--runtime", choices=["codex", "claude", "gemini"], required=True)
+    hook = sub.add_parser("hook", help="handle one runtime hook payload (JSON on stdin; the "
+                          "runtime runs it, `install` sets it up)")
+    hook.add_argument("--runtime", choices=["codex", "claude", "gemini"], required=True,
+                      help="the runtime that sends the payload")
     import importlib
 
     for name in [COMMANDS[command]] if command in COMMANDS else MODULES:
@@ -114,6 +146,7 @@ def run(argv: list[str]) -> int:
 def _run(argv: list[str]) -> int:
     from continuation.store import StoreError
 
+    argv = spelled_out(argv)
     parser = build_parser(argv[0] if argv else None)
     parser.typed_argv = argv
     args = parser.parse_args(argv)
@@ -170,7 +203,9 @@ def add_thread_arg(p: argparse.ArgumentParser, help: str | None = None) -> None:
 
 
 def add_json_arg(p: argparse.ArgumentParser) -> None:
+    """``--json``, and ``--wide`` for the text: the two ways to every value in full."""
     p.add_argument("--json", action="store_true", help="print JSON (every value in full)")
+    add_wide_arg(p)
 
 
 def add_wide_arg(p: argparse.ArgumentParser) -> None:

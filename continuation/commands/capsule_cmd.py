@@ -1,4 +1,4 @@
-"""``checkpoint``, ``capsule show``, ``context``, ``source``: the handoff capsule by hand."""
+"""``capsule show``, ``context``, ``source``: the handoff capsule by hand."""
 from __future__ import annotations
 
 import json
@@ -12,13 +12,6 @@ INSTRUCTIONS_MAX = 1024 * 1024
 
 
 def register(sub) -> None:
-    p = sub.add_parser("checkpoint", help="build and commit a capsule for a thread now")
-    add_thread_arg(p)
-    add_json_arg(p)
-    p.add_argument("--reason", choices=["manual", "auto"], default="manual")
-    p.add_argument("--no-snapshot", action="store_true", help="skip the workspace snapshot")
-    p.set_defaults(func=cmd_checkpoint)
-
     p = sub.add_parser("capsule", help="show a committed capsule")
     capsule_sub = p.add_subparsers(dest="capsule_command", metavar="SUBCOMMAND")
     show = capsule_sub.add_parser("show", help="print the newest (or a given) capsule")
@@ -37,24 +30,12 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_context)
 
     p = sub.add_parser("source", help="print the full text a capsule pointer names")
-    p.add_argument("pointer", help="a pointer from a capsule cut, e.g. event:<thread>:<seq>")
+    p.add_argument("pointer", metavar="POINTER", help="a pointer from a capsule cut: "
+                   "event:<thread>:<N>, event:<thread>:<a>..<b> or "
+                   "work:<thread>:<generation>:<page>")
+    p.add_argument("--json", action="store_true", help="print JSON: the pointer and what it "
+                   "names (an input's text, events, or a work record page)")
     p.set_defaults(func=cmd_source)
-
-
-def cmd_checkpoint(args) -> int:
-    from continuation.boundary.crossing import commit_checkpoint
-
-    with open_engine() as engine:
-        thread = engine.select(args.thread)
-        cp = commit_checkpoint(thread, reason=args.reason, snapshot=not args.no_snapshot)
-        if args.json:
-            emit_json(cp.summary())
-        else:
-            print(f"committed {cp.checkpoint_id} (generation {cp.generation}, covers events "
-                  f"1..{cp.seq}, {len(cp.capsule_bytes)} bytes, sha256 {cp.sha256[:12]})")
-            if cp.workspace and cp.workspace.get("snapshot_ref"):
-                print(f"workspace snapshot {cp.workspace['snapshot_ref']}")
-    return 0
 
 
 def _load(engine, selector, generation=None):
@@ -138,7 +119,7 @@ def cmd_source(args) -> int:
     ``work:<thread>:<generation>:<page>`` (verified against its sha256)."""
     kind, _, rest = args.pointer.partition(":")
     if kind == "work":
-        return _print_work_page(args.pointer, rest)
+        return _print_work_page(args.pointer, rest, args.json)
     if kind != "event" or ":" not in rest:
         raise CommandError(f"not a pointer this version can read: {args.pointer!r} (expected "
                            "event:<thread>:<seq>, event:<thread>:<a>..<b> or work:<thread>:<generation>:<page>)")
@@ -151,6 +132,11 @@ def cmd_source(args) -> int:
                 raise CommandError(f"thread {thread.key} has no event {first}")
             data = rows[0]["data"]
             text = data.get("text")
+            if args.json:
+                emit_json({"pointer": args.pointer, "thread": thread.key,
+                           "text": text if isinstance(text, str) else None,
+                           "events": [_event_json(rows[0])]})
+                return 0
             if text is None:
                 text = json.dumps(data, indent=2, ensure_ascii=False)
             _write_text(text)
@@ -161,10 +147,17 @@ def cmd_source(args) -> int:
         rows = thread.events(after=first - 1, upto=last)
         if not rows:
             raise CommandError(f"thread {thread.key} has no event in {first}..{last}")
+        if args.json:
+            emit_json({"pointer": args.pointer, "thread": thread.key, "text": None,
+                       "events": [_event_json(row) for row in rows]})
+            return 0
         for row in rows:
-            _write_text(json.dumps({"seq": row["seq"], "type": row["type"], "data": row["data"]},
-                                   ensure_ascii=False))
+            _write_text(json.dumps(_event_json(row), ensure_ascii=False))
     return 0
+
+
+def _event_json(row: dict) -> dict:
+    return {"seq": row["seq"], "type": row["type"], "data": row["data"]}
 
 
 #: events one range prints at most (a page of a long turn's calls is ~200 events)
@@ -186,7 +179,7 @@ def _event_range(pointer: str, rest: str) -> tuple[str, int, int | None]:
     return thread_key, first, last
 
 
-def _print_work_page(pointer: str, rest: str) -> int:
+def _print_work_page(pointer: str, rest: str, as_json: bool = False) -> int:
     from continuation.boundary.work_pages import read_page
 
     thread_key, _, numbers = rest.rpartition(":")
@@ -199,6 +192,9 @@ def _print_work_page(pointer: str, rest: str) -> int:
             text = read_page(engine.home, thread.key, int(generation), int(numbers))
         except (OSError, ValueError) as exc:
             raise CommandError(f"cannot read {pointer!r}: {exc}") from None
+    if as_json:
+        emit_json({"pointer": pointer, "thread": thread.key, "text": text, "events": []})
+        return 0
     _write_text(text)
     return 0
 

@@ -7,20 +7,22 @@ snapshot refs; it never touches the user's branches, index or files.
 """
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from continuation.commands import add_json_arg
-from continuation.commands.output import emit_json
+from continuation.commands.output import echo, emit_json, paint
 
 _MARK = {"ok": "ok", "info": "--", "warn": "!!", "problem": "XX"}
+#: the finding marks painted as the states that ask for action are
+_STATE = {"warn": "pending", "problem": "interrupted"}
 
 
 def register(sub) -> None:
     p = sub.add_parser("doctor", help="check the store, checkpoints, refs, temp files and hooks")
     add_json_arg(p)
     p.add_argument("--fix", action="store_true", help="repair what can be repaired safely")
-    p.add_argument("--project-dir", default=".", help="project folder for project-scope hooks")
+    p.add_argument("--project-dir", default=".", metavar="DIR",
+                   help="project folder for project-scope hooks (default: .)")
     p.add_argument("--salvage", action="store_true",
                    help="copy every readable event of a damaged store (the live one, or one set "
                         "aside) into a new store, and say how many were lost")
@@ -46,11 +48,12 @@ def cmd_doctor(args) -> int:
                    "findings": [f.to_dict() for f in findings]})
         return 0 if ok else 1
     for f in findings:
-        sys.stdout.write(f"[{_MARK.get(f.status, f.status)}] {f.check}: {f.message}\n")
+        mark = _MARK.get(f.status, f.status)
+        echo(f"[{paint(mark, _STATE.get(f.status))}] {f.check}: {f.message}")
         if f.suggestion and f.status in ("warn", "problem"):
-            sys.stdout.write(f"     -> {f.suggestion}\n")
+            echo(f"     -> {f.suggestion}")
     problems = sum(1 for f in findings if f.status in ("warn", "problem"))
-    sys.stdout.write("healthy\n" if ok else f"{problems} finding(s) need attention\n")
+    echo("healthy" if ok else f"{problems} finding(s) need attention")
     return 0 if ok else 1
 
 
@@ -81,5 +84,5 @@ def _salvage(home, args) -> int:
                    f"that store ({report.carried_checkpoints} checkpoint(s) of its own) is kept "
                    f"as {report.kept_as}")
     out.append(f"the store is now {path}")
-    sys.stdout.write("\n".join(out) + "\n")
+    echo(*out)
     return 0

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from continuation.store.sqlite import file_integrity
-from continuation.host.units import size_text
+from continuation.host.units import size_text, utc_time
 
 OK, INFO, WARN, PROBLEM = "ok", "info", "warn", "problem"
 
@@ -570,15 +570,13 @@ def check_home(home: Path) -> list[Finding]:
 
 def check_lost_writes(home: Path, *, fix: bool = False) -> list[Finding]:
     """What the trace that survives a full disk says (:mod:`continuation.host.lost_writes`)."""
-    import time
-
     from continuation.host import lost_writes
 
     record = lost_writes.read(home)
     out = []
 
     def when(ts) -> str:
-        return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts)) if ts else "?"
+        return utc_time(ts) if ts else "?"
 
     if record.get("lost"):
         by_event = ", ".join(f"{k} {v}" for k, v in sorted((record.get("events") or {}).items()))

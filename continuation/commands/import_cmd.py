@@ -2,22 +2,28 @@
 
 Prints a short report (``--json``: the full report). Damaged content (torn or malformed lines,
 unknown record types, a NUL tail) is reported and skipped: the exit code stays 0. A file that
-cannot be read at all is one line on stderr and exit 1. An import running over 2 s shows a
+cannot be read at all, or holds nothing of the runtime's conversation (another runtime's
+transcript, not a transcript, a subagent's records only), is one line on stderr and exit 1,
+and no thread is created; a transcript with no input or call yet is a warning, exit 0, no
+thread. Ctrl-C leaves nothing behind: a thread the import created is removed with its events. An import running over 2 s shows a
 progress line on stderr when stderr is a terminal (``--progress``: also when it is not;
 ``--no-progress``: never; see :mod:`continuation.importers.progress`).
 """
 from __future__ import annotations
 
 import os
+import sys
 
 from continuation.commands import CommandError, add_json_arg, open_engine
-from continuation.commands.output import emit_json
+from continuation.commands.output import echo, emit_json
 
 
 def register(sub) -> None:
-    p = sub.add_parser("import", help="import a Codex rollout or a Claude Code session transcript")
+    p = sub.add_parser("import", help="import a Codex CLI rollout, a Claude Code or a Gemini CLI "
+                       "session transcript")
     p.add_argument("runtime", choices=["codex", "claude", "gemini"], help="which runtime wrote FILE")
-    p.add_argument("file", metavar="FILE", help="the transcript (.jsonl)")
+    p.add_argument("file", metavar="FILE", help="the transcript: a Codex rollout (.jsonl), a "
+                   "Claude Code session (.jsonl) or a Gemini CLI session (.json/.jsonl)")
     add_json_arg(p)
     live = p.add_mutually_exclusive_group()
     live.add_argument("--session-over", dest="session_over", action="store_const", const=True,
@@ -56,8 +62,11 @@ def cmd_import(args) -> int:
         raise CommandError(str(exc)) from None
     finally:
         progress.end_line()
+    if report.nothing_imported:
+        sys.stderr.write(f"continuation: warning: nothing to import from {args.file}: "
+                         f"{report.nothing_imported}\n")
     if args.json:
         emit_json(report.to_dict())
     else:
-        print(report.render())
+        echo(report.render())
     return 0

@@ -4,18 +4,22 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from continuation.commands import CommandError
-from continuation.commands.output import emit_json
+from continuation.commands import CommandError, add_json_arg
+from continuation.commands.output import echo, emit_json
 
 
 def register(sub) -> None:
     for name, helptext in (("install", "install the hooks for a runtime"),
                            ("uninstall", "remove the hooks (restores the file as it was)")):
         p = sub.add_parser(name, help=helptext)
-        p.add_argument("--runtime", choices=["codex", "claude", "gemini"], required=True)
-        p.add_argument("--scope", choices=["user", "project"], default="user")
-        p.add_argument("--project-dir", default=".", help="project folder (scope project)")
-        p.add_argument("--json", action="store_true", help="print JSON")
+        p.add_argument("--runtime", choices=["codex", "claude", "gemini"], required=True,
+                       help="the runtime whose settings file gets the hooks")
+        p.add_argument("--scope", choices=["user", "project"], default="user",
+                       help="user: the runtime's settings in your home (default); project: "
+                            "the project folder's")
+        p.add_argument("--project-dir", default=".", metavar="DIR",
+                       help="project folder (scope project; default: .)")
+        add_json_arg(p)
         p.set_defaults(func=cmd_install if name == "install" else cmd_uninstall)
 
 
@@ -37,7 +41,7 @@ def _run(args, action):
     if args.json:
         emit_json(report.model_dump(mode="json"))
     else:
-        print(report.message)
+        echo(report.message)
         for warning in report.warnings:
             print(f"warning: {warning}", file=sys.stderr)
     return 0

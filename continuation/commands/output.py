@@ -20,15 +20,15 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import NamedTuple
 
-from continuation.host.units import size_text as size  # noqa: F401 - one style, re-exported
+# the helpers every command uses, from one place (re-exported: commands import them from here)
+from continuation.host.textfit import (  # noqa: F401
+    ID_WIDTH, MORE, Column, clip, one_line, render_table, short_id, short_path, strip_color,
+    visible_len, wrap,
+)
+from continuation.host.units import size_text as size  # noqa: F401
 from continuation.host.units import utc_time as when  # noqa: F401
 
-#: the ellipsis ending a shortened id or a clipped text
-MORE = "…"
-#: columns an id is shortened to in a table that does not fit
-ID_WIDTH = 16
 #: a list printed without --verbose shows this many entries, then how many more there are
 LIST_SAMPLE = 10
 #: the states (and runtime verdicts) that ask for the user's action, and their ANSI colors
@@ -105,45 +105,9 @@ def emit_json(data) -> None:
     sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=True, default=str) + "\n")
 
 
-def one_line(text) -> str:
-    text = "" if text is None else str(text)
-    text = text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
-    return text.replace("\r", " ").replace("\n", " ").replace("\t", " ")
-
-
-def clip(text, width: int | None) -> str:
-    """One line of ``text``, at most ``width`` columns, ending in ``…`` when cut."""
-    text = one_line(text)
-    if width is None or len(text) <= width:
-        return text
-    return text[: max(width - 1, 0)] + MORE
-
-
-def short_id(value, width: int | None = ID_WIDTH) -> str:
-    """An id cut to a prefix ending in ``…`` (a prefix is what the selectors take)."""
-    return clip(value, width)
-
-
-def short_path(path, width: int | None) -> str:
-    """A path keeping its end (the file name): ``…/deep/folder/file.py``."""
-    text = one_line(path)
-    if width is None or len(text) <= width:
-        return text
-    return MORE + text[len(text) - max(width - 1, 0):] if width > 1 else MORE[:width]
-
-
 def fit(line: str, width: int | None = None) -> list[str]:
-    """``line`` wrapped to the width (each piece indented 2 more than the line), words longer
-    than a piece split."""
-    width = line_width() if width is None else width
-    if width is None or len(line) <= width:
-        return [line]
-    import textwrap
-
-    indent = " " * min(len(line) - len(line.lstrip(" ")) + 2, width // 2)
-    wrapper = textwrap.TextWrapper(width=width, subsequent_indent=indent, break_on_hyphens=False,
-                                   break_long_words=True, drop_whitespace=True)
-    return wrapper.wrap(line) or [line[:width]]
+    """``line`` wrapped to the width (:func:`line_width` by default)."""
+    return wrap(line, line_width() if width is None else width)
 
 
 def echo(*lines: str) -> None:
@@ -156,6 +120,12 @@ def echo(*lines: str) -> None:
     sys.stdout.write("\n".join(out) + "\n")
 
 
+def note(text: str) -> None:
+    """A remark on stderr (``continuation: …``), fitted to the width like stdout's lines; an
+    error stays one line (``CommandError``)."""
+    sys.stderr.write("\n".join(fit(f"continuation: {text}")) + "\n")
+
+
 def sample(items: list, verbose: bool) -> tuple[list, int]:
     """The entries of a list to print, and how many are left out (0 with ``verbose``)."""
     if verbose or len(items) <= LIST_SAMPLE:
@@ -163,99 +133,39 @@ def sample(items: list, verbose: bool) -> tuple[list, int]:
     return list(items[:LIST_SAMPLE]), len(items) - LIST_SAMPLE
 
 
-class Column(NamedTuple):
-    """A table column. ``kind``: ``text`` (clipped at its end), ``id`` (a prefix, never below
-    :data:`ID_WIDTH` while other columns can give), ``path`` (its end kept), ``fixed`` (never
-    shortened: states, numbers, times). ``limit``: its widest, even with room to spare."""
-
-    key: str
-    heading: str
-    kind: str = "text"
-    limit: int | None = None
-
-
-#: a column is never shrunk below this (its heading may be longer)
-_MIN = {"text": 12, "id": 10, "path": 12, "fixed": 0}
-#: the order columns give up room: free text first, then paths, then ids
-_GIVES = ("text", "path", "id")
-
-
-def _column(spec) -> Column:
-    if isinstance(spec, Column):
-        return spec
-    key, heading, limit = spec  # the older (key, heading, max width) form
-    return Column(key, heading, "text", limit)
-
-
-def _shorten(value: str, column: Column, width: int) -> str:
-    if len(value) <= width:
-        return value
-    return short_path(value, width) if column.kind == "path" else clip(value, width)
-
-
-def column_widths(natural: list[int], columns: list[Column], width: int | None) -> list[int]:
-    """Each column's width so the row (columns two spaces apart) fits ``width``: the kinds in
-    :data:`_GIVES` order give up room, the widest of a kind first, down to their minimum."""
-    widths = list(natural)
-    if width is None:
-        return widths
-    excess = sum(widths) + 2 * (len(widths) - 1) - width
-    for kind in _GIVES:
-        while excess > 0:
-            candidates = [i for i, c in enumerate(columns) if c.kind == kind
-                          and widths[i] > max(_MIN[kind], len(c.heading) if kind != "text" else 0)]
-            if not candidates:
-                break
-            i = max(candidates, key=lambda j: widths[j])
-            others = sorted((widths[j] for j in candidates if j != i), reverse=True)
-            floor = max(_MIN[kind], others[0] if others else 0,
-                        len(columns[i].heading) if kind != "text" else 0)
-            cut = min(excess, widths[i] - floor) or 1
-            widths[i] -= cut
-            excess -= cut
-    return widths
-
-
-def table(rows: list[dict], columns: list, *, empty: str = "(none)") -> None:
+def table(rows: list[dict], columns: list, *, empty: str = "(none)", indent: int = 0) -> None:
     """Rows under a heading line, fitted to :func:`line_width`. ``columns``: :class:`Column` (or the
-    older ``(key, heading, max width)``). A ``state`` (or ``status``) column is painted."""
+    older ``(key, heading, max width)``). A ``state`` (or ``status``) column is painted.
+    ``indent``: spaces before every line (the table fits in what is left)."""
+    pad = " " * indent
     if not rows:
-        sys.stdout.write(empty + "\n")
+        sys.stdout.write(pad + empty + "\n")
         return
     limit = line_width()
-    columns = [_column(c) for c in columns]
-    cells = [[clip(r.get(c.key), None) for c in columns] for r in rows]
-    for row in cells:
-        for i, c in enumerate(columns):
-            if c.limit is not None and len(row[i]) > c.limit:
-                row[i] = _shorten(row[i], c, c.limit)
-    natural = [max(len(c.heading), *(len(row[i]) for row in cells)) for i, c in enumerate(columns)]
-    widths = column_widths(natural, columns, limit)
-    out = ["  ".join(c.heading[:widths[i]].ljust(widths[i])
-                     for i, c in enumerate(columns)).rstrip()]
-    for row in cells:
-        parts = []
-        for i, c in enumerate(columns):
-            value = _shorten(row[i], c, widths[i]).ljust(widths[i])
-            parts.append(paint(value, row[i]) if c.key in ("state", "status") else value)
-        out.append("  ".join(parts).rstrip())
-    if limit is not None:  # the columns' minimums may still not fit a very narrow terminal
-        out = [line if visible_len(line) <= limit else clip_visible(line, limit) for line in out]
-    sys.stdout.write("\n".join(out) + "\n")
+    if limit is not None:
+        limit = max(limit - indent, 20)
+
+    def colored(value: str, raw: str, column: Column) -> str:
+        return paint(value, raw) if column.key in ("state", "status") else value
+
+    lines = render_table(rows, columns, limit, paint=colored)
+    sys.stdout.write("\n".join(pad + line for line in lines) + "\n")
 
 
-def visible_len(line: str) -> int:
-    """Columns a line takes on the terminal (color codes take none)."""
-    return len(strip_color(line))
+def thread_title(row: dict, *, default: bool = False) -> str:
+    """``thread <key> "name"`` (``[default]``: the thread commands take without --thread),
+    the key cut to fit; a fork's lineage is :func:`lineage`."""
+    name = f' "{one_line(row["name"])}"' if row.get("name") else ""
+    tail = name + ("  [default]" if default else "")
+    limit = line_width()
+    key = row["thread_key"]
+    if limit is not None and len("thread ") + len(key) + len(tail) > limit:
+        key = short_id(key, max(ID_WIDTH, limit - len("thread ") - len(tail)))
+    return f"thread {key}{tail}"
 
 
-def strip_color(line: str) -> str:
-    if "\x1b[" not in line:
-        return line
-    import re
-
-    return re.sub(r"\x1b\[[0-9;]*m", "", line)
-
-
-def clip_visible(line: str, width: int) -> str:
-    return clip(strip_color(line), width)
+def lineage(row: dict) -> list[str]:
+    """``  fork of <key> at event N`` for a fork, else nothing."""
+    if not row.get("forked_from"):
+        return []
+    return [f"  fork of {row['forked_from']} at {position(row.get('forked_at_seq'))}"]

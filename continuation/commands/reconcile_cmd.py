@@ -15,12 +15,16 @@ turn had completed) or pending again. Nothing is ever retried by continuation it
 from __future__ import annotations
 
 from continuation.commands import CommandError, add_json_arg, add_thread_arg, open_engine
-from continuation.commands.output import emit_json
+from continuation.commands.output import echo, emit_json, when
 
 
 def register(sub) -> None:
     p = sub.add_parser("reconcile", help="tool calls with unknown outcome: list them or record "
-                       "a decision")
+                       "a decision",
+                       # argparse keeps the decisions' group on one line, too long for 80 columns
+                       usage="%(prog)s [-h] [--thread THREAD] [--json] [CALL]\n"
+                             "       [--applied | --not-applied | --retry-safe |\n"
+                             "        --accept-suggested] [--note NOTE]")
     p.add_argument("call", nargs="?", help="tool call id (or a unique prefix)")
     add_thread_arg(p)
     add_json_arg(p)
@@ -86,9 +90,9 @@ def cmd_reconcile(args) -> int:
             emit_json({"calls": [i.to_dict() for i in items], "crash_recorded": crashed})
             return 0
         for key in crashed:
-            print(f"(recorded the crash of thread {key}: its owner is gone)")
+            echo(f"(recorded the crash of thread {key}: its owner is gone)")
         if not items:
-            print("no tool calls wait for reconciliation")
+            echo("no tool calls wait for reconciliation")
             return 0
         for it in items:
             _print_item(it)
@@ -98,17 +102,17 @@ def cmd_reconcile(args) -> int:
 def _print_item(it) -> None:
     from continuation.recovery.reconcile import args_text
 
-    print(f"call {it.call_id}  ({it.tool or '?'}, thread {it.thread_key})")
-    print(f"  arguments: {args_text(it.args, 400)}")
-    print(f"  started:   {it.started_iso}   turn {it.turn_id or '-'}")
+    echo(f"call {it.call_id}  ({it.tool or '?'}, thread {it.thread_key})")
+    echo(f"  arguments: {args_text(it.args, 400)}")
+    echo(f"  started:   {when(it.started_at)}   turn {it.turn_id or '-'}")
     held = ", ".join(f"{i['input_id']} ({i['state']})" for i in it.inputs) or "none"
-    print(f"  holds:     {held}")
-    print(f"  kind:      {it.classification.kind.replace('_', '-')}: {it.classification.reason}")
+    echo(f"  holds:     {held}")
+    echo(f"  kind:      {it.classification.kind.replace('_', '-')}: {it.classification.reason}")
     if it.check is not None:
-        print(f"  verified:  {it.check.verdict.replace('_', ' ')}")
+        echo(f"  verified:  {it.check.verdict.replace('_', ' ')}")
         for f in it.check.files:
-            print(f"             {f.path}: {f.verdict.replace('_', ' ')} - {f.detail}")
-    print(f"  question:  {it.question}")
+            echo(f"             {f.path}: {f.verdict.replace('_', ' ')} - {f.detail}")
+    echo(f"  question:  {it.question}")
     print()
 
 
@@ -128,9 +132,9 @@ def _decide(thread, call, args) -> int:
         emit_json({"thread": thread.key, "call_id": call.call_id, "decision": args.decision,
                    "inputs": [{"input_id": r.input_id, "state": r.state} for r in held]})
         return 0
-    print(f"recorded: {call.call_id} {args.decision.replace('_', '-')}")
+    echo(f"recorded: {call.call_id} {args.decision.replace('_', '-')}")
     for r in held:
-        print(f"  input {r.input_id}: {r.state}")
+        echo(f"  input {r.input_id}: {r.state}")
     return 0
 
 
@@ -153,11 +157,11 @@ def _accept(engine, args) -> int:
                    "left": [it.to_dict() for it in left]})
         return 0
     for it, decision in recorded:
-        print(f"recorded: {it.call_id} {decision.replace('_', '-')}  ({it.tool}, thread {it.thread_key})")
+        echo(f"recorded: {it.call_id} {decision.replace('_', '-')}  ({it.tool}, thread {it.thread_key})")
     if left:
-        print(f"{len(left)} call(s) need your decision:")
+        echo(f"{len(left)} call(s) need your decision:")
         for it in left:
             _print_item(it)
     elif not recorded:
-        print("no tool calls wait for reconciliation")
+        echo("no tool calls wait for reconciliation")
     return 0

@@ -1,4 +1,4 @@
-"""``checkpoints``, ``rewind``, ``fork``, ``thread delete``, ``restore``, ``drift``, ``gc``.
+"""``rewind``, ``fork``, ``thread delete``, ``restore``, ``drift``, ``gc``.
 
 Every command that changes something previews first; ``--dry-run`` stops after the preview and
 changes nothing. On a terminal the change is confirmed unless ``--yes`` is given; without a
@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import sys
 
-from continuation.commands import CommandError, add_json_arg, add_thread_arg, open_engine
-from continuation.commands.output import emit_json, table
+from continuation.commands import (CommandError, add_json_arg, add_thread_arg, add_verbose_arg,
+                                   open_engine)
+from continuation.commands.output import LIST_SAMPLE, echo, emit_json, line_width, note, sample
 
 
 CHECKPOINT_THREAD_HELP = ("look the CHECKPOINT up among this thread's checkpoints only (key, "
@@ -17,12 +18,6 @@ CHECKPOINT_THREAD_HELP = ("look the CHECKPOINT up among this thread's checkpoint
 
 
 def register(sub) -> None:
-    p = sub.add_parser("checkpoints", help="the aligned checkpoints of a thread "
-                       "(event position + capsule + workspace snapshot under one id)")
-    add_thread_arg(p)
-    add_json_arg(p)
-    p.set_defaults(func=cmd_checkpoints)
-
     p = sub.add_parser("rewind", help="rewind the conversation, the files or both to a checkpoint")
     p.add_argument("checkpoint", metavar="CHECKPOINT", help="checkpoint id or a unique prefix")
     what = p.add_mutually_exclusive_group(required=True)
@@ -56,7 +51,8 @@ def register(sub) -> None:
     p = sub.add_parser("fork", help="start a new thread from a checkpoint (forked_from lineage)")
     p.add_argument("checkpoint", metavar="CHECKPOINT", help="checkpoint id or a unique prefix")
     add_thread_arg(p, CHECKPOINT_THREAD_HELP)
-    p.add_argument("--name", help="a name for the new thread")
+    p.add_argument("--name", help="a name for the new thread (shown by status, taken by "
+                   "--thread)")
     p.add_argument("--session-id", help="session id of the new thread (default: a new UUID)")
     p.add_argument("--files", action="store_true",
                    help="also restore the shared workspace files to the checkpoint")
@@ -78,6 +74,7 @@ def register(sub) -> None:
     p = sub.add_parser("drift", help="files changed since the thread's last checkpoint snapshot")
     add_thread_arg(p)
     add_json_arg(p)
+    add_verbose_arg(p, "every changed file")
     p.set_defaults(func=cmd_drift)
 
     p = sub.add_parser("gc", help="delete snapshot refs of deleted threads, prune old ones and "
@@ -110,6 +107,11 @@ def _change_args(p) -> None:
     p.add_argument("--dry-run", action="store_true", help="show what would change; change nothing")
     p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     add_json_arg(p)
+    add_verbose_arg(p, "every input, call and file of the preview")
+
+
+def _preview(plan, args) -> None:
+    echo(plan.describe(None if args.verbose else LIST_SAMPLE, width=line_width()))
 
 
 def _usage(p) -> int:
@@ -138,74 +140,82 @@ def _workspace_errors():
 
 
 def _checkpoint_of(engine, args) -> str:
-    """The CHECKPOINT argument; with ``--thread``, looked up among that thread's checkpoints
-    only (an id or a unique prefix of one), as every other command narrows to its thread."""
-    if not getattr(args, "thread", None):
-        return args.checkpoint
-    from continuation.boundary.checkpoints import list_checkpoints
+    """The CHECKPOINT argument as one checkpoint's id: an id or a unique prefix of one; with
+    ``--thread``, among that thread's checkpoints only. A prefix several threads share (every
+    thread has a ``cp-1-…``) is taken in the thread of the workspace you are in, the most
+    recently active one holding a match (stderr names the others); elsewhere it is refused,
+    naming the matches."""
+    from continuation.boundary.checkpoints import (CheckpointError, ambiguous_message,
+                                                   checkpoints_matching, find_checkpoint,
+                                                   list_checkpoints)
 
-    thread = engine.select(args.thread)
-    ids = [cp.checkpoint_id for cp in list_checkpoints(thread)]
-    matches = [i for i in ids if i == args.checkpoint] or [
-        i for i in ids if i.startswith(args.checkpoint)]
-    if len(matches) == 1:
-        return matches[0]
-    if not matches:
-        raise CommandError(f"thread {thread.key} has no checkpoint {args.checkpoint!r} "
-                           f"(see `continuation checkpoints --thread {thread.key}`)")
-    raise CommandError(f"{args.checkpoint!r} matches {len(matches)} checkpoints of thread "
-                       f"{thread.key}; give more of the id")
-
-
-# -- checkpoints --------------------------------------------------------------------------------
-def cmd_checkpoints(args) -> int:
-    from continuation.rewind.listing import checkpoint_rows
-
-    with open_engine() as engine:
+    wanted = args.checkpoint.removesuffix("…").removesuffix("...") or args.checkpoint
+    if getattr(args, "thread", None):
         thread = engine.select(args.thread)
-        rows = checkpoint_rows(thread)
-        if args.json:
-            row = thread.row
-            emit_json({"thread": thread.key, "forked_from": row.get("forked_from"),
-                       "forked_at_seq": row.get("forked_at_seq"), "checkpoints": rows})
-            return 0
-        row = thread.row
-        lineage = (f"  (fork of {row['forked_from']} at event {row['forked_at_seq']})"
-                   if row.get("forked_from") else "")
-        print(f"thread {thread.key}{lineage}")
-        shown = [{**r, "files": "-" if r["files_changed"] is None else
-                  f"{r['files_changed']}: " + ", ".join(r["files"][:4]),
-                  "reason": r["reason"] + (" CORRUPT" if r["corrupt"] else "")} for r in rows]
-        table(shown, [("checkpoint_id", "id", 24), ("time", "time", 25), ("generation", "gen", 4),
-                      ("seq", "seq", 7), ("reason", "reason", 14), ("objective", "objective", 40),
-                      ("files", "files changed", 50)])
-    return 0
+        cps = list_checkpoints(thread)
+        matches = [cp for cp in cps if cp.checkpoint_id == wanted] or [
+            cp for cp in cps if cp.checkpoint_id.startswith(wanted)]
+        if len(matches) == 1:
+            return matches[0].checkpoint_id
+        if not matches:
+            raise CommandError(f"thread {thread.key} has no checkpoint {wanted!r} "
+                               f"(see `continuation checkpoint list --thread {thread.key}`)")
+        raise CommandError(ambiguous_message(wanted, matches))
+    try:
+        return find_checkpoint(engine, wanted).checkpoint_id
+    except CheckpointError as exc:
+        ambiguous = str(exc)
+    matches = checkpoints_matching(engine, wanted)
+    if not matches:
+        raise CommandError(ambiguous)
+    for row in engine.workspace_threads():
+        here = [cp for cp in matches if cp.thread_key == row["thread_key"]]
+        if len(here) == 1:
+            others = [cp for cp in matches if cp is not here[0]]
+            note(f"{wanted!r} is {here[0].checkpoint_id} of thread {row['thread_key']}, the "
+                 "workspace you are in (also "
+                 + ", ".join(f"{cp.checkpoint_id} of {cp.thread_key}" for cp in others[:5])
+                 + (" …" if len(others) > 5 else "") + ")")
+            return here[0].checkpoint_id
+        if here:
+            break
+    raise CommandError(ambiguous)
 
 
 # -- rewind / restore ---------------------------------------------------------------------------
+def _steps(args):
+    """The progress line of a long step (a large work tree's snapshot); not around a question."""
+    from continuation.host.progress import StepLine
+
+    return StepLine(f"continuation {args.command}")
+
+
 def _run_rewind(args, mode: str) -> int:
     from continuation.rewind.operation import apply_rewind, plan_rewind
 
     with open_engine() as engine:
+        selected = _checkpoint_of(engine, args)
         try:
-            plan = plan_rewind(engine, _checkpoint_of(engine, args), mode, reason=args.reason,
-                               applying=not args.dry_run, at_once=not _asks(args),
-                               whole_tree=getattr(args, "all", False),
-                               keep_unsure=getattr(args, "keep_unsure", False))
+            with _steps(args):
+                plan = plan_rewind(engine, selected, mode, reason=args.reason,
+                                   applying=not args.dry_run, at_once=not _asks(args),
+                                   whole_tree=getattr(args, "all", False),
+                                   keep_unsure=getattr(args, "keep_unsure", False))
         except _workspace_errors() as exc:
             raise CommandError(str(exc)) from None
         if args.dry_run:
             if args.json:
                 emit_json({"dry_run": True, "plan": plan.to_dict()})
             else:
-                print(plan.describe())
-                print("(dry run: nothing was changed)")
+                _preview(plan, args)
+                echo("(dry run: nothing was changed)")
             return 0
         if not args.json:
-            print(plan.describe())
+            _preview(plan, args)
         _confirm("apply this rewind?", args)
         try:
-            result = apply_rewind(engine, plan)
+            with _steps(args):
+                result = apply_rewind(engine, plan)
         except _workspace_errors() as exc:
             raise CommandError(str(exc)) from None
         prompt = None
@@ -218,16 +228,17 @@ def _run_rewind(args, mode: str) -> int:
                        "handoff": prompt.to_dict() if prompt else None})
             return 0
         cp = result.checkpoint
-        print(f"rewound: event {result.anchor_seq} records it; new checkpoint {cp.checkpoint_id} "
-              f"(generation {cp.generation}) carries the recovery summary into the next context")
+        echo(f"rewound: event {result.anchor_seq} records it; new checkpoint {cp.checkpoint_id} "
+             f"(generation {cp.generation}) carries the recovery summary into the next context")
         if result.files:
-            print(f"files: {len(result.files['restored'])} modified, "
-                  f"{len(result.files['recreated'])} re-created, {len(result.files['deleted'])} "
-                  f"deleted, {len(result.files.get('kept', []))} kept (new since the checkpoint, "
-                  f"not created by the agent), {len(result.files.get('kept_edits', []))} of "
-                  f"your edits kept; safety snapshot {result.files['safety_ref']}")
+            echo(f"files: {len(result.files['restored'])} modified, "
+                 f"{len(result.files['recreated'])} re-created, {len(result.files['deleted'])} "
+                 f"deleted, {len(result.files.get('kept', []))} kept (new since the checkpoint, "
+                 f"not created by the agent), {len(result.files.get('kept_edits', []))} of "
+                 f"your edits kept; safety snapshot {result.files['safety_ref']}; every file: "
+                 f"continuation source event:{plan.thread_key}:{result.anchor_seq}")
         if prompt:
-            print(prompt.describe())
+            echo(prompt.describe())
             print(prompt.text)
     return 0
 
@@ -253,17 +264,18 @@ def cmd_restore(args) -> int:
             emit_json({"dry_run": True, "plan": plan.to_dict()})
             return 0
         if not args.json:
-            print(plan.describe())
+            _preview(plan, args)
         if args.dry_run:
-            print("(dry run: nothing was changed)")
+            echo("(dry run: nothing was changed)")
             return 0
         _confirm("undo that restore?", args)
-        result = apply_undo_restore(engine, plan)
+        with _steps(args):
+            result = apply_undo_restore(engine, plan)
         if args.json:
             emit_json({"dry_run": False, "result": result.to_dict()})
             return 0
-        print(f"undone: event {result.anchor_seq} records it; new checkpoint "
-              f"{result.checkpoint.checkpoint_id}; safety snapshot {result.files['safety_ref']}")
+        echo(f"undone: event {result.anchor_seq} records it; new checkpoint "
+             f"{result.checkpoint.checkpoint_id}; safety snapshot {result.files['safety_ref']}")
     return 0
 
 
@@ -272,9 +284,13 @@ def cmd_fork(args) -> int:
     from continuation.rewind.fork import fork_thread
 
     with open_engine() as engine:
+        if args.name:
+            _check_name(engine, args.name)
+        selected = _checkpoint_of(engine, args)
         try:
-            result = fork_thread(engine, _checkpoint_of(engine, args), name=args.name,
-                                 session_id=args.session_id, restore_files=args.files)
+            with _steps(args):
+                result = fork_thread(engine, selected, name=args.name,
+                                     session_id=args.session_id, restore_files=args.files)
         except _workspace_errors() as exc:
             raise CommandError(str(exc)) from None
         prompt = None
@@ -286,13 +302,24 @@ def cmd_fork(args) -> int:
             emit_json({**result.to_dict(), "handoff": prompt.to_dict() if prompt else None})
             return 0
         row = result.thread.row
-        print(f"forked {result.parent} at {result.from_checkpoint.checkpoint_id} (event "
-              f"{result.forked_at_seq}) into thread {row['thread_key']} (session {row['session_id']}); "
-              f"first checkpoint {result.checkpoint.checkpoint_id}")
+        named = f' "{row["name"]}"' if row.get("name") else ""
+        echo(f"forked {result.parent} at {result.from_checkpoint.checkpoint_id} (event "
+             f"{result.forked_at_seq}) into thread {row['thread_key']}{named} (session "
+             f"{row['session_id']}); first checkpoint {result.checkpoint.checkpoint_id}",
+             f"select it with --thread {row.get('name') or row['thread_key']}")
         if prompt:
-            print(prompt.describe())
+            echo(prompt.describe())
             print(prompt.text)
     return 0
+
+
+def _check_name(engine, name: str) -> None:
+    """A thread's name is taken by --thread: it must not be another thread's name, key or
+    session id."""
+    for row in engine.store.threads():
+        if name in (row.get("name"), row["thread_key"], row["session_id"]):
+            raise CommandError(f"{name!r} already names thread {row['thread_key']}: "
+                               "choose another --name")
 
 
 # -- thread delete ----------------------------------------------------------------------------------
@@ -310,12 +337,12 @@ def cmd_thread_delete(args) -> int:
         if args.json:
             emit_json(report.to_dict())
             return 0
-        print(f"deleted thread {report.thread_key}: {report.rows.get('events', 0)} events, "
-              f"{report.rows.get('checkpoints', 0)} checkpoints, {report.refs_deleted} snapshot refs")
+        echo(f"deleted thread {report.thread_key}: {report.rows.get('events', 0)} events, "
+             f"{report.rows.get('checkpoints', 0)} checkpoints, {report.refs_deleted} snapshot refs")
         for w in report.warnings:
-            print(f"warning: {w}")
+            echo(f"warning: {w}")
         if report.forks:
-            print("forks keep their own data: " + ", ".join(report.forks))
+            echo("forks keep their own data: " + ", ".join(report.forks))
     return 0
 
 
@@ -344,18 +371,28 @@ def cmd_drift(args) -> int:
             emit_json({"thread": thread.key, "checkpoint": cp.checkpoint_id,
                        "report": report.to_dict(), "clean": report.clean})
             return 0
-        print(f"drift of {ref.root} since checkpoint {cp.checkpoint_id} (generation {cp.generation})")
+        echo(f"drift of {ref.root} since checkpoint {cp.checkpoint_id} (generation "
+             f"{cp.generation})")
         if report.clean:
-            print("  no changes")
-        for label, paths in (("modified", report.modified), ("added", report.added),
-                             ("deleted", report.deleted)):
-            for path in paths:
-                mark = "  (outside the session)" if path in report.outside_session else ""
-                print(f"  {label:<9} {path}{mark}")
+            echo("  no changes")
+        else:
+            echo(f"  {len(report.modified)} modified, {len(report.added)} added, "
+                 f"{len(report.deleted)} deleted; {len(report.outside_session)} outside the "
+                 "session")
+        entries = [(label, path) for label, paths in (("modified", report.modified),
+                                                      ("added", report.added),
+                                                      ("deleted", report.deleted))
+                   for path in paths]
+        shown, more = sample(entries, args.verbose)
+        for label, path in shown:
+            mark = "  (outside the session)" if path in report.outside_session else ""
+            echo(f"  {label:<9} {path}{mark}")
+        if more:
+            echo(f"  ... and {more} more (--verbose lists every file)")
         if report.head_moved:
-            print(f"  HEAD moved: {ref.head} -> {report.head}")
+            echo(f"  HEAD moved: {ref.head} -> {report.head}")
         if report.branch_changed:
-            print(f"  branch changed: {ref.branch} -> {report.branch}")
+            echo(f"  branch changed: {ref.branch} -> {report.branch}")
     return 0
 
 
@@ -388,15 +425,14 @@ def cmd_gc(args) -> int:
             return 0
         verb = "would delete" if args.dry_run else "deleted"
         for root, refs in report.orphan_refs.items():
-            print(f"{verb} {len(refs)} ref(s) of deleted threads in {root}")
+            echo(f"{verb} {len(refs)} ref(s) of deleted threads in {root}")
         for root, refs in report.pruned_refs.items():
-            print(f"{verb} {len(refs)} old snapshot ref(s) in {root} (keeping {args.keep} per thread)")
+            echo(f"{verb} {len(refs)} old snapshot ref(s) in {root} (keeping {args.keep} per thread)")
         for path in report.folders_removed:
-            print(f"{verb} orphaned folder {path}")
-        for line in describe(data, keep, args.dry_run):
-            print(line)
+            echo(f"{verb} orphaned folder {path}")
+        echo(*describe(data, keep, args.dry_run))
         for w in report.warnings:
-            print(f"warning: {w}")
+            echo(f"warning: {w}")
         if not (report.orphan_refs or report.pruned_refs or report.folders_removed or data.anything):
-            print("nothing to collect")
+            echo("nothing to collect")
     return 0

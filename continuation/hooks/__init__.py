@@ -21,6 +21,20 @@ MAX_STDIN_BYTES = 64 * 1024 * 1024  # a runtime never sends this much; refuse, d
 CONTINUE = "{}"
 RUNTIMES = ("codex", "claude", "gemini")
 
+HELP = """usage: continuation hook --runtime {codex,claude,gemini}
+
+Handle one runtime hook payload: JSON on stdin, the runtime's answer on
+stdout. The runtime runs this itself for each hook event; `continuation
+install --runtime R` writes the command into its settings. Errors of ours are
+logged to <state home>/logs/hooks.log and the agent goes on
+(CONTINUATION_STRICT=1: exit 2 instead).
+
+options:
+  -h, --help            show this help and exit (stdin is not read)
+  --runtime {codex,claude,gemini}
+                        the runtime that sends the payload (required)
+"""
+
 
 class HookInputError(ValueError):
     """The payload is not a hook payload we can read (empty, malformed, not an object)."""
@@ -59,7 +73,7 @@ def _log_error(runtime: str, raw: bytes, exc: BaseException) -> None:
         from continuation.host.paths import append_private, state_home_str
 
         append_private(os.path.join(state_home_str(), "logs", "hooks.log"),
-                       f"{time.strftime('%Y-%m-%dT%H:%M:%S')} runtime={runtime} error={exc!r}\n"
+                       f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} runtime={runtime} error={exc!r}\n"
                        f"{payload_digest(raw)}\n{traceback.format_exc()}\n")
     except Exception:
         pass  # logging must never turn a fail-open hook into a failing one
@@ -290,7 +304,10 @@ def main(argv: list[str]) -> int:
     import gc
 
     gc.disable()
-    runtime = "codex"
+    if "-h" in argv or "--help" in argv:  # answered before stdin is read: it may be a terminal
+        sys.stdout.write(HELP)
+        return 0
+    runtime = None
     if "--runtime" in argv:
         i = argv.index("--runtime")
         runtime = argv[i + 1] if i + 1 < len(argv) else ""
@@ -299,7 +316,13 @@ def main(argv: list[str]) -> int:
             if arg.startswith("--runtime="):
                 runtime = arg.split("=", 1)[1]
     if runtime not in RUNTIMES:
-        sys.stderr.write("continuation hook: --runtime must be codex, claude or gemini\n")
+        # a hook command always names its runtime (`continuation install` writes it): a
+        # payload read as the wrong dialect would be recorded wrong, so none is assumed
+        sys.stderr.write("continuation hook: --runtime codex|claude|gemini is required"
+                         if runtime is None else
+                         f"continuation hook: --runtime must be codex, claude or gemini, not "
+                         f"{runtime!r}")
+        sys.stderr.write(" (see `continuation hook --help`)\n")
         return 2
     raw = sys.stdin.buffer.read(MAX_STDIN_BYTES + 1)
     deadline = boundary_deadline(raw)

@@ -61,6 +61,11 @@ class TranscriptUnreadable(Exception):
     """The transcript file cannot be opened at all (missing, a folder, no permission)."""
 
 
+class NothingRecognised(TranscriptUnreadable):
+    """Nothing in the file is a record of the runtime's conversation (another runtime's
+    transcript, not a transcript, only a subagent's records): no thread is created."""
+
+
 def _parser(runtime: str):
     if runtime == "codex":
         from continuation.importers import codex
@@ -132,9 +137,10 @@ def import_transcript(runtime: str, path, *, engine=None, session_over: bool | N
 
         engine = Engine()
     try:
-        thread = engine.thread(runtime, sid, workspace_root=workspace_root(cwd))
-        report = ImportReport(runtime, resolved, session_id=sid, thread_key=thread.key)
-        cursor = read_cursor(thread, resolved)
+        existing = engine.find_thread(runtime, sid)
+        report = ImportReport(runtime, resolved, session_id=sid,
+                              thread_key=thread_key_for(runtime, sid))
+        cursor = read_cursor(existing, resolved) if existing is not None else None
         reader = TranscriptReader(path, report, hash_upto=cursor["offset"] if cursor else None)
         timeline = Timeline(runtime, report)
         timeline.thread_key = thread_key_for(runtime, sid)
@@ -155,37 +161,112 @@ def import_transcript(runtime: str, path, *, engine=None, session_over: bool | N
                                                    f"{str(exc)[:120]})"})
         timeline.at(report.lines, reader.cursor)
         parser.finish()
+        if existing is None:
+            # a thread is created only for a conversation: it would become the default
+            # thread of later commands
+            problem = nothing_recognised(runtime, path, report)
+            if problem:
+                raise NothingRecognised(problem)
+            if not timeline.ops.facts:
+                report.nothing_imported = ("the transcript holds no user input or tool call "
+                                           "yet; no thread was created")
+                report.thread_created = False
+                return report
         skip_upto = -1
         if cursor and reader.prefix_digest == cursor.get("prefix_sha256"):
             skip_upto = int(cursor["offset"])
             report.resumed = True
             report.cursor_from = skip_upto
         report.cursor_to = reader.cursor
-        owner_unknown = False
-        if session_over is not None:
-            over = session_over
-        else:
-            over, owner_unknown = session_over_default(thread)
-        new_cursor = {"path": resolved, "offset": reader.cursor,
-                      "prefix_sha256": reader.cursor_digest, "records": report.records_read,
-                      "size": _size(path), "runtime": runtime}
-        applier = Applier(thread, timeline, report, source=f"import:{runtime}",
-                          skip_upto=skip_upto, session_over=over, cursor=new_cursor,
-                          owner_unknown=owner_unknown, progress=progress)
-        applier.run()
-        if progress is not None:
-            progress.done(report.bytes_read, sum(report.events_written.values()))
-        states = {r.input_id: r.state for r in thread.inputs()}
-        for p in report.prompts:
-            if p.get("kind") == "input":
-                p["input_id"] = applier.alias.get(p["input_id"], p["input_id"])
-                p["state"] = states.get(p["input_id"], "unknown")
+        thread = existing or engine.thread(runtime, sid, workspace_root=workspace_root(cwd))
+        report.thread_created = existing is None
+        try:
+            _apply(thread, timeline, report, runtime, path, resolved, reader, skip_upto,
+                   session_over, progress)
+        except BaseException:
+            if existing is None:  # Ctrl-C or a failure: the new thread goes with its events
+                engine.store.delete_thread_rows(thread.key)
+            raise
         return report
     finally:
         if timeline is not None:
             timeline.ops.close()  # its temporary file, if it spilled
         if own_engine:
             engine.close()
+
+
+def _apply(thread, timeline, report, runtime, path, resolved, reader, skip_upto, session_over,
+           progress) -> None:
+    owner_unknown = False
+    if session_over is not None:
+        over = session_over
+    else:
+        over, owner_unknown = session_over_default(thread)
+    new_cursor = {"path": resolved, "offset": reader.cursor,
+                  "prefix_sha256": reader.cursor_digest, "records": report.records_read,
+                  "size": _size(path), "runtime": runtime}
+    applier = Applier(thread, timeline, report, source=f"import:{runtime}",
+                      skip_upto=skip_upto, session_over=over, cursor=new_cursor,
+                      owner_unknown=owner_unknown, progress=progress)
+    applier.run()
+    if progress is not None:
+        progress.done(report.bytes_read, sum(report.events_written.values()))
+    states = {r.input_id: r.state for r in thread.inputs()}
+    for p in report.prompts:
+        if p.get("kind") == "input":
+            p["input_id"] = applier.alias.get(p["input_id"], p["input_id"])
+            p["state"] = states.get(p["input_id"], "unknown")
+
+
+def nothing_recognised(runtime: str, path: Path, report: ImportReport) -> str | None:
+    """Why nothing in the file is the runtime's conversation, or None when something is:
+    no JSON record at all, only record types the runtime does not write (naming the runtime
+    whose transcript it looks like), or only a subagent's records (naming whose)."""
+    unknown = sum(report.unknown_types.values())
+    sidechain = sum(n for k, n in report.skipped_by_type.items() if k.endswith(":sidechain"))
+    if report.records_read - unknown - sidechain > 0 or not report.lines:
+        return None  # something is; or the file is empty (a session that wrote nothing yet)
+    if not report.records_read:
+        return (f"{path} is not a {runtime} transcript: none of its {report.lines} line(s) is a "
+                "JSON record; nothing was imported")
+    if sidechain and not unknown:
+        return _subagent_message(path, sidechain)
+    other = guess_runtime(path, exclude=runtime)
+    hint = (f"; it looks like a {other} transcript: `continuation import {other} {path}`"
+            if other else "")
+    return (f"{path} is not a {runtime} transcript: its {report.records_read} record(s) are "
+            f"of types a {runtime} transcript does not have ("
+            + ", ".join(sorted(report.unknown_types)[:5]) + f"){hint}; nothing was imported")
+
+
+def guess_runtime(path: Path, *, exclude: str) -> str | None:
+    """The other runtime whose pre-scan finds a session id in the file."""
+    for other in RUNTIMES:
+        if other != exclude and _prescan(_parser(other), path)[0]:
+            return other
+    return None
+
+
+def _subagent_message(path: Path, records: int) -> str:
+    """A Claude Code subagent's transcript: its records are the sidechain of a session."""
+    session = agent = None
+    for line in TranscriptReader(path, ImportReport("scan", str(path))):
+        rec = line.record
+        session = session or (rec.get("sessionId") if isinstance(rec.get("sessionId"), str) else None)
+        agent = agent or (rec.get("agentId") if isinstance(rec.get("agentId"), str) else None)
+        if session and agent:
+            break
+    whose = (f"subagent {agent} of session {session}" if agent and session else
+             f"a subagent of session {session}" if session else "a subagent")
+    parent = next((p for p in (path.parent / f"{session}.jsonl",
+                               path.parent.parent.parent / f"{session}.jsonl")
+                   if session and p.is_file() and p != path), None)
+    where = (f"import the session's own transcript: `continuation import claude {parent}`"
+             if parent else f"import that session's own transcript ({session}.jsonl)"
+             if session else "import the session's own transcript")
+    return (f"{path} holds only a subagent's conversation ({records} sidechain record(s)): "
+            f"{whose}; a subagent's work is part of its session, not a thread of its own: "
+            f"{where}; nothing was imported")
 
 
 def _size(path: Path) -> int | None:
@@ -195,4 +276,5 @@ def _size(path: Path) -> int | None:
         return None
 
 
-__all__ = ["ImportReport", "TranscriptUnreadable", "import_transcript", "RUNTIMES"]
+__all__ = ["ImportReport", "NothingRecognised", "TranscriptUnreadable", "import_transcript",
+           "RUNTIMES"]

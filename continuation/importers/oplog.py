@@ -32,10 +32,16 @@ class OpLog:
         self._buffer = io.BytesIO()
         self._file = None  # the temporary file, once the buffer outgrew spill_bytes
         self._count = 0
+        self._ends = 0
         self._renames: list[tuple[int, str, str]] = []  # (ops written before it, old, new)
 
     def __len__(self) -> int:
         return self._count
+
+    @property
+    def facts(self) -> int:
+        """Ops that are facts of the conversation (every op but the closing ``end``)."""
+        return self._count - self._ends
 
     @property
     def spilled(self) -> bool:
@@ -44,6 +50,7 @@ class OpLog:
     def append(self, op) -> None:
         pickle.dump(op, self._buffer, protocol=pickle.HIGHEST_PROTOCOL)
         self._count += 1
+        self._ends += op.kind == "end"
         if self._buffer.tell() >= self._spill_bytes:
             self._flush()
 

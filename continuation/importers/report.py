@@ -4,6 +4,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from continuation.host.units import size_text
+
 MAX_LISTED = 50  # problem lists are capped in the report; the counts stay exact
 MAX_PROMPTS_SHOWN = 20  # the text report lists the latest prompts only
 
@@ -53,6 +55,8 @@ class ImportReport:
     session_over: bool | None = None
     notes: list[str] = field(default_factory=list)  # decisions the reader should know about
     reopened_turns: list[str] = field(default_factory=list)  # end-of-file cuts undone
+    thread_created: bool | None = None  # False: the thread was there before (or not made)
+    nothing_imported: str | None = None  # why no thread was created for a readable file
 
     @property
     def repeated_tool_calls_total(self) -> int:
@@ -87,6 +91,7 @@ class ImportReport:
             "cursor_from": self.cursor_from, "cursor_to": self.cursor_to,
             "resumed": self.resumed, "session_over": self.session_over,
             "notes": self.notes, "reopened_turns": self.reopened_turns,
+            "thread_created": self.thread_created, "nothing_imported": self.nothing_imported,
         }
 
     def render(self) -> str:
@@ -94,7 +99,7 @@ class ImportReport:
         out = [f"imported {self.runtime} transcript {self.path}",
                f"  thread {self.thread_key}  (session {self.session_id})",
                f"  read {self.records_read} records from {self.lines} lines "
-               f"({self.bytes_read} bytes)"
+               f"({size_text(self.bytes_read)})"
                + (f"; resumed at byte {self.cursor_from}" if self.resumed else "")]
         out.append(f"  inputs: {self.inputs_seen} seen, {self.inputs_admitted} admitted, "
                    f"{self.duplicates} already known; queued while busy: {self.queued}")

@@ -57,17 +57,79 @@ def _run_many(numbers: list[int], jobs: int, progress) -> list[Result]:
     from concurrent.futures import ProcessPoolExecutor
 
     results: dict[int, Result] = {}
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
+    pool = ProcessPoolExecutor(max_workers=jobs, initializer=_worker_start)
+    try:
         # longest first, so the slow one does not start last
         order = sorted(numbers, key=lambda n: -SLOW.get(n, 0))
-        futures = {n: pool.submit(run_scenario, n) for n in order}
+        futures = {n: pool.submit(_run_in_worker, n) for n in order}
         for n in order:
             try:
                 results[n] = futures[n].result()
             except Exception as exc:  # the worker died: the scenario failed, say how
                 results[n] = Result(n, SCENARIOS[n][0], error=f"worker failed: {exc}")
             progress(results[n])
+    except KeyboardInterrupt:
+        _stop(pool, len(numbers) - len(results))
+        raise
+    pool.shutdown(wait=True)
     return [results[n] for n in numbers]
+
+
+def _run_in_worker(number: int) -> Result:
+    """:func:`run_scenario` in a pool worker; stopped (:func:`_stop`), the worker ends once the
+    scenario's ``finally`` has cleaned up (the pool would otherwise wait for its next task)."""
+    try:
+        return run_scenario(number)
+    except SystemExit as exc:
+        os._exit(exc.code if isinstance(exc.code, int) else 1)
+
+
+def _worker_start() -> None:
+    """In each worker: a process group of its own, holding every process its scenarios start,
+    so the parent's stop reaches them all; Ctrl-C is the parent's to act on; the stop
+    (SIGTERM) ends the scenario through its ``finally`` (the sandbox is removed). Python
+    handlers, not SIG_IGN: the simulated runtimes a scenario starts get the default
+    dispositions back at exec."""
+    import signal
+
+    def stop(signum, frame):
+        # once: the pool, seeing a worker gone, terminates the others while they clean up
+        signal.signal(signal.SIGTERM, lambda signum, frame: None)
+        raise SystemExit(128 + signum)
+
+    os.setpgrp()
+    signal.signal(signal.SIGINT, lambda signum, frame: None)
+    signal.signal(signal.SIGTERM, stop)
+
+
+#: seconds a stopped worker has to clean its sandbox up before it is killed
+STOP_GRACE_S = 10.0
+
+
+def _stop(pool, left: int) -> None:
+    """Ctrl-C: the scenarios not started are cancelled, the running ones stopped (each cleans
+    its sandbox up), instead of waiting for every one of them to finish."""
+    import multiprocessing
+
+    sys.stderr.write(f"continuation prove: interrupted; stopping ({left} scenario(s) not "
+                     "finished)\n")
+    import signal
+
+    workers = multiprocessing.active_children()
+    pool.shutdown(wait=False, cancel_futures=True)
+    for worker in workers:
+        _signal_group(worker.pid, signal.SIGTERM)
+    deadline = time.monotonic() + STOP_GRACE_S
+    for worker in workers:
+        worker.join(max(0.0, deadline - time.monotonic()))
+        _signal_group(worker.pid, signal.SIGKILL)  # what is left of its scenario
+
+
+def _signal_group(pid: int, signum: int) -> None:
+    try:
+        os.killpg(pid, signum)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 #: rough relative run time, to schedule the long scenarios first
@@ -92,9 +154,10 @@ def report(results: list[Result], jobs: int = 1, wall: float | None = None) -> d
 
 
 def run_prove(scenario=None, as_json: bool = False, jobs: int | None = None,
-              verbose: bool = False) -> int:
-    """Run the scenarios (all, one number, or a list of numbers); print the table or the JSON
-    report; 0 only when every scenario run passed."""
+              verbose: bool = False, width: int | None = None) -> int:
+    """Run the scenarios (all, one number, or a list of numbers); print the table (fitted to
+    ``width``; None: no limit) or the JSON report; 0 only when every scenario run passed.
+    Ctrl-C stops at once: scenarios not started are cancelled, running ones cleaned up."""
     if scenario is None:
         numbers = sorted(SCENARIOS)
     else:
@@ -118,7 +181,7 @@ def run_prove(scenario=None, as_json: bool = False, jobs: int | None = None,
     if as_json:
         sys.stdout.write(json.dumps(rep, indent=2, ensure_ascii=False) + "\n")
     else:
-        sys.stdout.write(table(results, verbose) + "\n")
+        sys.stdout.write(table(results, verbose, width) + "\n")
         s = rep["summary"]
         sys.stdout.write(f"\n{s['passed']}/{s['total']} scenarios passed in "
                          f"{rep['wall_seconds']:.1f}s ({jobs} at a time)\n")

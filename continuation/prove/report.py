@@ -117,23 +117,28 @@ def _fmt(value) -> str:
     return str(value)
 
 
-def table(results: list[Result], verbose: bool = False) -> str:
-    head = ["#", "scenario", "result"] + [h for _, h in METRIC_COLUMNS]
-    rows = []
-    for r in results:
-        rows.append([str(r.number), r.title, "PASS" if r.passed else "FAIL"]
-                    + [_fmt(r.metrics.get(k)) for k, _ in METRIC_COLUMNS])
-    widths = [max(len(h), *(len(row[i]) for row in rows)) if rows else len(h)
-              for i, h in enumerate(head)]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(head, widths))]
-    lines.append("  ".join("-" * w for w in widths))
-    for r, row in zip(results, rows):
-        lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
-        if r.error:
-            lines.append(f"      {r.error}")
+def table(results: list[Result], verbose: bool = False, width: int | None = None) -> str:
+    """The scenarios' table, fitted to ``width`` (None: no limit): the title gives up room
+    first; a failure's detail wraps under its row."""
+    from continuation.host.textfit import Column, render_table, wrap
+
+    columns = [Column("number", "#", "fixed"), Column("title", "scenario"),
+               Column("result", "result", "fixed")] + [
+        Column(k, h, "fixed") for k, h in METRIC_COLUMNS]
+    rows = [{"number": r.number, "title": r.title, "result": "PASS" if r.passed else "FAIL",
+             **{k: _fmt(r.metrics.get(k)) for k, _ in METRIC_COLUMNS}} for r in results]
+    heading, *body = render_table(rows, columns, width)
+    import re
+
+    # each heading underlined (a heading's words are one space apart, columns two or more)
+    lines = [heading, re.sub(r"\S+(?: \S+)*", lambda m: "-" * len(m.group()), heading)]
+    for r, line in zip(results, body):
+        lines.append(line)
+        notes = [f"      {r.error}"] if r.error else []
         for c in r.checks:
             if not c.ok:
-                lines.append(f"      failed: {c.name}" + (f" ({c.detail})" if c.detail else ""))
+                notes.append(f"      failed: {c.name}" + (f" ({c.detail})" if c.detail else ""))
             elif verbose:
-                lines.append(f"      ok: {c.name}")
+                notes.append(f"      ok: {c.name}")
+        lines += [piece for note in notes for piece in wrap(note, width)]
     return "\n".join(lines)

@@ -47,7 +47,11 @@ class Sandbox:
         if os.environ.get("CONTINUATION_PROVE_KEEP"):  # for debugging a failing scenario
             sys.stderr.write(f"continuation prove: kept {self.root}\n")
             return
-        shutil.rmtree(self.root, ignore_errors=True)
+        for _ in range(5):  # a process of the scenario being stopped may still write there
+            shutil.rmtree(self.root, ignore_errors=True)
+            if not self.root.exists():
+                return
+            time.sleep(0.2)
 
     def __enter__(self):
         return self

@@ -3,7 +3,12 @@
 "Files changed since the previous one" compares the two snapshot trees (``git diff-tree``) in the
 repository that holds them (the user's, or the shadow repository for folders outside git). For
 the first snapshot of a thread it is the snapshot's dirty summary (changes against HEAD); for a
-metadata checkpoint, its dirty summary against the previous manifest.
+metadata checkpoint, its dirty summary against the previous manifest. A dirty summary counts
+every change but names only the first ``DIRTY_SAMPLE`` paths: the count is its total, and the
+full list (``all_files``) is the snapshot's tree against the HEAD it was taken on.
+
+Each row names where the checkpoint sits in the thread as ``position``: the last event it
+names (``rewind.operation.aligned_position``), the event a rewind to it returns to.
 """
 from __future__ import annotations
 
@@ -58,11 +63,22 @@ def _tree_changes(home, old: dict, new: dict) -> list[str] | None:
         return None
 
 
-def _dirty_paths(ws: dict) -> list[str] | None:
+def _dirty_paths(ws: dict) -> tuple[list[str], int] | None:
+    """The dirty summary's named paths and its count of every change."""
     dirty = (ws or {}).get("dirty")
     if not isinstance(dirty, dict):
         return None
-    return [p.get("path") for p in dirty.get("paths") or [] if isinstance(p, dict)]
+    paths = [p.get("path") for p in dirty.get("paths") or [] if isinstance(p, dict)]
+    counted = sum(v for k in ("modified", "added", "deleted", "untracked", "unmerged")
+                  if isinstance(v := dirty.get(k), int))
+    return paths, max(counted, len(paths))
+
+
+def _against_head(home, ws: dict) -> list[str] | None:
+    """Every path of a first snapshot that differs from the HEAD it was taken on."""
+    if not ws.get("head") or ws.get("kind") != "git":
+        return None
+    return _tree_changes(home, {**ws, "snapshot_tree": ws["head"]}, ws)
 
 
 def _live_refs(home, roots: set[str], thread_key: str) -> dict[str, set[str] | None]:
@@ -80,7 +96,11 @@ def _live_refs(home, roots: set[str], thread_key: str) -> dict[str, set[str] | N
     return out
 
 
-def checkpoint_rows(thread: Thread) -> list[dict]:
+def checkpoint_rows(thread: Thread, *, all_files: bool = False) -> list[dict]:
+    """One row per checkpoint, oldest first. ``files`` names the first :data:`FILES_SAMPLE`
+    changed paths, or every one with ``all_files`` (``files_complete`` says which)."""
+    from continuation.rewind.operation import aligned_position
+
     rows = []
     previous: dict | None = None
     listed = cps.list_checkpoints(thread)
@@ -90,21 +110,30 @@ def checkpoint_rows(thread: Thread) -> list[dict]:
     for cp in listed:
         ws = cp.workspace or None
         changed: list[str] | None = None
+        count: int | None = None
         if ws and not ws.get("error"):
             if previous is not None and ws.get("kind") in ("git", "shadow"):
                 changed = _tree_changes(thread.engine.home, previous, ws)
-            if changed is None:
-                changed = _dirty_paths(ws)
+            if changed is None and (dirty := _dirty_paths(ws)) is not None:
+                changed, count = dirty
+                if all_files and count > len(changed):
+                    changed = _against_head(thread.engine.home, ws) or changed
             previous = ws
+        if changed is not None and count is None:
+            count = len(changed)
         rows.append({
             "checkpoint_id": cp.checkpoint_id,
             "time": datetime.fromtimestamp(cp.created_at, timezone.utc).isoformat(timespec="seconds"),
+            "created_at": cp.created_at,
             "generation": cp.generation,
             "seq": cp.seq,
+            "position": aligned_position(thread, cp),
             "reason": cp.reason,
             "objective": _objective(cp),
-            "files_changed": None if changed is None else len(changed),
-            "files": (changed or [])[:FILES_SAMPLE],
+            "files_changed": count,
+            "files": (changed or []) if all_files else (changed or [])[:FILES_SAMPLE],
+            "files_complete": count is None or len(changed or []) >= count
+                              and (all_files or count <= FILES_SAMPLE),
             "snapshot_ref": (ws or {}).get("snapshot_ref"),
             "workspace_kind": (ws or {}).get("kind") or ("error" if ws and ws.get("error") else None),
             "corrupt": cps.verify(cp),

@@ -137,27 +137,48 @@ class RewindPlan:
             "files": self.files.to_dict() if self.files is not None else None,
         }
 
-    def describe(self) -> str:
+    def describe(self, limit: int | None = None, width: int | None = None) -> str:
+        """The preview: what changes, totals first; of each list (inputs and calls, files,
+        the lines of each notice) the first ``limit`` entries (None: every one); the inputs
+        and calls as a table fitted to ``width`` (None: no limit)."""
+        from continuation.host.textfit import Column, render_table
+
         cp = self.checkpoint
         lines = [f"rewind {self.mode} of thread {self.thread_key} to checkpoint "
-                 f"{cp.checkpoint_id} (generation {cp.generation}, event {self.to_seq} of "
-                 f"{self.last_seq})"]
+                 f"{cp.checkpoint_id} (generation {cp.generation}): back to event {self.to_seq}, "
+                 f"the thread is at event {self.last_seq}"]
         if self.conversation:
             lines.append(f"conversation: {len(self.inputs)} input(s) become rolled_back, "
                          f"{len(self.calls)} tool call(s) leave the current view")
-            lines += [f"  input  {i['input_id'][:24]}  {i['state']:<11} {_one_line(i['text'])}"
-                      for i in self.inputs]
-            lines += [f"  call   {c['call_id'][:24]}  {c['status']:<11} {c['tool']}"
-                      for c in self.calls]
+            rows = [{"what": "input", "id": i["input_id"], "state": i["state"],
+                     "text": _one_line(i["text"], 200)} for i in self.inputs]
+            rows += [{"what": "call", "id": c["call_id"], "state": c["status"],
+                      "text": c["tool"]} for c in self.calls]
+            shown = rows if limit is None else rows[:limit]
+            if shown:
+                table = render_table(shown, [
+                    Column("what", "", "fixed"), Column("id", "id", "id"),
+                    Column("state", "state", "fixed"), Column("text", "text or tool")],
+                    None if width is None else width - 2)
+                lines += ["  " + line for line in table[1:]]
+            if len(shown) < len(rows):
+                lines.append(f"  ... and {len(rows) - len(shown)} more (--verbose shows every "
+                             "input and call)")
         if self.files is not None:
             lines.append("files:")
-            lines += ["  " + line for line in self.files.describe().splitlines()]
+            lines += ["  " + line for line in self.files.describe(limit).splitlines()]
         if self.notices:
             lines.append("the next context will carry:")
             for n in self.notices:
                 lines.append(f"  [{n.title}]")
-                lines += [f"    {line}" for line in n.lines]
+                lines += [f"    {line}" for line in _first(n.lines, limit, "the whole notice")]
         return "\n".join(lines)
+
+
+def _first(entries: list[str], limit: int | None, what: str) -> list[str]:
+    if limit is None or len(entries) <= limit:
+        return entries
+    return entries[:limit] + [f"  ... and {len(entries) - limit} more (--verbose shows {what})"]
 
 
 def _one_line(text: str, width: int = 70) -> str:
@@ -451,9 +472,9 @@ class UndoPlan:
         return {"thread": self.thread_key, "undo_of": self.undo_of, "reason": self.reason,
                 "files": self.files.to_dict()}
 
-    def describe(self) -> str:
+    def describe(self, limit: int | None = None, width: int | None = None) -> str:
         return (f"undo the files restore of event {self.undo_of} in thread {self.thread_key}:\n"
-                + "\n".join("  " + line for line in self.files.describe().splitlines()))
+                + "\n".join("  " + line for line in self.files.describe(limit).splitlines()))
 
 
 def _restored_files(event: dict) -> dict | None:

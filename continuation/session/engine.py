@@ -82,6 +82,14 @@ class Engine:
         here = _workspace_depths(cwd if cwd is not None else os.getcwd())
         return sorted(rows, key=lambda r: -here.get(r["workspace_root"] or "", -1))
 
+    def workspace_threads(self, cwd: str | None = None) -> list[dict]:
+        """The thread rows of the workspace holding ``cwd`` (the innermost when they nest),
+        most recently active first; [] outside every thread's workspace."""
+        here = _workspace_depths(cwd if cwd is not None else os.getcwd())
+        rows = [r for r in self.by_workspace(cwd) if (r["workspace_root"] or "") in here]
+        deepest = max((here[r["workspace_root"]] for r in rows), default=None)
+        return [r for r in rows if here[r["workspace_root"]] == deepest]
+
 
 class Thread:
     def __init__(self, engine: Engine, key: str):

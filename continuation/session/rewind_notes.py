@@ -198,12 +198,12 @@ def _retry_completed(events: list[dict], anchor_seq: int) -> bool:
     return False
 
 
-def _files_lines(files: dict) -> list[str]:
+def _files_lines(files: dict, more_hint: str) -> list[str]:
     counts = ", ".join(f"{len(files.get(k) or [])} {label}" for k, label in
                        (("restored", "modified"), ("recreated", "re-created"), ("deleted", "deleted")))
     lines = [f"Workspace files were restored to the checkpoint too ({counts})."]
     changed = [f"  - {p}" for k in ("restored", "recreated", "deleted") for p in files.get(k) or []]
-    lines += _bounded(changed, "continuation checkpoints --json")
+    lines += _bounded(changed, more_hint)
     if files.get("safety_ref"):
         lines.append(f"The files as they were before the restore are kept in the safety snapshot "
                      f"{files['safety_ref']}.")
@@ -212,11 +212,13 @@ def _files_lines(files: dict) -> list[str]:
 
 def files_notice(anchor: dict, thread_key: str) -> Notice:
     d = anchor["data"]
+    # the restore's own event names every file
+    every_file = f"every file: continuation source event:{thread_key}:{anchor['seq']}"
     if d.get("undo_of"):
         first = (f"The user undid the files restore of event {d['undo_of']}: the workspace files "
                  "are back as they were just before that restore. The conversation did not "
                  "change: re-read a file before editing it.")
-        lines = [first, _reason_line(d), *_files_lines(d)[1:]]
+        lines = [first, _reason_line(d), *_files_lines(d, every_file)[1:]]
         return Notice(title=TITLE_FILES, lines=lines, priority=PRIORITY_CORE,
                       pointer=f"event:{thread_key}:{anchor['seq']}")
     lines = [
@@ -225,7 +227,7 @@ def files_notice(anchor: dict, thread_key: str) -> Notice:
         "checkpoint are gone from disk even where earlier messages say they were made. Re-read a "
         "file before editing it, and do not assume any later change still exists.",
         _reason_line(d),
-        *_files_lines(d)[1:],
+        *_files_lines(d, every_file)[1:],
     ]
     return Notice(title=TITLE_FILES, lines=lines, priority=PRIORITY_CORE,
                   pointer=f"event:{thread_key}:{anchor['seq']}")
@@ -391,7 +393,7 @@ def notices_from_digest(digest: dict, anchor: dict, events: list[dict], thread_k
     ]
     files = d.get("files")
     if isinstance(files, dict):
-        core += _files_lines(files)
+        core += _files_lines(files, f"every file: continuation source {pointer}")
     else:
         core.append("Workspace files were NOT restored by this rewind: files the undone work "
                     "changed may still be changed on disk; check them before relying on them.")

@@ -163,16 +163,19 @@ class LogStore(ThreadReads, BoundaryReads):
         return self._dict_rows(self.sql.all_threads, ())
 
     def thread(self, selector: str) -> dict:
-        """A thread by key, by session id, or by a unique prefix of either."""
+        """A thread by key, by session id, by name (``fork --name``), or by a unique prefix
+        of a key or a session id."""
         for exact in (self.sql.thread_by_key, self.sql.threads_by_session_id):
             found = self._dict_rows(exact, (selector,))  # indexed exact matches first: no scan
             if len(found) == 1:
                 return found[0]
         rows = self.threads()
-        for field in ("thread_key", "session_id"):
+        for field in ("thread_key", "session_id", "name"):
             exact = [r for r in rows if r[field] == selector]
             if len(exact) == 1:
                 return exact[0]
+        # a prefix as the commands print it, cut with an ellipsis
+        selector = selector.removesuffix("…").removesuffix("...") or selector
         matches = [r for r in rows if r["thread_key"].startswith(selector)
                    or r["session_id"].startswith(selector)]
         if len(matches) == 1:

@@ -238,17 +238,37 @@ class RestorePlan:
     def to_dict(self) -> dict[str, Any]:
         return {k: v for k, v in asdict(self).items() if k != "taken"}
 
-    def describe(self) -> str:
-        """Human-readable preview, one line per change (for ``continuation restore --dry-run``)."""
-        lines = [f"restore {self.checkpoint.root} to {self.checkpoint.snapshot_ref or self.checkpoint.snapshot_commit}"]
-        lines += [f"  modify    {p}" for p in self.modified]
-        lines += [f"  recreate  {p}" for p in self.recreated]
-        lines += [f"  delete    {p}" for p in self.deleted]
-        lines += [f"  mode      {m.path} {m.current_mode} -> {m.checkpoint_mode}" for m in self.mode_changes]
-        lines += [f"  keep      {p} (new since checkpoint, not created by the session)" for p in self.kept]
-        lines += [f"  keep      {k.path} (your edit: {k.reason})" for k in self.kept_edits]
-        lines += [f"  unsure    {u.path} ({u.reason})" for u in self.unsure]
-        lines += [f"  skip      {s.path} ({s.reason})" for s in self.skipped]
+    def describe(self, limit: int | None = None) -> str:
+        """Human-readable preview (``continuation restore --dry-run``): the totals first, then
+        one line per file, the first ``limit`` of them (None: every one)."""
+        lines = [f"restore {self.checkpoint.root}",
+                 f"  to {self.checkpoint.snapshot_ref or self.checkpoint.snapshot_commit}"]
+        restored = set(self.modified)
+        unsure_restored = sum(u.path in restored for u in self.unsure)
+        changes = [f"{n} {what}" for n, what in (
+            (len(self.modified), "modified"), (len(self.recreated), "re-created"),
+            (len(self.deleted), "deleted"), (len(self.mode_changes), "mode changed")) if n]
+        left = [f"{n} {what}" for n, what in (
+            (unsure_restored, "of them unsure (changed while an agent call ran)"),
+            (len(self.unsure) - unsure_restored, "unsure, kept"),
+            (len(self.kept), "new, kept"), (len(self.kept_edits), "your edits, kept"),
+            (len(self.skipped), "skipped")) if n]
+        total = len(self.modified) + len(self.recreated) + len(self.deleted) + len(self.mode_changes)
+        lines.append(f"  {total} file(s) change" + (f": {', '.join(changes)}" if changes else "")
+                     + (f"; {', '.join(left)}" if left else ""))
+        entries = [f"  modify    {p}" for p in self.modified]
+        entries += [f"  recreate  {p}" for p in self.recreated]
+        entries += [f"  delete    {p}" for p in self.deleted]
+        entries += [f"  mode      {m.path} {m.current_mode} -> {m.checkpoint_mode}" for m in self.mode_changes]
+        entries += [f"  keep      {p} (new since checkpoint, not created by the session)" for p in self.kept]
+        entries += [f"  keep      {k.path} (your edit: {k.reason})" for k in self.kept_edits]
+        entries += [f"  unsure    {u.path} ({u.reason})" for u in self.unsure]
+        entries += [f"  skip      {s.path} ({s.reason})" for s in self.skipped]
+        if limit is not None and len(entries) > limit:
+            lines += entries[:limit]
+            lines.append(f"  ... and {len(entries) - limit} more (--verbose lists every file)")
+        else:
+            lines += entries
         if self.is_empty:
             lines.append("  nothing to change")
         return "\n".join(lines)

@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from continuation.host.units import utc_time
 from continuation.workspace import index_cache
 from continuation.workspace.after_restore import TreeAfterRestore, derive_tree_after
 from continuation.workspace.compare import (
@@ -177,10 +178,10 @@ def _sort_edits(plan: RestorePlan, target: GitTarget, root: Path, named: set[str
             continue
         if not inside(changed):
             plan.kept_edits.append(SkippedPath(
-                path, f"changed at {time.strftime('%H:%M:%S', time.localtime(changed))}, "
-                      "outside every agent call; no call names it"))
+                path, f"changed at {utc_time(changed)}, outside every agent call; no call "
+                      "names it"))
             continue
-        why = (f"changed at {time.strftime('%H:%M:%S', time.localtime(changed))} while a call "
+        why = (f"changed at {utc_time(changed)} while a call "
                "of the agent ran, named by none: " + ("kept (--keep-unsure)" if keep_unsure else
                                                        "restored (--keep-unsure keeps it)"))
         plan.unsure.append(SkippedPath(path, why))

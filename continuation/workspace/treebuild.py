@@ -20,6 +20,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from continuation.host import progress
 from continuation.host.paths import ensure_private_dir
 from continuation.host.phase_marks import mark
 from continuation.workspace.gitrun import GitTarget
@@ -117,6 +118,7 @@ def build_tree(
     """
     _stage("seeded")
     mark("snapshot: git scan starting")
+    progress.step("scanning the work tree")
     starting = scan_starting.get()
     if starting is not None:
         starting()
@@ -178,9 +180,12 @@ def build_tree(
         payload = b"".join(p.encode("utf-8", "surrogateescape") + b"\0" for p in behind_links)
         target.run(["update-index", "--force-remove", "-z", "--stdin"], index=index, stdin=payload)
     if removals or additions:
+        progress.step(f"storing {len(additions):,} new and changed files in the snapshot"
+                      + (f", {len(removals):,} removed" if removals else ""))
         payload = b"".join(p.encode("utf-8", "surrogateescape") + b"\0" for p in removals + additions)
         target.run(["update-index", "--add", "--remove", "--replace", "-z", "--stdin"], index=index, stdin=payload)
     _stage("update-index")
+    progress.step("writing the snapshot's tree")
     # Every blob named by the index is in the object store (the user's index, or just written),
     # so git's per-entry existence check is skipped: it dominates write-tree on large trees.
     built.tree = target.out(["write-tree", "--missing-ok"], index=index)

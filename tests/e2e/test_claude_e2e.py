@@ -379,7 +379,7 @@ def test_claude_session_through_continuation(continuation_cmd: list[str], claude
     with installed_sandbox(continuation_cmd, claude_bin, tmp_path) as env:
         box, request_log = env.box, env.request_log
         session = drive_session(box, request_log)
-        recovery = json.loads(env.cli("recover", "--json").stdout)
+        recovery = json.loads(env.cli("recover", "--record", "--json").stdout)
         inputs = env.inputs(session.session_id)
         events = _json_list(env.cli("events", "--thread", session.session_id, "--json").stdout, "events")
         # Resume the crashed session: the next context must tell the model what was cut.

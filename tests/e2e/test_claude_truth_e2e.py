@@ -21,7 +21,7 @@ def test_claude_killed_then_applied_decision_reaches_the_model(continuation_cmd,
         box, request_log = env.box, env.request_log
         session = tc.drive_session(box, request_log)
         status = json.loads(env.cli("status", "--thread", session.session_id, "--json").stdout)
-        env.cli("recover", "--json")
+        env.cli("recover", "--record", "--json")
         calls = json.loads(env.cli("reconcile", "--json").stdout)["calls"]
         decided = env.cli("reconcile", calls[0]["call_id"], "--applied")
         assert decided.returncode == 0, decided.stderr[-2000:]

@@ -80,7 +80,7 @@ def _run_restarted_provider_scenario(root: Path, codex: Path) -> dict:
         report["second_calls"] = [i.get("call_id") for r in second.requests()
                                   for i in r.get("reply", []) if i.get("type") == "function_call"]
         report["status"] = ch._json_or_text(sandbox.continuation("status", "--json"))
-        report["recover"] = ch._json_or_text(sandbox.continuation("recover", "--json"))
+        report["recover"] = ch._json_or_text(sandbox.continuation("recover", "--record", "--json"))
         report["inputs"] = ch._json_or_text(sandbox.continuation("inputs", "--json"))
         report["reconcile"] = ch._json_or_text(sandbox.continuation("reconcile", "--json"))
         calls = (report["reconcile"] or {}).get("calls") or [{}]

@@ -36,7 +36,7 @@ def crash_mid_tool(box, r):
     r.expect_states(s, {"A": "handled", "B": "pending"}, " while the dead runtime is unnoticed")
 
     t_restart = time.time()
-    rec = box.cli("recover", "--json")
+    rec = box.cli("recover", "--record", "--json")
     r.check("`continuation recover` ran", rec.returncode == 0,
             rec.stderr.decode(errors="replace")[-300:])
     try:

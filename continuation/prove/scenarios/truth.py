@@ -109,7 +109,7 @@ def reused_call_id(box, r):
     r.equal("both calls named call_0_0 are recorded, each in its own turn", calls,
             {"call_0_0": ("ls release-notes", "ok"),
              "call_0_0@t2": ("./deploy staging", "in_flight")})
-    rec = box.cli("recover", "--json")
+    rec = box.cli("recover", "--record", "--json")
     r.check("`continuation recover` ran", rec.returncode == 0,
             rec.stderr.decode(errors="replace")[-300:])
     r.expect_states(s, {"A": "handled", "B": "reconciling"}, " after recover")
@@ -138,7 +138,7 @@ def _killed_in_second_call(box, r, name: str, cat: dict) -> tuple[SimSession, st
     r.check(f"{name}: the runtime blocked inside B's second call", hung)
     proc.kill()
     proc.wait(timeout=30)
-    rec = box.cli("recover", "--json")
+    rec = box.cli("recover", "--record", "--json")
     r.check(f"{name}: `continuation recover` ran", rec.returncode == 0,
             rec.stderr.decode(errors="replace")[-300:])
     return s, next((x["call"] for x in s.log() if x.get("kind") == "hanging"), None)
@@ -231,6 +231,6 @@ def killed_runtime_status(box, r):
     text = box.cli("status", "--thread", s.session_id).stdout.decode()
     r.check("the text of `status` names the verdict and the command to run",
             "runtime: killed" in text and "continuation recover" in text, text[:400])
-    box.cli("recover", "--json")
+    box.cli("recover", "--record", "--json")
     r.equal("after `recover`: crashed, A reconciling (its call has no outcome)", verdicts(),
             ("crashed", "crashed", ["reconciling"]))
