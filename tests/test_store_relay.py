@@ -483,3 +483,33 @@ def test_doctor_shows_the_relay(pg_url, tmp_path):
     doctor = subprocess.run([sys.executable, "-m", "continuation", "doctor"], env=off,
                             capture_output=True, text=True, timeout=120)
     assert "store.relay: off (CONTINUATION_RELAY=off)" in doctor.stdout
+
+
+def test_values_come_back_as_the_driver_gives_them(pg_url, tmp_path, monkeypatch):
+    """Each column type the store reads, and the ones it might: through the relay the same
+    Python values (and types) as psycopg gives in this process, plain rows and tagged ones."""
+    import psycopg
+
+    env = _env(pg_url, tmp_path / "h")
+    relay = _start_relay(pg_url, env)
+    try:
+        for key, value in env.items():
+            monkeypatch.setenv(key, value)
+        conn = relay_client.connect(pg_url)
+        queries = [
+            ("SELECT %s::bigint, %s::double precision, %s::text, %s::boolean, NULL::text",
+             (2 ** 62, 1.5, "t\udc80".encode("utf-8", "surrogateescape").decode(
+                 "utf-8", "replace"), True)),
+            ("SELECT %s::bigint[], %s::text[]", ([1, 2, 3], ["a", "b"])),
+            ("SELECT %s::bytea, sum(x)::numeric, count(*) FROM generate_series(1, %s) x",
+             (b"\x00\xffcapsule", 10)),
+            ("SELECT '{\"a\": [1, {\"b\": 2}]}'::jsonb, '2026-01-02'::date", ()),
+        ]
+        with psycopg.connect(pg_url, autocommit=True) as direct:
+            for sql, args in queries:
+                want = direct.execute(sql, list(args)).fetchall()
+                got = conn.execute(sql, args).fetchall()
+                assert got == want and [type(v) for v in got[0]] == [type(v) for v in want[0]]
+        conn.close()
+    finally:
+        _stop(relay)

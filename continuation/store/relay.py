@@ -37,6 +37,11 @@ IDLE_ENV = "CONTINUATION_RELAY_IDLE_S"
 DEFAULT_IDLE_S = 600.0
 #: server connections kept open for the next hooks (more are made while more hooks run)
 POOL_SIZE = 4
+#: the column types (PostgreSQL type oids) psycopg reads as JSON's own values: integers,
+#: floats, text, booleans, and arrays of those; anything else (bytea, numeric, times, json)
+#: is tagged value by value (``relay_wire.encode_value``)
+_PLAIN_TYPES = frozenset((16, 20, 21, 23, 26, 700, 701, 25, 1043, 1042, 19, 705,
+                          1000, 1005, 1007, 1016, 1021, 1022, 1009, 1015))
 #: how long a read of the server's schema version stands for the hooks that follow
 SCHEMA_RECHECK_S = 2.0
 
@@ -171,12 +176,17 @@ class Relay:
                 faults.point("relay.before_commit")
             if op == "x":
                 cur = raw.execute(sql, [relay_wire.decode_value(a) for a in args])
-                answer = {"d": None if cur.description is None
-                          else [d.name for d in cur.description],
-                          "r": None if cur.description is None
-                          else [[relay_wire.encode_value(v) for v in row]
-                                for row in cur.fetchall()],
-                          "n": cur.rowcount}
+                if cur.description is None:
+                    answer = {"d": None, "r": None, "n": cur.rowcount}
+                elif all(d.type_code in _PLAIN_TYPES for d in cur.description):
+                    # JSON's own values only: the rows as they are (a long read stays in C)
+                    answer = {"d": [d.name for d in cur.description], "r": cur.fetchall(),
+                              "n": cur.rowcount, "p": 1}
+                else:
+                    answer = {"d": [d.name for d in cur.description],
+                              "r": [[relay_wire.encode_value(v) for v in row]
+                                    for row in cur.fetchall()],
+                              "n": cur.rowcount}
             else:
                 with raw.cursor() as cur:
                     cur.executemany(sql, [[relay_wire.decode_value(a) for a in r] for r in args])

@@ -59,7 +59,12 @@ class _Cursor:
     def fill(self, answer: dict) -> None:
         names, rows = answer.get("d"), answer.get("r")
         self.description = None if names is None else [(n,) for n in names]
-        self._rows = [relay_wire.decode_row(r) for r in rows] if rows else []
+        if not rows:
+            self._rows = []
+        elif answer.get("p"):  # JSON's own values only (see relay_wire)
+            self._rows = [tuple(r) for r in rows]
+        else:
+            self._rows = [relay_wire.decode_row(r) for r in rows]
         self.rowcount, self.done = answer.get("n", -1), True
 
     def __getattribute__(self, name):

@@ -8,7 +8,8 @@ item names the operation:
 - ``["hello", PROTOCOL]``: the relay checks out a server connection for this socket and
   answers ``{"schema": version}`` (or ``{"error": "unreachable", ...}``);
 - ``["b", [statement, ...]]``: statements run in order up to the first error, each
-  ``["x", sql, args]`` (answered ``{"d": column names or null, "r": rows, "n": rowcount}``) or
+  ``["x", sql, args]`` (answered ``{"d": column names or null, "r": rows, "n": rowcount}``,
+  with ``"p": 1`` when every column holds JSON's own values, so no row needs decoding) or
   ``["m", sql, [args, ...]]`` (one run per argument list; ``{"n": rowcount}``); the answer is
   ``{"a": [answer, ...]}``, as many as were run (the last one an error when one failed);
 - ``["status"]``: what the relay did since it started (``continuation doctor``).
