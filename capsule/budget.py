@@ -483,6 +483,7 @@ class _Builder:
             source=sk.source,
             notices=ordered("notices"),
             cuts=cuts,
+            guard=sk.guard,
             budget=BudgetReport(
                 encoding=self.counter.name,
                 max_bytes=b.max_bytes,
@@ -610,6 +611,7 @@ def _tiny(capsule: Capsule) -> Capsule:
         "source": c.source.model_copy(update={"transcript_path": t(c.source.transcript_path),
                                               "transcript_prefix_sha256": t(c.source.transcript_prefix_sha256)}),
         "plan": None if c.plan is None else c.plan.model_copy(update={"tool": t(c.plan.tool), "pointer": t(c.plan.pointer)}),
+        "guard": None,
         "cuts": [x.model_copy(update={"field": t(x.field), "pointer": t(x.pointer), "last_pointer": t(x.last_pointer)})
                  for x in c.cuts],
     })

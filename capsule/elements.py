@@ -28,6 +28,7 @@ from capsule.model import (
     CapsuleInput,
     CapsuleToolCall,
     Cursor,
+    GuardStatus,
     ModelSettings,
     NextAction,
     Notice,
@@ -62,6 +63,7 @@ FINAL_CLAIM_TURNS = 3
 MAX_CLAIM_CHECKS = 4
 MAX_EXTRA_KEYS = 16
 VALUE_MAX = 512  # one workspace / settings value, JSON bytes
+GUARD_COMMAND_MAX = 160  # the guard's command line in the capsule's header, JSON bytes
 
 # Tiers: lower is dropped first. The budget module's docstring states this order in words.
 T_HIST_SUPERSEDED_TEXT = 1
@@ -160,6 +162,7 @@ class Skeleton:
     replaced_surrogates: int
     supersedes_generation: int | None = None
     work_record: WorkRecord | None = None  # always kept: where every finished call is
+    guard: GuardStatus | None = None  # always kept: one line, its texts bounded
 
 
 class _Scrubber:
@@ -433,6 +436,15 @@ def collect(source: CapsuleSource) -> tuple[Skeleton, list[Element]]:
             field=f"notices[{notice_fields['pointer']}].lines", pointer=notice_fields["pointer"],
         ))
 
+    # -- the recovery loop's state (a header: identifiers and numbers, the command clipped) ---
+    guard = None
+    if source.guard is not None:
+        g = source.guard
+        guard = GuardStatus(**{**g.model_dump(), "command": None if g.command is None else
+                               clip_json_bytes(s.text(g.command), GUARD_COMMAND_MAX),
+                               "verdict": s.ident(g.verdict, 32), "action": s.ident(g.action, 32),
+                               "good_checkpoint": s.ident(g.good_checkpoint)})
+
     # -- plan ----------------------------------------------------------------------------------
     plan_header: Plan | None = None
     if source.plan is not None:
@@ -552,7 +564,7 @@ def collect(source: CapsuleSource) -> tuple[Skeleton, list[Element]]:
         plan=plan_header, replaced_surrogates=0,
         supersedes_generation=source.supersedes_generation
         if source.supersedes_generation is not None and source.supersedes_generation != source.generation else None,
-        work_record=record,
+        work_record=record, guard=guard,
     )
     skeleton.replaced_surrogates = s.replaced
     return skeleton, elements

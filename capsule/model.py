@@ -14,6 +14,10 @@ Schema 3 added the work ledger (``work_done``: the finished tool calls of each t
 Schema 4 added the work record (``work_record``: the page files that hold every finished call,
 named inline) and compact ledger rows (see :class:`WorkDone`).
 
+Schema 4 also carries ``guard`` (the recovery loop's state, :class:`GuardStatus`) when the
+thread ran a check: optional and left out of the encoding when absent, so a capsule without it
+is byte for byte what it was, and a reader that does not know the field ignores it.
+
 Reading (:func:`decode_capsule`): any supported version (1, 2, 3) is upgraded to the current model;
 unknown fields are ignored; a newer version raises :class:`CapsuleVersionError`; anything else
 malformed raises :class:`CapsuleFormatError`, never a bare traceback.
@@ -267,6 +271,24 @@ class Notice(_Part):
     pointer: str = ""
 
 
+class GuardStatus(_Part):
+    """The project's check as the recovery loop last judged it (see ``continuation.guard``):
+    ``verdict`` of the newest run, the ``action`` taken, the last passing checkpoint, and the
+    automatic rewinds used for the current request out of its budget."""
+
+    command: str | None = None
+    verdict: str | None = None
+    action: str | None = None
+    exit_code: int | None = None
+    at_seq: int | None = None
+    failures_in_row: int = 0
+    good_checkpoint: str | None = None
+    good_seq: int | None = None
+    rewinds_used: int = 0
+    rewinds_budget: int | None = None
+    runs: int = 0
+
+
 class Cut(_Part):
     """One clipped text, or a group of dropped items (``items`` > 1 or ``kept_bytes`` 0).
 
@@ -326,6 +348,14 @@ class Capsule(_Part):
     notices: list[Notice] = []
     cuts: list[Cut] = []
     budget: BudgetReport
+    guard: GuardStatus | None = None
+
+    @model_serializer(mode="wrap")
+    def _guard_only_when_set(self, handler):
+        data = handler(self)
+        if data.get("guard") is None:
+            data.pop("guard", None)
+        return data
 
     @property
     def queued_input_ids(self) -> list[str]:

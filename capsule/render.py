@@ -270,6 +270,17 @@ def cut_line(cut: Cut, thread_id: str | None = None) -> str:
 
 # -- the whole block ---------------------------------------------------------------------------
 
+def guard_lines(g) -> list[str]:
+    """The recovery loop's one line: the check, its newest verdict and what was done, the last
+    passing checkpoint, the automatic rewinds used out of the request's budget."""
+    if g is None:
+        return []
+    return [f"command={_opt(g.command)} verdict={g.verdict or '-'} action={g.action or '-'} "
+            f"exit={_num(g.exit_code)} at_event={_num(g.at_seq)} failures_in_row={g.failures_in_row} "
+            f"last_passing_checkpoint={_opt(g.good_checkpoint)} passing_at_event={_num(g.good_seq)} "
+            f"automatic_rewinds={g.rewinds_used}/{_num(g.rewinds_budget)} runs={g.runs}"]
+
+
 def _section(title: str, lines: Iterable[str], always: bool = False) -> list[str]:
     """A heading and its lines; an empty section is shown only when its emptiness says
     something (no tool call open, no input listed)."""
@@ -317,6 +328,7 @@ def render_body(capsule: Capsule) -> list[str]:
         f"{CLIPPED if 'cursor.last_runtime_outcome' in cut else ''}",
         f"pointer={pointer_text(cur.pointer, t.thread_id)}",
     ])
+    lines += _section("guard (the project's check, run by the recovery loop)", guard_lines(c.guard))
     lines += _section(
         "unsettled tool calls (running or outcome unknown: not done, not failed)",
         (tool_call_line(x, clipped=f"tool_calls[{x.call_id}].args" in cut, thread_id=t.thread_id) for x in c.tool_calls),

@@ -140,6 +140,23 @@ class SourcePointers(_Source):
     transcript_prefix_sha256: str | None = None  # sha256 of those bytes
 
 
+class SourceGuard(_Source):
+    """The recovery loop's state (the project's check): the newest verdict and the last
+    passing checkpoint, as the engine's log has them."""
+
+    command: str | None = None
+    verdict: str | None = None  # pass | fail | fatal | timeout | error
+    action: str | None = None  # pass | report | rewind | halt | error | none
+    exit_code: int | None = None
+    at_seq: int | None = None
+    failures_in_row: int = 0
+    good_checkpoint: str | None = None
+    good_seq: int | None = None
+    rewinds_used: int = 0
+    rewinds_budget: int | None = None
+    runs: int = 0
+
+
 class SourceNotice(_Source):
     """An extra titled section the engine adds (reconciliation prompt, recovery notice, rewind
     summary). Higher priority survives longer; ``>= NOTICE_HIGH_PRIORITY`` is kept with the
@@ -197,6 +214,8 @@ class CapsuleSource(_Source):
     # the work record's index (``capsule.model.WorkRecord`` as plain data: the page files the
     # engine wrote for this generation, ``continuation.boundary.work_pages``); None: no finished call
     work_record: dict[str, Any] | None = None
+    # the recovery loop's state; None: the thread never ran a check
+    guard: SourceGuard | None = None
     # calls reconciled as not applied or retry-safe: read, and on purpose in neither
     # ``tool_calls`` nor the work record (their work is still to do; the decision notice says so)
     calls_to_do: list[str] = []

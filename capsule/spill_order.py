@@ -14,6 +14,7 @@ Priorities (higher stays inline longer):
 =======================================================  ========
 preamble, thread, objective, next action, cursor          always
 the work ledger's legend and turns, the work record       always
+the guard's line (the recovery loop's state)              always
 unsettled tool calls                                      95
 open inputs (pending, interrupted, reconciling, queued)   92
 failed calls (work already done)                          91
@@ -42,7 +43,7 @@ from collections.abc import Callable
 ALWAYS = 1000
 _SECTION_PRIORITY = (  # heading prefix -> priority of its items
     ("## thread", ALWAYS), ("## objective", ALWAYS), ("## next action", ALWAYS),
-    ("## execution cursor", ALWAYS), ("## work record", ALWAYS),
+    ("## execution cursor", ALWAYS), ("## work record", ALWAYS), ("## guard", ALWAYS),
     ("## unsettled tool calls", 95), ("## tool calls", 95),
     ("## notices", 85), ("## background", 70), ("## plan", 60),
     ("## assistant claims", 50), ("## workspace", 45), ("## cuts", 35), ("## attachments", 34),

@@ -30,7 +30,13 @@ Choices where the harness is silent:
   a new turn, so it is admitted again;
 - the owner of the session is this process (its pid): :meth:`Thread.recover` in a later
   process records the crash of a dead owner that left work open;
-- errors are raised (the adapters in :mod:`continuation.adapters` fail open instead).
+- errors are raised (the adapters in :mod:`continuation.adapters` fail open instead);
+- the recovery loop (:mod:`continuation.guard`) runs when the workspace has a guard file
+  (``.continuation/guard.json``) or ``guard=`` names one: :meth:`Thread.tool_outcome` and
+  :meth:`Thread.turn_completed` then return a :class:`GuardOutcome` (None when no check ran).
+  A turn whose outcome ``continues`` is not over: give the model ``outcome.message`` and call
+  :meth:`Thread.turn_completed` again when it ends; ``stops``: the turn was ended, tell the
+  user ``outcome.user_message``.
 
 Use one :class:`Continuation` (or thread) per OS thread: it holds a SQLite connection.
 """
@@ -51,11 +57,14 @@ from statemachine.lifecycle import ACTIONABLE
 if TYPE_CHECKING:
     from capsule.context import ContextMessage
 
+    from continuation.guard.config import GuardConfig
+    from continuation.guard.loop import GuardOutcome
+
     from continuation.boundary.checkpoints import Checkpoint
     from continuation.recovery.reconcile import ReconcileItem
 
 __all__ = ["Admission", "Context", "Continuation", "InputState", "Recovery", "Thread",
-           "open_thread", "DECISIONS", "DEFAULT_RUNTIME"]
+           "open_thread", "DECISIONS", "DEFAULT_RUNTIME", "guard_config"]
 
 #: the runtime label of threads opened through the API (threads are keyed by runtime + session)
 DEFAULT_RUNTIME = "python"
@@ -133,13 +142,18 @@ class Continuation:
         self.session = session_marker(os.getpid())  # this process owns what it records
 
     def open_thread(self, session_id: str, *, runtime: str = DEFAULT_RUNTIME,
-                    workspace: str | os.PathLike[str] | None = None) -> Thread:
+                    workspace: str | os.PathLike[str] | None = None,
+                    guard: GuardConfig | str | bool | None = None) -> Thread:
         """The thread of ``(runtime, session_id)``, created on first use. ``workspace``: the
-        folder the harness works in (its git root is found; snapshots are taken there)."""
+        folder the harness works in (its git root is found; snapshots are taken there).
+        ``guard``: the recovery loop's check: None reads the workspace's guard file, a
+        command line or a ``GuardConfig`` sets it, False turns it off."""
         if not session_id or not isinstance(session_id, str):
             raise ValueError("session_id must be a non-empty string")
         root = workspace_root(os.fspath(workspace)) if workspace is not None else None
-        return Thread(self, self.engine.thread(runtime, session_id, workspace_root=root), runtime)
+        thread = Thread(self, self.engine.thread(runtime, session_id, workspace_root=root), runtime)
+        thread._guard = guard_config(guard, root)
+        return thread
 
     def hook(self, runtime: str, payload: Mapping[str, Any]) -> dict[str, Any]:
         """Handle one hook payload of ``runtime`` (``claude`` or ``codex`` shaped) with the
@@ -164,13 +178,30 @@ class Continuation:
         self.close()
 
 
+def guard_config(guard, root: str | None) -> GuardConfig | None:
+    """The guard a thread runs: ``guard`` as given (a command line, a ``GuardConfig``), none
+    for False, else the workspace's guard file (:mod:`continuation.guard.config`)."""
+    if guard is False or (guard is None and not root):
+        return None
+    from continuation.guard import config
+
+    if guard is None:
+        return config.load(root)
+    if isinstance(guard, str):
+        return config.GuardConfig(guard)
+    if isinstance(guard, config.GuardConfig):
+        return guard
+    raise TypeError("guard must be a command line, a GuardConfig, False or None")
+
+
 def open_thread(session_id: str, *, home: str | os.PathLike[str] | None = None,
                 runtime: str = DEFAULT_RUNTIME,
-                workspace: str | os.PathLike[str] | None = None) -> Thread:
+                workspace: str | os.PathLike[str] | None = None,
+                guard: GuardConfig | str | bool | None = None) -> Thread:
     """Open the thread of a session with an engine of its own (closed with the thread)."""
     owner = Continuation(home)
     try:
-        thread = owner.open_thread(session_id, runtime=runtime, workspace=workspace)
+        thread = owner.open_thread(session_id, runtime=runtime, workspace=workspace, guard=guard)
     except BaseException:
         owner.close()
         raise
@@ -190,6 +221,7 @@ class Thread:
         self._turn: str | None = None  # the turn this object opened, until it ends
         self._owns_engine = False
         self._rec = Recorder(thread, source=owner.source, session=owner.session)
+        self._guard: GuardConfig | None = None
 
     def __repr__(self) -> str:
         return f"continuation.api.Thread({self.key!r})"
@@ -224,6 +256,8 @@ class Thread:
         turn = self._rec.newest_running_turn() if steer else None
         if turn is None:
             turn = f"turn:{input_id}" if input_id else f"turn-{self._rec.turn_count() + 1}"
+        if self._guard is not None:  # a thread that never ran the check runs it first
+            self._loop().at_start()
         result = self._rec.admit_prompt(text, turn, input_id)
         self._turn = turn
         admitted = self._input(result.input_id)
@@ -243,8 +277,9 @@ class Thread:
         self._rec.tool_started(call_id, str(tool), dict(args or {}), self._current_turn())
 
     def tool_outcome(self, call_id: str, *, ok: bool = True, output: str | None = None,
-                     exit_code: int | None = None) -> None:
-        """The call's outcome: ``ok=False`` or a non-zero ``exit_code`` records an error."""
+                     exit_code: int | None = None) -> GuardOutcome | None:
+        """The call's outcome: ``ok=False`` or a non-zero ``exit_code`` records an error. With
+        a guard that runs after changes, what the check found (see the module docstring)."""
         _require_id(call_id, "call_id")
         # kept as the hooks keep a runtime's outcome object: the whole outcome, as JSON text
         response: dict[str, Any] = {"is_error": not ok}
@@ -253,21 +288,69 @@ class Thread:
         if output is not None:
             response["output"] = output
         failed = not ok or bool(exit_code)
+        turn = self._current_turn()
         self._rec.tool_finished(call_id, "error" if failed else "ok",
                                 exit_code=response.get("exit_code"),
                                 output=jsontext.dumps(response, ensure_ascii=False),
-                                turn=self._current_turn())
+                                turn=turn)
+        if self._guard is None or self._guard.when != "change":
+            return None
+        return self._handed(self._loop().after_call(call_id, turn))
 
-    def turn_completed(self, claim: str | None = None) -> None:
+    def turn_completed(self, claim: str | None = None) -> GuardOutcome | None:
         """The running turn ended normally. Its inputs become handled when none of its tool
         calls is left without an outcome (else reconciling). ``claim``: the assistant's final
-        text, recorded as a claim (never as proof that anything was done)."""
+        text, recorded as a claim (never as proof that anything was done). With a guard, what
+        the check found: when it ``continues``, the turn is not over."""
         turn = self._current_turn()
         if claim:
             self._rec.claim(claim, turn, via="Stop")
+        outcome = None
+        if self._guard is not None:
+            outcome = self._handed(self._loop().at_turn_end(turn))
+            if outcome is not None and (outcome.continues or outcome.stops):
+                if outcome.stops:
+                    self._turn = None
+                return outcome  # sent back to work, or ended by the loop
         if turn:
             self._rec.complete_turn(turn)
         self._turn = None
+        return outcome
+
+    def rewind(self, checkpoint_id: str, mode: Literal["conversation", "files", "both"] = "both",
+               reason: str = "") -> dict[str, Any]:
+        """Rewind the thread to a checkpoint at once, as ``continuation rewind CP --yes``
+        does (a files rewind: safety snapshot first, the user's own edits kept); what it did
+        (``RewindResult.to_dict()``). The next context carries the recovery summary."""
+        from continuation.rewind.operation import rewind
+
+        self._turn = None
+        return rewind(self._owner.engine, checkpoint_id, mode, reason=reason).to_dict()
+
+    # -- the recovery loop -------------------------------------------------------------------
+    @property
+    def guard(self) -> GuardConfig | None:
+        """The check this thread runs (None: no recovery loop)."""
+        return self._guard
+
+    def guard_status(self) -> dict | None:
+        """The loop's state as the log has it (newest verdict, last passing checkpoint,
+        automatic rewinds); None when no check ran."""
+        from continuation.session.guard_notes import status
+
+        return status(self._thread.store, self.key)
+
+    def _loop(self):
+        from continuation.guard.loop import Loop
+
+        return Loop(self._thread, self._rec, self._guard, long_lived=True)
+
+    def _handed(self, outcome: GuardOutcome | None) -> GuardOutcome | None:
+        """The outcome goes back to the harness, its message for the model: recorded as
+        delivered through the API."""
+        if outcome is not None and outcome.message:
+            self._loop().delivered(outcome, "api")
+        return outcome
 
     def turn_aborted(self, reason: str = "interrupted") -> None:
         """The running turn was cut (user interrupt, an error): its inputs stay actionable."""

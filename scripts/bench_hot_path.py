@@ -21,7 +21,14 @@ continuation hook ...``), with a store already holding 100,000 events, as ratios
 All are started as subprocesses from this process, interleaved, many times; the medians are
 compared (the machine is shared and noisy, so only the ratios mean anything).
 
+With ``--against REF`` it measures instead this tree's hooks against the same hooks of git
+revision REF (e.g. ``main`` before a change), installed the same way, each with a copy of one
+populated store: UserPromptSubmit, PreToolUse and PostToolUse, the two hooks run alternately,
+the ratio of the medians per event and of the paired runs (a change that adds work to a hot
+hook shows here; the machine's noise hits both alike).
+
 Usage: python scripts/bench_hot_path.py [--events 100000] [--runs 40] [--session-calls 300] [--json]
+       python scripts/bench_hot_path.py --against REF [--events 100000] [--runs 60]
 """
 from __future__ import annotations
 
@@ -37,7 +44,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchlib import install  # noqa: E402
+from benchlib import export_revision, install  # noqa: E402
 
 FLOOR_HOOK = """import json, os, sqlite3, sys
 payload = json.loads(sys.stdin.buffer.read())
@@ -104,7 +111,10 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=40)
     ap.add_argument("--session-calls", type=int, default=300)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--against", metavar="REF", help="compare with git revision REF's hooks")
     args = ap.parse_args()
+    if args.against:
+        return against(args)
 
     with tempfile.TemporaryDirectory() as tmp:
         inst = install(Path(tmp))
@@ -209,6 +219,60 @@ def main() -> int:
         print(f"| hook hot path, last {window} hook runs of {args.session_calls} tool calls | "
               f"{late_ms:.0f} | the first {window} runs of the same session | {first_ms:.0f} | "
               f"{growth:.2f}x | flat (~1x) | each against the floor hook beside it |")
+    return 0
+
+
+def against(args) -> int:
+    """This tree's hot hooks against revision ``args.against``'s, alternately."""
+    import shutil
+
+    events = ("UserPromptSubmit", "PreToolUse", "PostToolUse")
+    with tempfile.TemporaryDirectory() as tmp:
+        base = Path(tmp)
+        ours = install(base / "ours")
+        theirs = install(base / "theirs", export_revision(args.against, base / "tree"))
+        populate(base / "home-ours", args.events)
+        shutil.copytree(base / "home-ours", base / "home-theirs")
+        work = base / "work"  # a workspace without a guard file
+        work.mkdir()
+        times: dict = {(e, who): [] for e in events for who in ("ours", "theirs")}
+        pairs: dict = {e: [] for e in events}
+        for n in range(args.runs + 3):
+            for event in events:
+                payload = {"session_id": "bench-session", "turn_id": f"t{n}", "cwd": str(work),
+                           "hook_event_name": event}
+                if event == "UserPromptSubmit":
+                    payload["prompt"] = f"request {n}"
+                else:
+                    payload.update(tool_name="Bash", tool_input={"command": f"echo {n}"},
+                                   tool_use_id=f"c{n}")
+                    if event == "PostToolUse":
+                        payload["tool_response"] = "ok"
+                raw = json.dumps(payload).encode()
+                got = {}
+                order = (("ours", ours), ("theirs", theirs)) if n % 2 else \
+                    (("theirs", theirs), ("ours", ours))
+                for who, inst in order:
+                    env = {**inst.env, "CONTINUATION_HOME": str(base / f"home-{who}")}
+                    got[who] = time_run([*inst.hook, "hook", "--runtime", "codex"], raw, env)
+                if n >= 3:
+                    for who in got:
+                        times[(event, who)].append(got[who])
+                    pairs[event].append(got["ours"] / got["theirs"])
+    report = {"against": args.against, "events_in_store": args.events, "runs": args.runs}
+    print(f"| hook ({args.events} events in the store, no guard file) | this tree ms | "
+          f"{args.against} ms | ratio of medians | median paired ratio |")
+    print("|---|---|---|---|---|")
+    for event in events:
+        ours_ms = statistics.median(times[(event, "ours")]) * 1000
+        theirs_ms = statistics.median(times[(event, "theirs")]) * 1000
+        paired = statistics.median(pairs[event])
+        report[event] = {"ours_ms": round(ours_ms, 2), "theirs_ms": round(theirs_ms, 2),
+                         "ratio": round(ours_ms / theirs_ms, 3), "paired": round(paired, 3)}
+        print(f"| {event} | {ours_ms:.1f} | {theirs_ms:.1f} | {ours_ms / theirs_ms:.3f}x | "
+              f"{paired:.3f}x |")
+    if args.json:
+        print(json.dumps(report))
     return 0
 
 

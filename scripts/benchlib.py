@@ -49,8 +49,18 @@ class Installed:
     hook: list[str]  # the launcher ``continuation install`` writes into the hook settings
 
 
-def install(base: Path) -> Installed:
-    """A non-editable install of this source tree under ``base`` (see the module docstring)."""
+def export_revision(ref: str, dest: Path) -> Path:
+    """The tree of git revision ``ref`` of this repository, written under ``dest``."""
+    dest.mkdir(parents=True, exist_ok=True)
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", "--format=tar", ref],
+                             check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
+    return dest
+
+
+def install(base: Path, root: Path = ROOT) -> Installed:
+    """A non-editable install of this source tree (or of ``root``: another revision's tree)
+    under ``base`` (see the module docstring)."""
     venv = base / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     bindir = venv / ("Scripts" if os.name == "nt" else "bin")
@@ -58,7 +68,7 @@ def install(base: Path) -> Installed:
     site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                                check=True, capture_output=True, text=True).stdout.strip())
     for name in PACKAGES:
-        shutil.copytree(ROOT / name, site / name, ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(root / name, site / name, ignore=shutil.ignore_patterns("__pycache__"))
         compileall.compile_dir(str(site / name), quiet=1)
     # the dependencies (pydantic, GitPython, tiktoken...) from the venv running this script; a
     # path line in a .pth does not run that folder's own .pth files (the editable hook)

@@ -33,6 +33,9 @@ context_delivered generation*, via ("session_start" | "user_prompt" | "cli")   t
                   received every input's current state (clears ``awaits_delivery``)
 session_started / session_ended / settings / plan_updated / background_task: runtime facts
                   that the capsule reports; the lifecycle ignores them.
+guard_ran / guard_verdict / guard_delivered: the recovery loop's check, its verdict and
+                  action, and what it told the model (continuation.session.guard_notes);
+                  the lifecycle ignores them too.
 
 Unknown types are kept in the log and ignored by the reducer, so a newer writer never breaks
 an older reader.

@@ -170,3 +170,26 @@ def test_schemas_are_built_on_first_use_and_still_validate():
         "print('ok')\n")
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-2000:]
+
+
+def test_the_guard_field_is_optional_both_ways():
+    """A capsule of a thread without a check has no ``guard`` key (byte for byte as before);
+    one with it keeps the loop's state in the always-kept header and reads back; an older
+    reader's input (no key) reads as None; a wrongly typed guard is a clear error."""
+    from capsule.source import SourceGuard
+
+    plain = build_capsule(representative_source(), counter=counter())
+    assert plain.guard is None and b'"guard"' not in encode_capsule(plain)
+    guard = SourceGuard(command="pytest -q " + "x" * 400, verdict="fail", action="report",
+                        exit_code=1, at_seq=40, failures_in_row=1, good_checkpoint="cp-7-abc",
+                        good_seq=31, rewinds_used=1, rewinds_budget=3, runs=6)
+    capsule = build_capsule(representative_source(guard=guard), counter=counter())
+    assert capsule.guard.good_checkpoint == "cp-7-abc" and capsule.guard.rewinds_used == 1
+    assert len(json.dumps(capsule.guard.command)) <= 160  # clipped in the header
+    assert decode_capsule(encode_capsule(capsule)) == capsule
+    assert "## guard (the project's check" in render_capsule(capsule)
+    assert "verdict=fail action=report" in render_capsule(capsule)
+    obj = json.loads(encode_capsule(capsule))
+    obj["guard"] = {"verdict": ["not", "text"]}
+    with pytest.raises(CapsuleFormatError):
+        decode_capsule(json.dumps(obj))

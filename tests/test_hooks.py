@@ -206,6 +206,9 @@ def test_hot_path_imports_stay_light(tmp_path, runtime):
         assert "continuation.store.sqlite" in imported  # the listing is real
         heavy = sorted(m for m in imported if m in HOT_PATH_NEVER or m.split(".")[0] in HOT_PATH_NEVER)
         assert heavy == [], (p["hook_event_name"], heavy)
+        # a workspace without a guard file loads nothing of the recovery loop
+        loop = sorted(m for m in imported if m.startswith(("continuation.guard", "continuation.hooks.guarded")))
+        assert loop == [], (p["hook_event_name"], loop)
     with Engine(home) as e:
         assert [c.status for c in e.find_thread(runtime, "s").tool_calls()] == ["ok"]
     assert not (home / "logs" / "hooks.log").exists()

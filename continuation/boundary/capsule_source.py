@@ -17,6 +17,7 @@ from statemachine.reducer import resolve_call
 from continuation.session.engine import Thread
 from continuation.boundary import work_pages
 from continuation.boundary.prefix_counts import PrefixCounts
+from continuation.session import guard_notes
 from continuation.session.rewind_notes import notices_of
 from continuation.session.branch import ROLLED_BACK, in_ranges, live_ranges
 
@@ -135,6 +136,11 @@ def gather_plain(thread: Thread, *, generation: int, reason: str, upto_seq: int 
     titles = {m["title"] for m in notices}
     rewind_notices = [notice_data(n) for n in notices_of(store, key, upto=upto_seq)
                       if n.title not in titles]
+    guard = guard_notes.status(store, key, upto=upto_seq)
+    if guard is not None:
+        failing = guard_notes.capsule_notice(store, key, upto=upto_seq)
+        if failing is not None and failing.title not in titles:
+            rewind_notices.append(notice_data(failing))
     facts_src = _newest_live(store, key, FACT_TYPES, upto_seq, MAX_FACTS, ranges)
     # a few: a reconcile that leaves the call's work to do is no completed step (see _cursor)
     cursor_src = _newest_live(store, key, CURSOR_TYPES, upto_seq, 4, ranges)
@@ -212,6 +218,7 @@ def gather_plain(thread: Thread, *, generation: int, reason: str, upto_seq: int 
                       event_seq_last=last_seq or None,
                       **_transcript_pointer(store, key, transcript, upto_seq)),
         notices=[*notices, *rewind_notices],
+        guard=_guard_source(guard),
         supersedes_generation=supersedes if isinstance(supersedes, int) else None,
         not_gathered=not_gathered,
         input_counts=input_counts,
@@ -219,6 +226,25 @@ def gather_plain(thread: Thread, *, generation: int, reason: str, upto_seq: int 
         work_record=finish_work_record(thread, generation, work_pages.gather(
             store, key, inputs, read=(open_turns, open_calls))),
     )
+
+
+_GUARD_FIELDS = ("command", "verdict", "action", "exit_code", "at_seq", "failures_in_row",
+                 "good_checkpoint", "good_seq", "rewinds_used", "rewinds_budget", "runs")
+
+
+def _guard_source(status: dict | None) -> dict | None:
+    """``capsule.source.SourceGuard``'s fields of the loop's status (a value of the wrong
+    type, from a damaged or foreign fact, is left out rather than failing the boundary)."""
+    if status is None:
+        return None
+    out = {}
+    for name in _GUARD_FIELDS:
+        value = status.get(name)
+        if name in ("command", "verdict", "action", "good_checkpoint"):
+            out[name] = value if isinstance(value, str) else None
+        elif isinstance(value, int) and not isinstance(value, bool):
+            out[name] = value
+    return out
 
 
 def finish_work_record(thread: Thread, generation: int, gathered: dict) -> dict | None:

@@ -103,7 +103,7 @@ def cmd_status(args) -> int:
                       [r.to_row() for r in engine.store.newest_inputs(t.key, per_thread)])
             runtime = _runtime(t)
             report.append({"thread": {**t.row, "status": runtime["verdict"]}, "runtime": runtime,
-                           "counts": counts, "inputs": inputs})
+                           "counts": counts, "inputs": inputs, "guard": _guard(engine, t)})
         stale = _stale_notice(engine.store)
         if args.json:
             emit_json({"store": engine.store.location, "stale": stale,
@@ -136,6 +136,22 @@ def _listed(engine, default: str | None, everything: bool) -> list[dict]:
     return shown
 
 
+def _guard(engine, thread) -> dict | None:
+    """The recovery loop's state (None: the thread never ran a check)."""
+    from continuation.session.guard_notes import status
+
+    return status(engine.store, thread.key)
+
+
+def _guard_line(g: dict) -> str:
+    from continuation.commands.output import clip
+    from continuation.host.secret_text import redact
+
+    return (f"guard: {paint(g['verdict'])} ({g['action']}) `{clip(redact(g['command'] or ''), 40)}`"
+            f", last passing checkpoint {g['good_checkpoint'] or '-'}, automatic rewinds "
+            f"{g['rewinds_used']}/{g['rewinds_budget']} this request")
+
+
 def _print_thread(item: dict, default: str | None) -> None:
     row = item["thread"]
     limit = line_width()
@@ -146,6 +162,8 @@ def _print_thread(item: dict, default: str | None) -> None:
     echo("  workspace " + short_path(workspace, None if limit is None else limit - 12))
     if item["runtime"]["verdict"] != "unknown":  # no marker on this host: nothing to say
         echo("  " + _runtime_line(item["runtime"]))
+    if item.get("guard"):
+        echo("  " + _guard_line(item["guard"]))
     shown = len(item["inputs"])
     total = sum(item["counts"].values())
     echo(f"  inputs: {_counts_text(item['counts'])}" + (

@@ -228,6 +228,27 @@ def boundary_deadline(raw: bytes) -> float | None:
         return min(found)
 
 
+def _guard_deadline(raw: bytes, deadline: float) -> float:
+    """A boundary hook of a workspace with a guard runs its check: the deadline leaves it the
+    check's timeout and a margin (``continuation.guard.config``); unchanged otherwise, and
+    when ``CONTINUATION_HOOK_DEADLINE`` sets it."""
+    if "CONTINUATION_HOOK_DEADLINE" in os.environ:
+        return deadline
+    try:
+        from continuation.hooks.handlers import guard_present
+        from continuation.session.engine import workspace_root
+
+        root = workspace_root(parse_payload(raw).get("cwd"))
+        if not guard_present(root):
+            return deadline
+        from continuation.guard.config import DEADLINE_MARGIN_S, load
+
+        config = load(root)
+    except Exception:  # noqa: BLE001 - the hook reports a bad payload or guard file itself
+        return deadline
+    return max(deadline, float(config.timeout) + DEADLINE_MARGIN_S) if config else deadline
+
+
 def _is_compaction(payload: dict) -> bool:
     """The payload's hook commits a checkpoint first thing: Claude Code's and Codex's
     PreCompact, Gemini CLI's manual PreCompress (``/compress``). Not Gemini's ``auto`` one: it
@@ -334,6 +355,8 @@ def main(argv: list[str]) -> int:
         mark("hook: payload read")
         # before the deadline's thread starts: a single-threaded process may fork its worker
         _start_worker_for_raw(raw)
+        # after the fork: the store's modules this reads would be imported twice otherwise
+        deadline = _guard_deadline(raw, deadline)
         out, code, _late = run_with_deadline(runtime, raw, deadline)
     sys.stdout.write(out + "\n")
     sys.stdout.flush()

@@ -13,12 +13,26 @@ What is recorded, and by which rule, is :mod:`continuation.session.recording`'s.
 """
 from __future__ import annotations
 
+import os
+
 from continuation.host import jsontext
 from continuation.session.claude_synthetic import notification_kind
 from continuation.session.engine import Engine, workspace_root
 from continuation.session.recording import Recorder
 
 __all__ = ["HANDLERS", "HookContext", "handle"]
+
+#: the guard file's place in a workspace (``continuation.guard.config.path_in``), spelled here
+#: so that a hook of a workspace without a guard imports nothing more to test for it
+GUARD_FILE = (".continuation", "guard.json")
+
+
+#: how every summary of the recovery loop starts (``continuation.guard.summary.MARK``)
+GUARD_MARK = "[continuation guard]"
+
+
+def guard_present(root: str | None) -> bool:
+    return bool(root) and os.path.exists(os.path.join(root, *GUARD_FILE))
 
 
 def _runtime_id(value) -> str | None:
@@ -69,8 +83,8 @@ class HookContext:
         session_id = payload.get("session_id")
         if not session_id or not isinstance(session_id, str):
             raise ValueError("hook payload has no session_id")
-        self.thread = engine.thread(runtime, session_id,
-                                    workspace_root=workspace_root(payload.get("cwd")))
+        self.root = workspace_root(payload.get("cwd"))
+        self.thread = engine.thread(runtime, session_id, workspace_root=self.root)
         self.rec = Recorder(self.thread, source=source or f"hook:{runtime}", session=session)
 
     @property
@@ -99,6 +113,11 @@ def on_user_prompt(ctx: HookContext) -> dict | None:
         text = "" if text is None else str(text)
     if ctx.runtime == "claude" and notification_kind(text):
         return None  # a <task-notification> Claude Code sends itself: a runtime fact, no input
+    if text.startswith(GUARD_MARK) and guard_present(ctx.root):
+        from continuation.hooks.guarded import is_echo
+
+        if is_echo(ctx, text):
+            return None  # the recovery loop's own summary sent back as a prompt: no input
     turn = _turn_id(ctx)
     input_id = _runtime_id(p.get("prompt_id")) if ctx.runtime == "claude" else None
     if input_id:
@@ -153,13 +172,17 @@ def on_post_tool(ctx: HookContext) -> None:
         # the call never ran: its outcome is known (refused), so nothing waits to reconcile
         response = {"permission_denied": True, "reason": p.get("reason") or p.get("message")}
     status, code = _tool_status(ctx.event, response)
-    ctx.rec.tool_finished(call_id, status, exit_code=code, output=_as_text(response),
-                          turn=_turn_id(ctx))
+    turn = _turn_id(ctx)
+    ctx.rec.tool_finished(call_id, status, exit_code=code, output=_as_text(response), turn=turn)
     if isinstance(response, dict):
         handle = response.get("backgroundTaskId") or response.get("shellId")
         if handle:
             ctx.rec.background_task(str(handle), p.get("tool_name"), p.get("tool_input"),
                                     p.get("tool_use_id") or p.get("call_id"))
+    if guard_present(ctx.root) and ctx.event != "PermissionDenied":
+        from continuation.hooks.guarded import after_call
+
+        return after_call(ctx, call_id, turn, "PostToolUse")
     return None
 
 
@@ -169,13 +192,21 @@ def on_stop(ctx: HookContext) -> None:
     message = p.get("last_assistant_message")
     if isinstance(message, str) and message:
         ctx.rec.claim(message, turn, via="Stop")
+    answer = None
     if turn:
         if ctx.event == "StopFailure":
             ctx.rec.abort_turn(turn, str(p.get("error") or "stop_failure"))
         else:
             ctx.settle_from_transcript([turn])
-            ctx.rec.complete_turn(turn)
-    return None
+            settled = False
+            if guard_present(ctx.root):
+                from continuation.hooks.guarded import at_turn_end
+
+                # before the completion: a turn the loop sends back to work is not over
+                answer, settled = at_turn_end(ctx, turn)
+            if not settled:
+                ctx.rec.complete_turn(turn)
+    return answer
 
 
 def on_interrupt(ctx: HookContext) -> None:
@@ -195,7 +226,15 @@ def on_session_start(ctx: HookContext) -> dict | None:
                                       if k in p})
     from continuation.boundary import crossing as boundary
 
-    return boundary.on_session_start(ctx.thread, ctx.runtime, source, source_tag=ctx.source)
+    answer = boundary.on_session_start(ctx.thread, ctx.runtime, source, source_tag=ctx.source)
+    if guard_present(ctx.root):
+        from continuation.hooks.guarded import at_session_start
+
+        notice = at_session_start(ctx)
+        if notice:
+            answer = dict(answer or {})
+            answer["systemMessage"] = "\n".join(filter(None, [answer.get("systemMessage"), notice]))
+    return answer
 
 
 def on_pre_compact(ctx: HookContext) -> None:

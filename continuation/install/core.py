@@ -138,6 +138,23 @@ def _render_like(doc: JsonDocument, data: dict[str, Any]) -> bytes:
     return render(data, doc.style, doc.raw)
 
 
+#: the hooks the recovery loop runs its check in, per runtime
+GUARD_EVENTS = {"claude": ("Stop", "PostToolUse", "SessionStart"),
+                "codex": ("Stop", "PostToolUse", "SessionStart"),
+                "gemini": ("AfterAgent", "AfterTool", "SessionStart")}
+
+
+def _with_guard_time(target: HookTarget, hook_seconds: int | None) -> HookTarget:
+    if not hook_seconds:
+        return target
+    import dataclasses
+
+    timeouts = dict(target.timeouts)
+    for event in GUARD_EVENTS.get(target.runtime, ()):
+        timeouts[event] = max(int(hook_seconds), timeouts.get(event, target.default_timeout))
+    return dataclasses.replace(target, timeouts=timeouts)
+
+
 def install(
     runtime: Runtime,
     scope: Scope,
@@ -147,9 +164,13 @@ def install(
     state_home: Path,
     command: list[str] | str | None = None,
     env: Mapping[str, str] | None = None,
+    hook_seconds: int | None = None,
 ) -> InstallReport:
-    """Merge our hooks into the runtime's config file; idempotent."""
-    target = _target(runtime)
+    """Merge our hooks into the runtime's config file; idempotent. ``hook_seconds``: the
+    recovery loop's check runs in the turn-end, tool and session-start hooks and needs this
+    long (``continuation.guard.config.GuardConfig.hook_seconds``): their timeouts are raised
+    to it where they are shorter."""
+    target = _with_guard_time(_target(runtime), hook_seconds)
     _check_scope(scope)
     env = os.environ if env is None else env
     path = target.config_path(scope, project_dir=project_dir, home=home, env=env)

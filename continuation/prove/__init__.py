@@ -133,7 +133,7 @@ def _signal_group(pid: int, signum: int) -> None:
 
 
 #: rough relative run time, to schedule the long scenarios first
-SLOW = {13: 50, 7: 25, 9: 18, 16: 16, 11: 14, 14: 13}
+SLOW = {13: 50, 7: 25, 24: 20, 9: 18, 16: 16, 11: 14, 14: 13}
 
 
 def run_all(numbers=None, jobs: int = 1) -> list[Result]:

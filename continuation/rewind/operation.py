@@ -122,6 +122,8 @@ class RewindPlan:
     # the discarded branch's digest (rewind.summary), stored with the rollback when the log has
     # not moved since the plan; not part of the plan
     digest: dict | None = field(default=None, repr=False, compare=False)
+    # who rewinds when it is not the user: "guard" (the recovery loop), recorded with the fact
+    by: str | None = None
 
     @property
     def conversation(self) -> bool:
@@ -348,6 +350,8 @@ def files_done(result) -> dict:
 def _anchor_data(plan: RewindPlan, files: dict | None) -> dict:
     data = {"to_seq": plan.to_seq, "checkpoint_id": plan.checkpoint.checkpoint_id,
             "checkpoint_seq": plan.checkpoint.seq, "reason": plan.reason, "mode": plan.mode}
+    if plan.by:
+        data["by"] = plan.by
     if files is not None:
         if plan.conversation:
             data["files"] = files
@@ -392,7 +396,11 @@ class RewindResult:
                 "checkpoint": self.checkpoint.summary(), "files": self.files}
 
 
-def apply_rewind(engine: Engine, plan: RewindPlan) -> RewindResult:
+def apply_rewind(engine: Engine, plan: RewindPlan, *, source: str = SOURCE,
+                 boundary: bool = True) -> RewindResult:
+    """Carry the plan out. ``boundary`` False: the new checkpoint marks no context boundary
+    (the caller hands the model its own summary at once, as the recovery loop does), so no
+    fresh context is owed to the next prompt."""
     from continuation.boundary.crossing import commit_checkpoint
 
     thread = Thread(engine, plan.thread_key)
@@ -408,16 +416,16 @@ def apply_rewind(engine: Engine, plan: RewindPlan) -> RewindResult:
         data = _anchor_data(plan, files)
         if plan.conversation:
             _with_branch_digest(thread, data, plan.digest)
-        anchor = thread.record(etype, data, source=SOURCE)
+        anchor = thread.record(etype, data, source=source)
         notices = summary.notices_of(thread.store, thread.key)
         mark("rewind: recorded")
         cp = commit_checkpoint(
             thread, reason="rewind", notices=notices, tree_after_restore=tree_after,
             worker=plan.builder,
-            then=lambda cp_id, generation: (ev.BOUNDARY, {
+            then=(lambda cp_id, generation: (ev.BOUNDARY, {
                 "kind": "rewind", "mode": plan.mode, "trigger": "manual", "checkpoint_id": cp_id,
                 "generation": generation, "rewound_to": plan.checkpoint.checkpoint_id,
-                "to_seq": plan.to_seq}, SOURCE))
+                "to_seq": plan.to_seq}, source)) if boundary else None)
     finally:
         if plan.builder is not None:  # ended by the checkpoint, or here when it was not reached
             plan.builder.close()

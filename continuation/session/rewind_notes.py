@@ -221,8 +221,10 @@ def files_notice(anchor: dict, thread_key: str) -> Notice:
         lines = [first, _reason_line(d), *_files_lines(d, every_file)[1:]]
         return Notice(title=TITLE_FILES, lines=lines, priority=PRIORITY_CORE,
                       pointer=f"event:{thread_key}:{anchor['seq']}")
+    who = ("The recovery loop (the project's check failed) automatically restored"
+           if d.get("by") == "guard" else "The user restored")
     lines = [
-        f"The user restored the workspace files to checkpoint {d.get('checkpoint_id')} "
+        f"{who} the workspace files to checkpoint {d.get('checkpoint_id')} "
         f"(event {d.get('to_seq')}). The conversation was NOT rewound: edits made after that "
         "checkpoint are gone from disk even where earlier messages say they were made. Re-read a "
         "file before editing it, and do not assume any later change still exists.",
@@ -235,6 +237,8 @@ def files_notice(anchor: dict, thread_key: str) -> Notice:
 
 def _reason_line(d: dict) -> str:
     reason = (d.get("reason") or "").strip()
+    if d.get("by") == "guard":
+        return f"Why: {_clip(reason, 600)}" if reason else "Why: the check failed."
     return f"The user's reason: {_clip(reason, 600)}" if reason else "The user gave no reason."
 
 

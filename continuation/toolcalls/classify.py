@@ -22,6 +22,8 @@ READ_ONLY_TOOLS = frozenset({
     "Read", "Grep", "Glob", "LS", "NotebookRead", "WebFetch", "WebSearch", "TodoRead",
     "read_file", "list_dir", "list_directory", "grep_files", "search_files", "view_image",
     "glob", "grep", "ls", "web_search",
+    # Gemini CLI's
+    "read_many_files", "search_file_content", "google_web_search", "web_fetch",
 })
 #: tools that only update the agent's own plan (no effect outside the conversation)
 PLAN_TOOLS = frozenset({"TodoWrite", "update_plan"})

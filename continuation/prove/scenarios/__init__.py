@@ -9,6 +9,7 @@ from continuation.prove.scenarios import (  # noqa: F401  (each module registers
     handoff,
     history,
     ledger,
+    recovery,
     truth,
     workspaces,
 )

@@ -1,0 +1,318 @@
+"""The recovery loop: run the project's check, judge it, act by the policy, say what was done.
+
+When (``config.when``):
+
+- ``turn`` (default): at a turn's end (Stop, Gemini's AfterAgent, the API's
+  ``turn_completed``), when a call of the agent that may have changed the workspace finished
+  since the last run (a read-only turn is not checked again);
+- ``change``: after such a call (PostToolUse, AfterTool, the API's ``tool_outcome``), every
+  ``every`` of them; at the turn's end, changes not checked yet are.
+
+A turn that ends while the newest verdict is a failure is judged again without running the
+check (nothing changed since). A thread that never ran the check runs it once at session start
+(:meth:`Loop.at_start`): a failure there is the project's state before the agent did anything,
+recorded with action ``none``, never counted against the agent.
+
+What a failure does (``config.policy``):
+
+- ``report``: the check's output and the last passing checkpoint go to the model (after a call:
+  the tool result's added context; at a turn's end: the turn is sent back to work, at most
+  ``reports_per_input`` times per user input, then the agent is stopped and the user told);
+- ``rewind``: reported as above until ``failures_before_rewind`` failed verdicts in a row (or
+  at once for an exit code in ``fatal_exit_codes``); then the workspace files are put back to
+  the last passing checkpoint (a safety snapshot first, the user's own edits kept: the files
+  half of ``continuation rewind``, undone by ``restore --undo``) and the model is told what was
+  tried, what failed with the output, which files were put back and what to do differently;
+  at most ``rewinds_per_input`` times per user input, then the agent is stopped;
+- ``halt``: the agent is stopped and the user told.
+
+Calls that reached outside the workspace since the last passing state (``toolcalls.effects``)
+are named in every summary and never repeated by the loop itself: the loop runs nothing but
+the check. A pass commits a checkpoint (reason ``guard``) unless the newest one is current, so
+the last good state always exists once the check has passed. Every step is a fact
+(:mod:`continuation.session.guard_notes`).
+"""
+from __future__ import annotations
+
+from continuation.guard import summary
+from continuation.guard.config import GuardConfig
+from continuation.session import guard_notes as notes
+
+SOURCE_SUFFIX = ":guard"
+#: events after the newest checkpoint that leave it current for a pass
+_CURRENT = {"checkpoint_committed", "boundary", "session_started", "settings",
+            "context_delivered", "session_ended", "assistant_claim", *notes.GUARD_TYPES}
+
+
+class GuardOutcome:
+    """What one evaluation did. ``message``: for the model (None: nothing to tell it);
+    ``user_message``: for the user; ``continues``: at a turn's end, the turn is sent back to
+    work with ``message``; ``action``: pass / report / rewind / halt / error / none."""
+
+    __slots__ = ("action", "verdict", "continues", "message", "user_message", "run",
+                 "checkpoint_id", "files", "failures_in_row", "rewinds_used")
+
+    def __init__(self, action: str, verdict: str, *, continues: bool = False,
+                 message: str | None = None, user_message: str | None = None,
+                 run: dict | None = None, checkpoint_id: str | None = None,
+                 files: dict | None = None, failures_in_row: int = 0, rewinds_used: int = 0):
+        self.action = action
+        self.verdict = verdict
+        self.continues = continues
+        self.message = message
+        self.user_message = user_message
+        self.run = run
+        self.checkpoint_id = checkpoint_id
+        self.files = files
+        self.failures_in_row = failures_in_row
+        self.rewinds_used = rewinds_used
+
+    @property
+    def stops(self) -> bool:
+        return self.action == "halt"
+
+    def __repr__(self):
+        return f"GuardOutcome({self.action!r}, verdict={self.verdict!r}, continues={self.continues})"
+
+
+class Loop:
+    """The loop over one thread, recording through ``rec`` (a ``session.recording.Recorder``).
+    ``long_lived``: the caller is a process that checkpoints again and again (the Python API),
+    not a hook process that ends after one payload: its checkpoints are built in process."""
+
+    def __init__(self, thread, rec, config: GuardConfig, *, long_lived: bool = False):
+        self.thread = thread
+        self.rec = rec
+        self.config = config
+        self.root = thread.row["workspace_root"]
+        self.long_lived = long_lived
+
+    # -- entry points --------------------------------------------------------------------------
+    def at_start(self) -> GuardOutcome | None:
+        """Session start: a thread that never ran the check runs it, so that a passing state
+        (and its checkpoint) exists before the agent changes anything."""
+        if not self.root:
+            return None
+        state = notes.loop_state(self.thread.store, self.thread.key, None)
+        if state.last_run is not None:
+            return None
+        return self._evaluate("start", None, rerun=True)
+
+    def at_turn_end(self, turn: str | None) -> GuardOutcome | None:
+        if not self.root:
+            return None
+        input_id = self._input_of(turn)
+        state = notes.loop_state(self.thread.store, self.thread.key, input_id)
+        # "change" with every > 1 may leave the turn's last changes unchecked: checked now
+        if (state.last_run is None and self.config.when == "turn") or \
+                self._changes_since(state.last_run_seq):
+            return self._evaluate("turn", turn, rerun=True, input_id=input_id, state=state)
+        if state.failing:
+            return self._evaluate("turn", turn, rerun=False, input_id=input_id, state=state)
+        return None
+
+    def after_call(self, call_id: str, turn: str | None) -> GuardOutcome | None:
+        if not self.root or self.config.when != "change":
+            return None
+        input_id = self._input_of(turn)
+        state = notes.loop_state(self.thread.store, self.thread.key, input_id)
+        changed = self._changes_since(state.last_run_seq)
+        if changed == 0 or (state.last_run is not None and changed < self.config.every):
+            return None
+        return self._evaluate("change", turn, rerun=True, input_id=input_id, state=state,
+                              call_id=call_id)
+
+    def delivered(self, outcome: GuardOutcome, via: str, text: str | None = None) -> None:
+        """Record that ``text`` (default: the outcome's message) was handed on through ``via``."""
+        text = outcome.message if text is None else text
+        if not text:
+            return
+        import hashlib
+
+        self.rec.record(notes.GUARD_DELIVERED, {
+            "action": outcome.action, "via": via, "chars": len(text),
+            "sha256": hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest(),
+            "text": text[: notes.DELIVERED_TEXT_MAX]})
+
+    # -- reading the log -----------------------------------------------------------------------
+    def _input_of(self, turn: str | None) -> str | None:
+        if not turn:
+            return None
+        record = self.thread.store.turn_data(self.thread.key, turn)
+        ids = (record or {}).get("input_ids") or []
+        return ids[-1] if ids else None
+
+    def _changes_since(self, seq: int) -> int:
+        """Finished calls started after ``seq`` that may have changed the workspace (anything
+        but a read-only call)."""
+        from continuation.toolcalls.classify import READ_ONLY, classify
+
+        return sum(1 for c in self.thread.tool_calls(after_seq=seq)
+                   if c.status in ("ok", "error") and classify(c.tool, c.args).kind != READ_ONLY)
+
+    def _calls_since(self, seq: int | None) -> list:
+        """The calls since ``seq`` that may have changed something (reads left out)."""
+        from continuation.toolcalls.classify import READ_ONLY, classify
+
+        floor = seq if seq is not None else max(0, int(self.thread.row["last_seq"]) - 5000)
+        return [c for c in self.thread.tool_calls(after_seq=floor)
+                if c.status != "rolled_back" and classify(c.tool, c.args).kind != READ_ONLY]
+
+    @staticmethod
+    def _outside(calls: list) -> list:
+        from continuation.toolcalls.effects import outside_effect
+
+        found = []
+        for c in calls:
+            why = outside_effect(c.tool, c.args)
+            if why:
+                found.append((c, why))
+        return found
+
+    # -- the evaluation ------------------------------------------------------------------------
+    def _evaluate(self, trigger: str, turn: str | None, *, rerun: bool, input_id=None,
+                  state=None, call_id: str | None = None) -> GuardOutcome:
+        cfg = self.config
+        store, key = self.thread.store, self.thread.key
+        if state is None:
+            state = notes.loop_state(store, key, input_id)
+        if rerun:
+            from continuation.guard.runner import run_check
+
+            result = run_check(cfg.command, self.root, timeout=cfg.timeout,
+                               output_bytes=cfg.output_bytes, fatal_codes=cfg.fatal_exit_codes)
+            run = {**result.to_data(), "trigger": trigger, "turn_id": turn,
+                   "input_id": input_id, "call_id": call_id}
+            run_seq = self.rec.record(notes.GUARD_RAN, run).seq
+        else:
+            run, run_seq = dict(state.last_run["data"] or {}), state.last_run_seq
+        verdict = run.get("verdict") or "error"
+        base = {"verdict": verdict, "run_seq": run_seq, "rerun": rerun, "trigger": trigger,
+                "input_id": input_id, "turn_id": turn, "policy": cfg.policy,
+                "rewinds_budget": cfg.rewinds_per_input, "reports_budget": cfg.reports_per_input}
+        if verdict == "pass":
+            cp_id, cp_seq = self._good_checkpoint()
+            self._verdict(base, action="pass", checkpoint_id=cp_id, checkpoint_seq=cp_seq,
+                          failures_in_row=0, rewinds_used=state.rewinds_used,
+                          reports_used=state.reports_used)
+            return GuardOutcome("pass", verdict, run=run, checkpoint_id=cp_id,
+                                rewinds_used=state.rewinds_used)
+        if verdict == "error":
+            self._verdict(base, action="error", why=run.get("error"))
+            return GuardOutcome("error", verdict, run=run,
+                                user_message=summary.error(cfg.command, run, cfg.origin))
+        if trigger == "start":  # the project's state before the agent did anything
+            self._verdict(base, action="none", why="failing before the agent started")
+            return GuardOutcome("none", verdict, run=run)
+        return self._on_failure(run, base, state, turn, turn_end=trigger == "turn")
+
+    def _on_failure(self, run: dict, base: dict, state, turn, *, turn_end: bool) -> GuardOutcome:
+        cfg = self.config
+        verdict = base["verdict"]
+        failures = state.failures_in_row + 1
+        good = (state.good_checkpoint, state.good_seq)
+        since_good = self._calls_since(state.good_seq)
+        # every outside effect since the passing state still stands; what was tried counts
+        # from the newest rewind (it undid the files of what came before)
+        outside = self._outside(since_good)
+        floor = max(state.good_seq or 0, state.last_rewind["seq"] if state.last_rewind else 0)
+        tried = [c for c in since_good if c.started_seq > floor]
+        fatal = verdict == "fatal"
+        action, why = self._decide(state, failures, fatal, turn_end, can_rewind=good[0] is not None)
+        continues = turn_end and action in ("report", "rewind")
+        common = dict(failures_in_row=failures, checkpoint_id=good[0], checkpoint_seq=good[1],
+                      reports_used=state.reports_used + (1 if action == "report" and continues else 0),
+                      rewinds_used=state.rewinds_used + (1 if action == "rewind" else 0))
+        self._verdict(base, action=action, why=why, continues=continues, **common)
+        files = None
+        if action == "rewind":
+            try:
+                files = self._rewind(good[0], failures, fatal)
+            except Exception as exc:  # noqa: BLE001 - a failed rewind stops the agent, said why
+                action, why, continues = "halt", f"the automatic rewind failed ({exc})", False
+                self._verdict(base, action=action, why=why, continues=False, **common)
+        if action == "halt":
+            text = summary.halt(cfg.command, run, why=why, good=good, outside=outside,
+                                thread_key=self.thread.key)
+            if turn:
+                self.rec.abort_turn(turn, f"guard: {why}"[:300])
+            return GuardOutcome("halt", verdict, message=text, user_message=text, run=run,
+                                checkpoint_id=good[0], failures_in_row=failures,
+                                rewinds_used=common["rewinds_used"])
+        if action == "rewind":
+            text = summary.rewind(cfg.command, run, failures=failures, fatal=fatal, good=good,
+                                  tried=tried, files=files or {}, outside=outside,
+                                  used=common["rewinds_used"], budget=cfg.rewinds_per_input)
+            put_back = sum(len((files or {}).get(k) or []) for k in ("restored", "recreated", "deleted"))
+            user = (f"continuation guard: `{summary._clip(cfg.command, 80)}` "
+                    f"{summary.how_it_failed(run)}; {put_back} file(s) put back to checkpoint "
+                    f"{good[0]} automatically (`continuation restore --undo` undoes it).")
+            return GuardOutcome("rewind", verdict, continues=continues, message=text,
+                                user_message=user, run=run, checkpoint_id=good[0], files=files,
+                                failures_in_row=failures, rewinds_used=common["rewinds_used"])
+        text = summary.report(cfg.command, run, failures=failures, policy=cfg.policy,
+                              threshold=cfg.failures_before_rewind, good=good,
+                              can_rewind=good[0] is not None, outside=outside, turn_end=turn_end)
+        user = (f"continuation guard: `{summary._clip(cfg.command, 80)}` "
+                f"{summary.how_it_failed(run)}; the agent was told.")
+        return GuardOutcome("report", verdict, continues=continues, message=text,
+                            user_message=user, run=run, checkpoint_id=good[0],
+                            failures_in_row=failures, rewinds_used=state.rewinds_used)
+
+    def _decide(self, state, failures: int, fatal: bool, turn_end: bool, *,
+                can_rewind: bool) -> tuple[str, str]:
+        cfg = self.config
+        if cfg.policy == "halt":
+            return "halt", "the guard's policy is to stop at a failure"
+        if cfg.policy == "rewind" and (fatal or failures >= cfg.failures_before_rewind):
+            if can_rewind:
+                if state.rewinds_used < cfg.rewinds_per_input:
+                    return "rewind", ("the check called the failure fatal" if fatal else
+                                      f"{failures} failed checks in a row")
+                return "halt", (f"the budget of {cfg.rewinds_per_input} automatic rewind(s) "
+                                "for this request is spent")
+            why = "no passing state was recorded to rewind to"
+        else:
+            why = f"failed check {failures} in a row"
+        if turn_end and state.reports_used >= cfg.reports_per_input:
+            return "halt", (f"the turn ended with the check failing {state.reports_used + 1} "
+                            f"times for this request (budget {cfg.reports_per_input})")
+        return "report", why
+
+    def _verdict(self, base: dict, **fields) -> None:
+        self.rec.record(notes.GUARD_VERDICT, {**base, **fields})
+
+    def _good_checkpoint(self) -> tuple[str, int]:
+        """The checkpoint of a pass: the newest one when nothing but bookkeeping followed it,
+        else a new one (reason ``guard``)."""
+        from continuation.boundary import checkpoints
+
+        newest = checkpoints.newest_checkpoint(self.thread)
+        if newest is not None and all(e["type"] in _CURRENT
+                                      for e in self.thread.events(after=newest.seq)):
+            return newest.checkpoint_id, newest.seq
+        from continuation.boundary.crossing import commit_checkpoint
+
+        self._models_here()
+        cp = commit_checkpoint(self.thread, reason="guard")
+        return cp.checkpoint_id, cp.seq
+
+    def _models_here(self) -> None:
+        """In a long-lived process, the capsule models once, here: a checkpoint then builds its
+        capsule in process (``capsule_worker.should_use`` says no once they are loaded) instead
+        of forking a worker that imports them again at every pass."""
+        if self.long_lived:
+            import capsule.model  # noqa: F401
+
+    def _rewind(self, checkpoint_id: str, failures: int, fatal: bool) -> dict:
+        from continuation.rewind.operation import apply_rewind, plan_rewind
+
+        self._models_here()
+        reason = (f"the check `{summary._clip(self.config.command, 120)}` "
+                  + ("called the failure fatal" if fatal else f"failed {failures} times in a row"))
+        plan = plan_rewind(self.thread.engine, checkpoint_id, "files", reason=reason,
+                           applying=True, at_once=True)
+        plan.by = "guard"
+        result = apply_rewind(self.thread.engine, plan, source=self.rec.source + SOURCE_SUFFIX,
+                              boundary=False)
+        return result.files or {}

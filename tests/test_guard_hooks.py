@@ -1,0 +1,206 @@
+"""The recovery loop through ``continuation hook --runtime claude|codex|gemini``: each runtime's
+payload shapes (``continuation.prove.payloads``, modelled on the real CLIs' payloads) and the
+answer fields that reach its model (docs/runtimes.md): a tool result's added context after a
+call, a turn-end ``block`` that sends the turn back to work, ``continue: false`` that stops it."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from continuation.guard.config import GuardConfig, write
+from continuation.prove.payloads import PayloadShape
+from continuation.session.engine import Engine
+from workspace_repos import git_home, make_repo  # noqa: F401  (fixture)
+
+CHECK = "grep -q good app.txt || { echo 'FAILED test_app: app.txt lost its good line'; exit 1; }"
+RUNTIMES = ("claude", "codex", "gemini")
+EDIT = {"claude": "Edit", "codex": "apply_patch", "gemini": "replace"}
+
+
+@pytest.fixture
+def ws(tmp_path, git_home, monkeypatch):
+    monkeypatch.setenv("CONTINUATION_HOME", str(git_home))
+    monkeypatch.delenv("CONTINUATION_STRICT", raising=False)
+    remote = tmp_path / "remote.log"
+    return make_repo(tmp_path / "ws", {"app.txt": "good\n",
+                                       "deploy.sh": f"#!/bin/sh\necho deployed >> {remote}\n"})
+
+
+class Session:
+    def __init__(self, runtime: str, root, sid: str = "sess-1"):
+        self.runtime = runtime
+        self.root = root
+        self.shape = PayloadShape(runtime, sid, str(root), str(root.parent / f"{sid}.jsonl"))
+        self.turn = None
+        self.calls = 0
+
+    def hook(self, payload: dict) -> dict:
+        done = subprocess.run([sys.executable, "-m", "continuation", "hook", "--runtime",
+                               self.runtime], input=json.dumps(payload).encode(),
+                              capture_output=True, timeout=120, env={**os.environ,
+                                                                     "CONTINUATION_STRICT": "1"})
+        assert done.returncode == 0, done.stderr.decode()[-2000:]
+        return json.loads(done.stdout)
+
+    def start(self) -> dict:
+        return self.hook(self.shape.session_start("startup"))
+
+    def prompt(self, text: str, turn: str) -> dict:
+        self.turn = turn
+        return self.hook(self.shape.user_prompt(turn, text))
+
+    def edit(self, text: str) -> dict:
+        self.calls += 1
+        call = f"call_{self.calls}"
+        args = {"file_path": str(self.root / "app.txt"), "old_string": "", "new_string": text}
+        if self.runtime == "codex":
+            args = {"input": "*** Begin Patch\n*** Update File: app.txt\n*** End Patch"}
+        assert self.hook(self.shape.pre_tool(self.turn, call, EDIT[self.runtime], args)) == {}
+        (self.root / "app.txt").write_text(text, encoding="utf-8")
+        return self.hook(self.shape.post_tool(self.turn, call, EDIT[self.runtime], args, "ok"))
+
+    def shell(self, command: str) -> dict:
+        self.calls += 1
+        call = f"call_{self.calls}"
+        args = {"command": command}
+        assert self.hook(self.shape.pre_tool(self.turn, call, "Bash", args)) == {}
+        done = subprocess.run(command, shell=True, cwd=self.root, capture_output=True, text=True)
+        return self.hook(self.shape.post_tool(self.turn, call, "Bash", args, done.stdout,
+                                              ok=done.returncode == 0))
+
+    def stop(self, message: str = "done") -> dict:
+        return self.hook(self.shape.stop(self.turn, message, prompt="work"))
+
+    def thread(self):
+        engine = Engine()
+        return engine, engine.find_thread(self.runtime, self.shape.session_id)
+
+
+def _states(s: Session) -> list[str]:
+    engine, th = s.thread()
+    try:
+        return [i.state for i in th.inputs()]
+    finally:
+        engine.close()
+
+
+def _types(s: Session, etype: str) -> list[dict]:
+    engine, th = s.thread()
+    try:
+        return [e["data"] for e in th.events() if e["type"] == etype]
+    finally:
+        engine.close()
+
+
+def _context(answer: dict, runtime: str) -> str:
+    out = answer.get("hookSpecificOutput") or {}
+    assert out.get("hookEventName") == ("AfterTool" if runtime == "gemini" else "PostToolUse")
+    return out["additionalContext"]
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+def test_after_each_change_a_report_then_a_rewind_reach_the_model(ws, runtime):
+    write(str(ws), GuardConfig(CHECK, when="change", failures_before_rewind=2))
+    s = Session(runtime, ws)
+    assert "systemMessage" not in s.start()  # the baseline passed
+    s.prompt("improve the app", "t1")
+    assert s.edit("good and better\n") == {}  # passed: nothing to say
+    report = s.edit("broken\n")
+    assert "FAILED test_app" in _context(report, runtime) and "the agent was told" in report["systemMessage"]
+    rewind = s.shell("sh deploy.sh")
+    text = _context(rewind, runtime)
+    assert "put back automatically" in text and "app.txt (restored)" in text
+    assert "sh deploy.sh" in text and "OUTSIDE the workspace" in text
+    assert (ws / "app.txt").read_text() == "good and better\n"
+    assert (ws.parent / "remote.log").read_text() == "deployed\n"
+    assert s.stop() == {}  # the files pass again and nothing changed since: the turn ends
+    assert _states(s) == ["handled"]
+    delivered = _types(s, "guard_delivered")
+    assert [(d["action"], d["via"]) for d in delivered] == [("report", "tool_context"),
+                                                           ("rewind", "tool_context")]
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+def test_at_a_turns_end_the_turn_is_sent_back_with_the_summary(ws, runtime):
+    write(str(ws), GuardConfig(CHECK, failures_before_rewind=1))
+    s = Session(runtime, ws)
+    s.start()
+    s.prompt("improve the app", "t1")
+    assert s.edit("broken\n") == {}  # "turn": the check waits for the turn's end
+    answer = s.stop("Improved it.")
+    assert answer["decision"] == "block" and "put back automatically" in answer["reason"]
+    assert (ws / "app.txt").read_text() == "good\n"
+    assert _states(s) == ["pending"]  # the turn goes on
+    if runtime == "gemini":
+        # Gemini CLI sends a turn-end block's reason as the next request, and BeforeAgent fires
+        # with it: the loop's own words are not the user's input
+        assert s.hook(s.shape.user_prompt("t1", answer["reason"])) == {}
+        assert len(_states(s)) == 1
+    s.edit("good, better\n")
+    assert s.stop("Improved it, carefully.") == {}
+    assert _states(s) == ["handled"]
+    verdicts = [v["action"] for v in _types(s, "guard_verdict")]
+    assert verdicts == ["pass", "rewind", "pass"]
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+def test_policy_halt_stops_the_agent_and_tells_the_user(ws, runtime):
+    write(str(ws), GuardConfig(CHECK, policy="halt"))
+    s = Session(runtime, ws)
+    s.start()
+    s.prompt("improve the app", "t1")
+    s.edit("broken\n")
+    answer = s.stop()
+    assert answer["continue"] is False and "The agent was stopped" in answer["systemMessage"]
+    assert answer["stopReason"] and "decision" not in answer
+    assert _states(s) == ["interrupted"]
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+def test_a_broken_guard_file_is_told_at_the_turns_end_and_changes_nothing(ws, runtime):
+    (ws / ".continuation").mkdir()
+    (ws / ".continuation" / "guard.json").write_text('{"command": "x", "polcy": "halt"}')
+    s = Session(runtime, ws)
+    assert "unknown setting 'polcy'" in s.start()["systemMessage"]
+    s.prompt("work", "t1")
+    assert s.edit("broken\n") == {}
+    assert "the guard is off" in s.stop()["systemMessage"]
+    assert _states(s) == ["handled"]
+
+
+def test_a_failing_loop_never_costs_the_turn_its_completion(ws, home, monkeypatch):
+    """The loop itself failing (here: its checkpoint) is logged and told; the hook still
+    records the turn's end (fail open)."""
+    from continuation import hooks
+    from continuation.guard import loop
+
+    write(str(ws), GuardConfig(CHECK))
+
+    def broken(self):
+        raise OSError("no room for the snapshot")
+
+    s = Session("claude", ws)
+    s.start()
+    s.prompt("improve the app", "t1")
+    s.edit("good, better\n")
+    monkeypatch.setattr(loop.Loop, "_good_checkpoint", broken)
+    out, code = hooks.run("claude", json.dumps(s.shape.stop("t1", "done")).encode())
+    assert code == 0 and "the recovery loop failed (OSError" in json.loads(out)["systemMessage"]
+    assert _states(s) == ["handled"]
+    assert "no room for the snapshot" in (home / "logs" / "hooks.log").read_text()
+
+
+def test_what_the_user_reads_hides_secret_looking_tokens_the_model_gets_it_all(ws):
+    token = "ghp_" + "a1B2" * 10
+    write(str(ws), GuardConfig(f"echo 'token {token}'; exit 1", policy="halt"))
+    s = Session("claude", ws)
+    s.start()
+    s.prompt("work", "t1")
+    s.edit("broken\n")
+    answer = s.stop()
+    assert token not in answer["systemMessage"] and "[redacted: GitHub token]" in answer["systemMessage"]
+    assert token in _types(s, "guard_ran")[-1]["output"]  # stored as it was
