@@ -78,7 +78,8 @@ def _option_strings(parser: argparse.ArgumentParser) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-MODULES = ("status", "lifecycle_cmd", "prove_cmd", "checkpoint_cmd", "capsule_cmd", "install_cmd", "rewind_cmd", "recover_cmd", "reconcile_cmd", "doctor_cmd", "import_cmd", "completion_cmd")
+MODULES = ("status", "lifecycle_cmd", "prove_cmd", "checkpoint_cmd", "capsule_cmd", "install_cmd", "rewind_cmd", "recover_cmd", "reconcile_cmd", "doctor_cmd", "import_cmd", "completion_cmd",
+           "show_cmd")
 
 #: the module that registers each command. A command line that names one imports only that
 #: module: importing every command module (and what each imports at its top) is a visible share
@@ -94,6 +95,7 @@ COMMANDS = {
     "fork": "rewind_cmd", "thread": "rewind_cmd", "drift": "rewind_cmd", "gc": "rewind_cmd",
     "recover": "recover_cmd", "reconcile": "reconcile_cmd", "doctor": "doctor_cmd",
     "import": "import_cmd", "completion": "completion_cmd",
+    "show": "show_cmd", "serve": "show_cmd",
 }
 
 

@@ -183,6 +183,12 @@ def _first(entries: list[str], limit: int | None, what: str) -> list[str]:
     return entries[:limit] + [f"  ... and {len(entries) - limit} more (--verbose shows {what})"]
 
 
+#: what a conversation rewind leaves as it is: inputs already out of the conversation, calls
+#: an earlier rewind hid (the rest after the checkpoint becomes rolled_back)
+STAYING_INPUT_STATES = ("rolled_back", "superseded")
+STAYING_CALL_STATUSES = ("rolled_back",)
+
+
 def _one_line(text: str, width: int = 70) -> str:
     text = " ".join((text or "").split())
     return text if len(text) <= width else text[: width - 1] + "…"
@@ -208,9 +214,9 @@ def plan_rewind(engine: Engine, selector: str, mode: str, *, reason: str = "",
         view = thread.store.state_view(thread.key)  # only what came after to_seq
         plan.inputs = [{"input_id": r.input_id, "state": r.state, "text": r.text}
                        for r in view.inputs_after(to_seq)
-                       if r.state not in ("rolled_back", "superseded")]
+                       if r.state not in STAYING_INPUT_STATES]
         plan.calls = [{"call_id": c.call_id, "tool": c.tool, "status": c.status}
-                      for c in view.calls_after(to_seq) if c.status != "rolled_back"]
+                      for c in view.calls_after(to_seq) if c.status not in STAYING_CALL_STATUSES]
     if mode != "conversation":
         if applying:
             plan.builder = _start_builder(thread)

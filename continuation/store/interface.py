@@ -101,6 +101,6 @@ class Store(Protocol):
     # maintenance
     def thread_tables(self) -> list[str]: ...
 
-    # every other read or write is a named operation of ``thread_reads.ThreadReads`` and
-    # ``boundary_reads.BoundaryReads`` (mixed into both backends); the connection and the
-    # transactions stay inside the store
+    # every other read or write is a named operation of ``thread_reads.ThreadReads``,
+    # ``boundary_reads.BoundaryReads`` and ``timeline_reads.TimelineReads`` (mixed into both
+    # backends); the connection and the transactions stay inside the store

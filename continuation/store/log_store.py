@@ -19,6 +19,7 @@ from statemachine.records import InputRecord, ToolCallRecord, TurnRecord
 
 from continuation.store.boundary_reads import BoundaryReads
 from continuation.store.thread_reads import ThreadReads
+from continuation.store.timeline_reads import TimelineReads
 from continuation.store.view import SqlStateView, row_json
 
 
@@ -125,7 +126,7 @@ def _sql_text(text) -> str:
     return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
 
 
-class LogStore(ThreadReads, BoundaryReads):
+class LogStore(ThreadReads, BoundaryReads, TimelineReads):
     """What both backends share; a backend sets ``conn`` (``execute``/``executemany``),
     ``sql`` and ``transaction()``."""
 

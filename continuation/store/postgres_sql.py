@@ -321,3 +321,55 @@ rollback = "ROLLBACK"
 savepoint = "SAVEPOINT fold"
 rollback_to_savepoint = "ROLLBACK TO SAVEPOINT fold"
 release_savepoint = "RELEASE SAVEPOINT fold"
+
+# -- the timeline page (timeline_reads) ------------------------------------------------------
+turn_outline = ("SELECT turn_id, status, (data::jsonb #>> '{started_seq}')::bigint,"
+                " (data::jsonb #>> '{ended_seq}')::bigint FROM turns WHERE thread_key=%s")
+inputs_admitted_between = ("SELECT data FROM inputs WHERE thread_key=%s AND admitted_seq>=%s"
+                           " AND admitted_seq<=%s ORDER BY admitted_seq")
+calls_started_between = ("SELECT data FROM tool_calls WHERE thread_key=%s AND started_seq>=%s"
+                         " AND started_seq<=%s ORDER BY started_seq")
+def input_versions_at(n: int) -> str:
+    return ("SELECT seq, row_key, data FROM row_versions WHERE thread_key=%s"
+            " AND seq=ANY(%s) AND kind='input'")
+
+
+event_density = ("SELECT (seq - 1) / %s::bigint, type, count(*) FROM events WHERE thread_key=%s"
+                 " GROUP BY 1, 2")
+call_density = ("SELECT (started_seq - 1) / %s::bigint, status, count(*) FROM tool_calls"
+                " WHERE thread_key=%s GROUP BY 1, 2")
+
+
+def event_times_at(n: int) -> str:
+    return "SELECT seq, ts FROM events WHERE thread_key=%s AND seq=ANY(%s)"
+
+
+checkpoint_outline = ("SELECT checkpoint_id, thread_key, generation, seq, reason, created_at,"
+                      " sha256, capsule_version, workspace, octet_length(capsule)"
+                      " AS capsule_bytes FROM checkpoints WHERE thread_key=%s ORDER BY generation")
+
+
+def inputs_reached(n_kept: int) -> str:
+    """(thread, after, kept states, limit): the first inputs a rewind rolls back."""
+    return ("SELECT data FROM inputs WHERE thread_key=%s AND admitted_seq>%s"
+            " AND NOT (state=ANY(%s)) ORDER BY admitted_seq LIMIT %s")
+
+
+def calls_reached(n_kept: int) -> str:
+    return ("SELECT data FROM tool_calls WHERE thread_key=%s AND started_seq>%s"
+            " AND NOT (status=ANY(%s)) ORDER BY started_seq LIMIT %s")
+
+
+def inputs_reached_counts(n_kept: int) -> str:
+    return ("SELECT state, count(*) FROM inputs WHERE thread_key=%s AND admitted_seq>%s"
+            " AND NOT (state=ANY(%s)) GROUP BY state")
+
+
+def calls_reached_counts(n_kept: int) -> str:
+    return ("SELECT status, count(*) FROM tool_calls WHERE thread_key=%s AND started_seq>%s"
+            " AND NOT (status=ANY(%s)) GROUP BY status")
+
+
+#: (thread, needle, limit): the needle is lowercase ASCII JSON, as the payloads are stored
+events_matching = ("SELECT seq, type FROM events WHERE thread_key=%s"
+                   " AND strpos(lower(data), %s) > 0 ORDER BY seq DESC LIMIT %s")

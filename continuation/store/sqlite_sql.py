@@ -345,3 +345,61 @@ rollback = "ROLLBACK"
 savepoint = "SAVEPOINT fold"
 rollback_to_savepoint = "ROLLBACK TO fold"
 release_savepoint = "RELEASE fold"
+
+# -- the timeline page (timeline_reads) ------------------------------------------------------
+turn_outline = ("SELECT turn_id, status, json_extract(data, '$.started_seq'),"
+                " json_extract(data, '$.ended_seq') FROM turns WHERE thread_key=?")
+inputs_admitted_between = ("SELECT data FROM inputs INDEXED BY inputs_by_admission"
+                           " WHERE thread_key=? AND admitted_seq>=? AND admitted_seq<=?"
+                           " ORDER BY admitted_seq")
+calls_started_between = ("SELECT data FROM tool_calls INDEXED BY tool_calls_by_start"
+                         " WHERE thread_key=? AND started_seq>=? AND started_seq<=?"
+                         " ORDER BY started_seq")
+def input_versions_at(n: int) -> str:
+    return (f"SELECT seq, row_key, data FROM row_versions WHERE thread_key=? AND seq IN"
+            f" ({_marks(n)}) AND kind='input'")
+
+
+#: through ``events_by_type`` alone (it covers type and seq): the payloads are not read
+event_density = ("SELECT (seq - 1) / ?, type, count(*) FROM events INDEXED BY events_by_type"
+                 " WHERE thread_key=? GROUP BY 1, 2")
+#: through the status index alone (it covers status and start)
+call_density = ("SELECT (started_seq - 1) / ?, status, count(*) FROM tool_calls"
+                " INDEXED BY tool_calls_by_status WHERE thread_key=? GROUP BY 1, 2")
+
+
+def event_times_at(n: int) -> str:
+    return f"SELECT seq, ts FROM events WHERE thread_key=? AND seq IN ({_marks(n)})"
+
+
+checkpoint_outline = ("SELECT checkpoint_id, thread_key, generation, seq, reason, created_at,"
+                      " sha256, capsule_version, workspace, length(CAST(capsule AS BLOB))"
+                      " AS capsule_bytes FROM checkpoints WHERE thread_key=? ORDER BY generation")
+
+
+def inputs_reached(n_kept: int) -> str:
+    """(thread, after, *kept states, limit): the first inputs a rewind rolls back."""
+    return ("SELECT data FROM inputs INDEXED BY inputs_by_admission WHERE thread_key=?"
+            f" AND admitted_seq>? AND state NOT IN ({_marks(n_kept)}) ORDER BY admitted_seq LIMIT ?")
+
+
+def calls_reached(n_kept: int) -> str:
+    return ("SELECT data FROM tool_calls INDEXED BY tool_calls_by_start WHERE thread_key=?"
+            f" AND started_seq>? AND status NOT IN ({_marks(n_kept)}) ORDER BY started_seq LIMIT ?")
+
+
+def inputs_reached_counts(n_kept: int) -> str:
+    # the state index covers state and admission: no row is read
+    return ("SELECT state, count(*) FROM inputs INDEXED BY inputs_by_state WHERE thread_key=?"
+            f" AND admitted_seq>? AND state NOT IN ({_marks(n_kept)}) GROUP BY state")
+
+
+def calls_reached_counts(n_kept: int) -> str:
+    return ("SELECT status, count(*) FROM tool_calls INDEXED BY tool_calls_by_status"
+            f" WHERE thread_key=? AND started_seq>? AND status NOT IN ({_marks(n_kept)})"
+            " GROUP BY status")
+
+
+#: (thread, needle, limit): the needle is lowercase ASCII JSON, as the payloads are stored
+events_matching = ("SELECT seq, type FROM events WHERE thread_key=? AND instr(lower(data), ?) > 0"
+                   " ORDER BY seq DESC LIMIT ?")
