@@ -574,3 +574,48 @@ def test_every_named_operation_is_exercised_here():
     called = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
     missing = sorted(_named_operations() - called)
     assert not missing, f"store operations with no conformance test in {Path(__file__).name}: {missing}"
+
+# -- the timeline page's reads (store/timeline_reads.py) --------------------------------------
+def _timeline_thread(store):
+    key = store.ensure_thread("codex", "timeline")
+    _admit(store, key, "a", "first", turn_id="t1")
+    store.append(key, ev.TOOL_STARTED, {"call_id": "c1", "tool": "Bash", "turn_id": "t1",
+                                        "args": {}}, source="test")
+    store.append(key, ev.TOOL_FINISHED, {"call_id": "c1", "status": "error", "turn_id": "t1",
+                                         "exit_code": 2}, source="test")
+    store.append(key, ev.TURN_COMPLETED, {"turn_id": "t1"}, source="test")
+    _admit(store, key, "b", 'say "héllo"', turn_id="t2")
+    store.append(key, ev.TOOL_STARTED, {"call_id": "c2", "tool": "Read", "turn_id": "t2",
+                                        "args": {}}, source="test")
+    return key
+
+
+def test_timeline_reads_window_the_log_by_position(store):
+    key = _timeline_thread(store)
+    assert store.turn_outline(key) == [("t1", "completed", 1, 4), ("t2", "running", 5, None)]
+    assert [r.input_id for r in store.inputs_admitted_between(key, 2, 6)] == ["b"]
+    assert [c.call_id for c in store.calls_started_between(key, 1, 5)] == ["c1"]
+    assert set(store.event_times(key, [1, 4])) == {1, 4}
+    assert sorted(store.event_density(key, 3)) == [
+        (0, ev.INPUT_ADMITTED, 1), (0, ev.TOOL_FINISHED, 1), (0, ev.TOOL_STARTED, 1),
+        (1, ev.INPUT_ADMITTED, 1), (1, ev.TOOL_STARTED, 1), (1, ev.TURN_COMPLETED, 1)]
+    assert sorted(store.call_density(key, 3)) == [(0, "error", 1), (1, "in_flight", 1)]
+    assert store.events_matching(key, '"HÉLLO"'.lower(), 10) == [(5, ev.INPUT_ADMITTED)]
+
+
+def test_timeline_reads_an_inputs_earlier_rows_by_the_seqs_that_changed_it(store):
+    key = _timeline_thread(store)
+    versions = {(s, k): d for s, k, d in store.input_versions(key, [1, 4])}
+    assert versions[(1, "a")] is None  # the event that admitted it
+    assert versions[(4, "a")]["state"] == "pending"  # as it was before the turn completed
+    assert store.versions_reach(key) <= 1
+
+
+def test_timeline_reads_count_what_a_rewind_reaches(store):
+    key = _timeline_thread(store)
+    reach = store.rewind_reach(key, 4, ("rolled_back", "superseded"), ("rolled_back",), 10)
+    assert [r.input_id for r in reach["inputs"]] == ["b"]
+    assert reach["input_counts"] == {"pending": 1}
+    assert [c.call_id for c in reach["calls"]] == ["c2"]
+    assert reach["call_counts"] == {"in_flight": 1}
+    assert store.checkpoint_outline(key) == []

@@ -44,7 +44,7 @@ def cmd_show(args) -> int:
     from continuation.host.atomic import atomic_write
 
     try:
-        atomic_write(target, page.encode("utf-8"))
+        atomic_write(target, page.encode("utf-8"), fault_points=None)
     except OSError as exc:
         raise CommandError(f"cannot write {target}: {exc.strerror or exc}") from None
     print(f"wrote {target} ({len(page.encode('utf-8')) // 1024} KiB) for thread {thread.key}")

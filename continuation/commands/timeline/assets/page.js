@@ -197,23 +197,37 @@
     const turnIds = new Set(w.turns.map((t) => t.turn_id));
     const items = [];
     const inputsBy = {}, callsBy = {}, claimsBy = {};
-    for (const i of w.inputs) {
-      if (i.turn_id && turnIds.has(i.turn_id)) (inputsBy[i.turn_id] = inputsBy[i.turn_id] || []).push(i);
-      else items.push({ kind: "input", seq: i.admitted_seq, input: i });
+    // inputs and calls of a turn that is not on the page (it started on another page, or a
+    // rewind removed it from the conversation) are grouped under their turn's id
+    const ghosts = new Map();
+    function ghost(turnId, seq) {
+      const id = turnId || "";
+      if (!ghosts.has(id)) ghosts.set(id, { turn_id: turnId, started_seq: seq, ended_seq: null, ghost: true, status: "" });
+      const g = ghosts.get(id);
+      g.started_seq = Math.min(g.started_seq, seq);
+      return id;
     }
-    const loose = [];
+    for (const i of w.inputs) {
+      const id = i.turn_id && turnIds.has(i.turn_id) ? i.turn_id : "\u0000" + ghost(i.turn_id, i.admitted_seq);
+      (inputsBy[id] = inputsBy[id] || []).push(i);
+    }
     for (const c of w.calls) {
-      if (c.turn_id && turnIds.has(c.turn_id)) (callsBy[c.turn_id] = callsBy[c.turn_id] || []).push(c);
-      else loose.push(c);
+      const id = c.turn_id && turnIds.has(c.turn_id) ? c.turn_id : "\u0000" + ghost(c.turn_id, c.started_seq);
+      (callsBy[id] = callsBy[id] || []).push(c);
     }
     for (const c of w.claims) if (c.turn_id && turnIds.has(c.turn_id)) (claimsBy[c.turn_id] = claimsBy[c.turn_id] || []).push(c);
+    for (const [id, g] of ghosts) {
+      const ins = inputsBy["\u0000" + id] || [], cs = callsBy["\u0000" + id] || [];
+      const gone = ins.every((i) => i.state === "rolled_back") && cs.every((c) => c.status === "rolled_back");
+      g.status = gone ? "rolled back" : "started on another page";
+      items.push({ kind: "turn", seq: g.started_seq, turn: g, marks: [], inputs: ins, calls: cs, claims: [] });
+    }
     const turnItems = [];
     for (const t of w.turns) {
       const it = { kind: "turn", seq: Math.max(t.started_seq, w.lo), turn: t, marks: [],
         inputs: inputsBy[t.turn_id] || [], calls: callsBy[t.turn_id] || [], claims: claimsBy[t.turn_id] || [] };
       items.push(it); turnItems.push(it);
     }
-    if (loose.length) items.push({ kind: "loose", seq: loose[0].started_seq, calls: loose });
     for (const m of w.marks) {
       // a boundary inside a turn (a compaction while it ran) is drawn inside its band
       const inside = turnItems.find((it) => m.seq > it.turn.started_seq && m.seq < (it.turn.ended_seq || w.hi + 1));
@@ -325,17 +339,17 @@
         n > 1 ? label : "");
       strip.append(el);
     }
-    details.append(h("summary", {}, `the ${num(calls.length)} calls`), filters, table, more);
+    details.append(h("summary", {}, calls.length === 1 ? "the call" : `the ${num(calls.length)} calls`), filters, table, more);
     rows();
     box.append(strip, details);
     return box;
   }
   function renderTurn(it) {
     const t = it.turn;
-    const li = h("li", { class: `item turn s-${t.status}${it.discarded ? " discarded" : ""}`, tabindex: "-1",
-      dataset: { seq: t.started_seq, turnId: t.turn_id, kind: "turn" } });
+    const li = h("li", { class: `item turn s-${t.ghost ? "ghost" : t.status}${it.discarded ? " discarded" : ""}`, tabindex: "-1",
+      dataset: { seq: t.started_seq, turnId: t.turn_id || "", kind: "turn" } });
     li.append(h("div", { class: "turn-head" },
-      h("span", { class: "tid" }, `turn ${short(t.turn_id)}`),
+      h("span", { class: "tid" }, t.turn_id ? `turn ${short(t.turn_id)}` : "no turn"),
       h("span", { class: "badge", style: "border:1px solid #6b7280" }, t.status),
       h("span", { class: "muted" }, `events ${num(t.started_seq)}\u2013${t.ended_seq ? num(t.ended_seq) : "\u2026"}`),
       h("span", { class: "muted" }, t.started_ts ? `${time(t.started_ts)}${t.ended_ts ? " (" + span(t.started_ts, t.ended_ts) + ")" : ""}` : ""),
@@ -400,18 +414,6 @@
     if (m.type === "rolled_back") li.append(h("span", { class: "muted", text: ` \u00b7 events ${num(m.to_seq + 1)}\u2013${num(m.seq - 1)} left the conversation` }));
     return li;
   }
-  function renderLoose(it) {
-    const li = h("li", { class: "item turn", tabindex: "-1", dataset: { seq: it.seq, kind: "loose" } },
-      h("div", { class: "turn-head" }, h("span", { class: "tid", text: "calls of turns on other pages" })));
-    li.append(renderCalls(it.calls));
-    return li;
-  }
-  function renderLooseInput(it) {
-    const li = h("li", { class: `item turn${it.discarded ? " discarded" : ""}`, tabindex: "-1", dataset: { seq: it.seq, kind: "input" } },
-      h("div", { class: "turn-head" }, h("span", { class: "tid", text: it.input.turn_id ? `input of turn ${short(it.input.turn_id)}` : "input (no turn yet)" })));
-    li.append(renderInput(it.input));
-    return li;
-  }
   async function showPage(i, focusSeq) {
     i = Math.max(0, Math.min(pages().length - 1, i));
     S.page = i;
@@ -432,8 +434,7 @@
       S.win = w;
       S.items = pageItems(w);
       for (const it of S.items) {
-        list.append(it.kind === "turn" ? renderTurn(it) : it.kind === "mark" ? renderMark(it) :
-          it.kind === "loose" ? renderLoose(it) : renderLooseInput(it));
+        list.append(it.kind === "turn" ? renderTurn(it) : renderMark(it));
       }
       if (!S.items.length) list.append(h("li", { class: "item muted", text: "nothing recorded in these events" }));
     }
@@ -662,7 +663,12 @@
     }
   }
 
+  function fitHeader() {
+    document.documentElement.style.setProperty("--head", `${$("top").offsetHeight}px`);
+  }
   async function start() {
+    fitHeader();
+    window.addEventListener("resize", fitHeader);
     renderHeader(); renderThreads(); renderSummary();
     await showPage(pages().length - 1);
     if (LIVE) { $("live").textContent = "live"; setInterval(poll, DATA.poll_ms || 2000); }
