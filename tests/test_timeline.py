@@ -110,8 +110,10 @@ def test_the_outline_counts_the_whole_log_in_buckets(engine):
     thread = engine.get_thread(made["thread"])
     o = model.outline(engine, thread)
     events = thread.events()
-    counted = sum(n for pairs in o["strip"]["events"].values() for _, n in pairs)
-    assert counted == len(events)
+    counted = sum(n for _, n in o["strip"]["events"][ev.INPUT_ADMITTED])
+    assert counted == sum(e["type"] == ev.INPUT_ADMITTED for e in events)
+    calls = sum(n for pairs in o["strip"]["calls"].values() for _, n in pairs)
+    assert calls == len(thread.store.tool_calls(thread.key))
     kinds = {m["type"] for m in o["marks"]}
     assert {ev.BOUNDARY, ev.CRASH_DETECTED, ev.ROLLED_BACK, ev.CHECKPOINT_COMMITTED} <= kinds
     assert [c["checkpoint_id"] for c in o["checkpoints"]][:2] == made["checkpoints"]
@@ -273,3 +275,15 @@ def test_search_matches_quotes_and_non_ascii_as_stored(engine):
     for needle in ('"héllo"', "NAÏVE".lower(), "Say"):
         assert [s for s, _ in t.store.events_matching(t.key, needle, 10)] == [1]
     assert t.store.events_matching(t.key, "", 10) == []
+
+
+def test_the_page_colors_states_in_the_hues_the_command_line_uses():
+    from continuation.commands import output
+    from continuation.commands.timeline import palette
+
+    ansi = {"red": "31", "yellow": "33", "magenta": "35"}
+    for state, code in output.ACTION.items():
+        if state in palette.STATES:
+            assert ansi[palette.STATES[state][2]] == code, state
+    assert set(palette.STATES) >= {"queued", "pending", "handled", "reconciling", "interrupted",
+                                   "superseded", "rolled_back"}

@@ -334,8 +334,11 @@ def input_versions_at(n: int) -> str:
             " AND seq=ANY(%s) AND kind='input'")
 
 
-event_density = ("SELECT (seq - 1) / %s::bigint, type, count(*) FROM events WHERE thread_key=%s"
-                 " GROUP BY 1, 2")
+def event_density(n_types: int) -> str:
+    return ("SELECT (seq - 1) / %s::bigint, type, count(*) FROM events WHERE thread_key=%s"
+            " AND type=ANY(%s) GROUP BY 1, 2")
+
+
 call_density = ("SELECT (started_seq - 1) / %s::bigint, status, count(*) FROM tool_calls"
                 " WHERE thread_key=%s GROUP BY 1, 2")
 

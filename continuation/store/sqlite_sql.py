@@ -360,9 +360,13 @@ def input_versions_at(n: int) -> str:
             f" ({_marks(n)}) AND kind='input'")
 
 
-#: through ``events_by_type`` alone (it covers type and seq): the payloads are not read
-event_density = ("SELECT (seq - 1) / ?, type, count(*) FROM events INDEXED BY events_by_type"
-                 " WHERE thread_key=? GROUP BY 1, 2")
+def event_density(n_types: int) -> str:
+    """(width, thread, *types): through ``events_by_type`` alone (it covers type and seq), one
+    range per type; the payloads are not read."""
+    return ("SELECT (seq - 1) / ?, type, count(*) FROM events INDEXED BY events_by_type"
+            f" WHERE thread_key=? AND type IN ({_marks(n_types)}) GROUP BY 1, 2")
+
+
 #: through the status index alone (it covers status and start)
 call_density = ("SELECT (started_seq - 1) / ?, status, count(*) FROM tool_calls"
                 " INDEXED BY tool_calls_by_status WHERE thread_key=? GROUP BY 1, 2")

@@ -50,11 +50,14 @@ class TimelineReads:
         row = self.conn.execute(self.sql.undo_from, (thread_key,)).fetchone()
         return 1 if row is None else int(row[0])
 
-    def event_density(self, thread_key: str, width: int) -> list[tuple[int, str, int]]:
-        """(bucket, event type, count) with bucket ``(seq - 1) // width``: the whole log's
-        outline, counted by the database."""
+    def event_density(self, thread_key: str, width: int, types) -> list[tuple[int, str, int]]:
+        """(bucket, event type, count) of the events of ``types``, with bucket
+        ``(seq - 1) // width``: the whole log's outline, counted by the database."""
+        types = tuple(dict.fromkeys(types))
+        if not types:
+            return []
         return [(int(b), t, int(n)) for b, t, n in self.conn.execute(
-            self.sql.event_density, (width, thread_key)).fetchall()]
+            self.sql.event_density(len(types)), (width, thread_key, *self.sql.many(types))).fetchall()]
 
     def call_density(self, thread_key: str, width: int) -> list[tuple[int, str, int]]:
         """(bucket, call status, count) by start seq, as :meth:`event_density`."""

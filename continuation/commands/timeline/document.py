@@ -52,13 +52,14 @@ def render(data: dict, *, live: bool = False) -> str:
 
 def file_data(engine, thread, *, all_pages: bool = False) -> dict:
     """Everything the file shows: the outline, the pages it holds and their checkpoints."""
-    outline = model.outline(engine, thread)
+    turns = thread.store.turn_outline(thread.key)
+    outline = model.outline(engine, thread, turns)
     windows, budget = {}, EMBED_EVENTS
     for page in reversed(outline["pages"]):
         size = page["hi"] - page["lo"] + 1
         if windows and not all_pages and size > budget:
             break
-        windows[str(page["lo"])] = model.window(thread, page["lo"], page["hi"])
+        windows[str(page["lo"])] = model.window(thread, page["lo"], page["hi"], turns)
         budget -= size
     details = {}
     for cp in reversed(outline["checkpoints"][-EMBED_CHECKPOINTS:]):
@@ -68,11 +69,13 @@ def file_data(engine, thread, *, all_pages: bool = False) -> dict:
             "embedded_pages": len(windows)}
 
 
-def live_data(engine, thread, token: str, *, poll_ms: int = 2000) -> dict:
+def live_data(engine, thread, token: str, *, poll_ms: int = 2000,
+              turns: list | None = None) -> dict:
     """The live page's first screen: the outline and the newest page (the rest is fetched)."""
-    outline = model.outline(engine, thread)
+    turns = thread.store.turn_outline(thread.key) if turns is None else turns
+    outline = model.outline(engine, thread, turns)
     last = outline["pages"][-1]
     return {"mode": "live", "thread": thread.key, "token": token, "poll_ms": poll_ms,
             "generated_at": time.time(), "outline": outline,
-            "windows": {str(last["lo"]): model.window(thread, last["lo"], last["hi"])},
+            "windows": {str(last["lo"]): model.window(thread, last["lo"], last["hi"], turns)},
             "details": {}, "embedded_pages": 1}

@@ -30,6 +30,8 @@ PAGE_EVENTS = 600
 PAGE_EVENTS_MAX = 4000
 #: the outline's strip: the log counted in this many buckets
 BUCKETS = 240
+#: the event types the strip counts (calls are counted by status from the calls' own rows)
+STRIP_TYPES = (ev.INPUT_ADMITTED,)
 #: exact marks the outline carries at most (the newest)
 MARKS_MAX = 2000
 #: characters of a text kept on the page (the page says how long the whole is)
@@ -85,15 +87,16 @@ def page_starts(turns: list[tuple], last_seq: int) -> list[int]:
     return starts
 
 
-def outline(engine, thread) -> dict:
+def outline(engine, thread, turns: list[tuple] | None = None) -> dict:
+    """``turns``: the thread's ``turn_outline`` when the caller read it already."""
     store, key = thread.store, thread.key
     row = thread_row(thread)
     last_seq = int(row["last_seq"] or 0)
-    turns = store.turn_outline(key)
+    turns = store.turn_outline(key) if turns is None else turns
     starts = page_starts(turns, last_seq)
     width = max(1, -(-last_seq // BUCKETS))
     series: dict[str, dict[int, int]] = {}
-    for bucket, etype, n in store.event_density(key, width):
+    for bucket, etype, n in store.event_density(key, width, STRIP_TYPES):
         series.setdefault(etype, {})[bucket] = n
     calls: dict[str, dict[int, int]] = {}
     for bucket, status, n in store.call_density(key, width):
@@ -157,11 +160,12 @@ def _mark(e: dict) -> dict:
 
 
 # -- one page -------------------------------------------------------------------------------
-def window(thread, lo: int, hi: int) -> dict:
+def window(thread, lo: int, hi: int, turns: list[tuple] | None = None) -> dict:
     """The turns starting in ``lo``..``hi`` with their inputs, calls and claims, and the marks
-    between them; a turn that started on an earlier page and goes on here is named too."""
+    between them; a turn that started on an earlier page and goes on here is named too.
+    ``turns``: the thread's ``turn_outline`` when the caller read it already."""
     store, key = thread.store, thread.key
-    turns = [t for t in store.turn_outline(key)
+    turns = [t for t in (store.turn_outline(key) if turns is None else turns)
              if lo <= t[2] <= hi or (t[2] < lo and (t[3] is None or t[3] >= lo))]
     inputs = store.inputs_admitted_between(key, lo, hi)
     calls = store.calls_started_between(key, lo, hi)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hmac
 import secrets
 import sys
+import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
@@ -36,6 +37,22 @@ class TimelineServer(ThreadingHTTPServer):
         super().__init__((LOOPBACK, port), _Handler)
         self.home, self.default_thread, self.poll_ms, self.cwd = home, thread, poll_ms, cwd
         self.token = secrets.token_urlsafe(24)
+        self._turns: dict[tuple[str, int], list] = {}
+        self._turns_lock = threading.Lock()
+
+    def turns_of(self, thread) -> list:
+        """The thread's turn outline, read once per length of its log (a page's window and the
+        outline both need it; reading it is the larger share of either on a long thread)."""
+        key = (thread.key, thread.store.last_seq(thread.key))
+        with self._turns_lock:
+            found = self._turns.get(key)
+        if found is None:
+            found = thread.store.turn_outline(thread.key)
+            with self._turns_lock:
+                if len(self._turns) >= 8:
+                    self._turns.pop(next(iter(self._turns)))
+                self._turns[key] = found
+        return found
 
     @property
     def port(self) -> int:
@@ -121,7 +138,8 @@ class _Handler(BaseHTTPRequestHandler):
         with self.server.engine() as engine:
             thread = self.server.thread_of(engine, selector)
             data = document.live_data(engine, thread, self.server.token,
-                                      poll_ms=self.server.poll_ms)
+                                      poll_ms=self.server.poll_ms,
+                                      turns=self.server.turns_of(thread))
         body = document.render(data, live=True).encode("utf-8")
         self._send(200, "text/html; charset=utf-8", body)
 
@@ -134,12 +152,12 @@ class _Handler(BaseHTTPRequestHandler):
             if name == "head":
                 return {"thread": thread.key, "last_seq": thread.store.last_seq(thread.key)}
             if name == "outline":
-                return model.outline(engine, thread)
+                return model.outline(engine, thread, self.server.turns_of(thread))
             if name == "window":
                 lo, hi = _int(arg("lo"), "lo"), _int(arg("hi"), "hi")
                 if hi < lo or hi - lo > 10 * model.PAGE_EVENTS_MAX:
                     raise ValueError("a window is lo..hi with hi >= lo, at most a few pages long")
-                return model.window(thread, lo, hi)
+                return model.window(thread, lo, hi, self.server.turns_of(thread))
             if name == "checkpoint":
                 return model.checkpoint_detail(engine, thread, arg("id") or "")
             if name == "search":

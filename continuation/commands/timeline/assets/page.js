@@ -34,10 +34,12 @@
   }
   const $ = (id) => document.getElementById(id);
   const add = (el, ...kids) => el.append(...kids.flat().filter((c) => c !== null && c !== undefined && c !== false));
-  const num = (n) => Number(n || 0).toLocaleString("en-US");
+  const NUMBERS = new Intl.NumberFormat("en-US");
+  const num = (n) => NUMBERS.format(Number(n || 0));
   function time(ts) {
     if (ts === null || ts === undefined) return "";
-    return new Date(ts * 1000).toISOString().replace(/\.\d+Z$/, "Z");
+    // the command line's one time format (host/units.py): UTC, to the second
+    return new Date(ts * 1000).toISOString().replace("T", " ").replace(/\.\d+Z$/, "Z");
   }
   function span(a, b) {
     if (a == null || b == null) return "";
@@ -674,6 +676,7 @@
     if (LIVE) { $("live").textContent = "live"; setInterval(poll, DATA.poll_ms || 2000); }
     else $("live").textContent = `written ${time(DATA.generated_at)}`;
     document.body.dataset.ready = "1";
+    window.__timelineGo = (seq) => showPage(pageOf(seq), seq);  // for the benchmark
     window.__timelineReady = performance.now();
   }
   start();
