@@ -47,7 +47,9 @@ def cmd_show(args) -> int:
         atomic_write(target, page.encode("utf-8"), fault_points=None)
     except OSError as exc:
         raise CommandError(f"cannot write {target}: {exc.strerror or exc}") from None
-    print(f"wrote {target} ({len(page.encode('utf-8')) // 1024} KiB) for thread {thread.key}")
+    from continuation.commands.output import size
+
+    print(f"wrote {target} ({size(len(page.encode('utf-8')))}) for thread {thread.key}")
     return 0
 
 
