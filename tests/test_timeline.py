@@ -287,3 +287,27 @@ def test_the_page_colors_states_in_the_hues_the_command_line_uses():
             assert ansi[palette.STATES[state][2]] == code, state
     assert set(palette.STATES) >= {"queued", "pending", "handled", "reconciling", "interrupted",
                                    "superseded", "rolled_back"}
+
+
+def test_serve_command_prints_its_url_answers_and_stops_on_ctrl_c(engine, home):
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    every_state_thread(engine)
+    proc = subprocess.Popen([sys.executable, "-m", "continuation", "serve", "--thread",
+                             "every-state"], env={**os.environ, "CONTINUATION_HOME": str(home),
+                                                  "COLUMNS": "80"},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        lines = [proc.stdout.readline(), proc.stdout.readline()]
+        url = lines[1].strip()
+        assert re.fullmatch(r"http://127\.0\.0\.1:\d+/\?t=[\w-]{20,}", url), lines
+        assert all(len(line.rstrip("\n")) <= 80 for line in lines)
+        code, body = _get(url)
+        assert code == 200 and b"claude-every-state" in body
+    finally:
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0 and "Traceback" not in err

@@ -47,9 +47,9 @@ def cmd_show(args) -> int:
         atomic_write(target, page.encode("utf-8"), fault_points=None)
     except OSError as exc:
         raise CommandError(f"cannot write {target}: {exc.strerror or exc}") from None
-    from continuation.commands.output import size
+    from continuation.commands.output import echo, size
 
-    print(f"wrote {target} ({size(len(page.encode('utf-8')))}) for thread {thread.key}")
+    echo(f"wrote {target} ({size(len(page.encode('utf-8')))}) for thread {thread.key}")
     return 0
 
 
@@ -72,9 +72,10 @@ def cmd_serve(args) -> int:
                                 cwd=os.getcwd())
     except OSError as exc:
         raise CommandError(f"cannot listen on 127.0.0.1:{args.port}: {exc.strerror or exc}") from None
-    print(f"serving the timeline of {thread.key} (read-only)")
-    print(server.url)
-    print("Ctrl-C stops it")
+    from continuation.commands.output import echo
+
+    echo(f"serving the timeline of {thread.key} (read-only); Ctrl-C stops it")
+    print(server.url)  # whole, never wrapped: it is copied or clicked
     sys.stdout.flush()
     try:
         server.serve_forever(poll_interval=0.25)
