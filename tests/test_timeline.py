@@ -311,3 +311,20 @@ def test_serve_command_prints_its_url_answers_and_stops_on_ctrl_c(engine, home):
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=30)
     assert proc.returncode == 0 and "Traceback" not in err
+
+
+def test_secrets_are_hidden_as_the_command_line_hides_them_unless_asked(engine, home, tmp_path):
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0" * 2
+    t = engine.thread("claude", "secrets")
+    t.admit(f"use the token {token} to push", input_id="a", turn_id="t1")
+    t.tool_started("c1", "Bash", {"command": f"git push https://x:{token}@github.com/o/r"},
+                   turn_id="t1")
+    t.tool_finished("c1", "error", exit_code=1, output=f"rejected {token}", turn_id="t1")
+    t.claim(f"pushed with {token}", turn_id="t1")
+    t.turn_completed("t1")
+    cli(home, "checkpoint", "--thread", t.key, "--no-snapshot")
+    hidden = cli(home, "show", "--thread", t.key, "--html").stdout
+    assert token not in hidden and token[:12] not in hidden
+    assert "[redacted: GitHub token]" in hidden
+    shown = cli(home, "show", "--thread", t.key, "--html", "--show-secrets").stdout
+    assert shown.count(token) >= 4  # the input, the command, the output, the claim (and capsule)

@@ -18,6 +18,7 @@ def register(sub) -> None:
     p.add_argument("--all", action="store_true",
                    help="hold every page of a long thread (default: the newest pages, "
                         "about 20,000 events)")
+    _secrets_arg(p)
     p.set_defaults(func=cmd_show)
 
     p = sub.add_parser("serve", help="the timeline live, read-only, on 127.0.0.1")
@@ -26,12 +27,20 @@ def register(sub) -> None:
                    help="the port (default: a free one)")
     p.add_argument("--refresh", type=float, default=2.0, metavar="SECONDS",
                    help="how often the page checks for new events (default 2)")
+    _secrets_arg(p)
     p.set_defaults(func=cmd_serve)
 
 
-def cmd_show(args) -> int:
-    from continuation.commands.timeline import document
+def _secrets_arg(p) -> None:
+    p.add_argument("--show-secrets", action="store_true",
+                   help="show token-like strings and credentials as recorded "
+                        "(default: [redacted: KIND])")
 
+
+def cmd_show(args) -> int:
+    from continuation.commands.timeline import document, shown
+
+    shown.configure(show_secrets=args.show_secrets)
     with open_engine() as engine:
         thread = engine.select(args.thread)
         page = document.render(document.file_data(engine, thread, all_pages=args.all))
@@ -58,8 +67,10 @@ def _file_safe(key: str) -> str:
 
 
 def cmd_serve(args) -> int:
+    from continuation.commands.timeline import shown
     from continuation.commands.timeline.server import TimelineServer
 
+    shown.configure(show_secrets=args.show_secrets)
     if not 0 <= args.port <= 65535:
         raise CommandError("--port must be 0..65535")
     if not 0.2 <= args.refresh <= 3600:

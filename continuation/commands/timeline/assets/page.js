@@ -473,6 +473,7 @@
       d.problem ? h("p", { class: "warn", text: d.problem }) : null,
       h("h2", { text: "The capsule as the model received it" }),
       h("pre", { id: "capsule", tabindex: "0" }, d.capsule.text),
+      d.capsule.text.includes("[redacted: ") ? h("p", { class: "muted", text: "Secrets are hidden here; the model received them as written (--show-secrets shows them)." }) : null,
       d.capsule.length > d.capsule.text.length ? h("p", { class: "clipped", text: `\u2026 (${num(d.capsule.length - d.capsule.text.length)} more characters: continuation capsule show --thread ${DATA.thread} --generation ${d.generation})` }) : null,
       h("h2", { text: "Rewind to here" }),
       h("p", { id: "rewind-preview" }, `The conversation goes back to event ${num(r.to_seq)} of ${num(r.last_seq)}: `,
