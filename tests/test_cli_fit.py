@@ -211,6 +211,7 @@ FITTED = [
     ["install", "--runtime", "claude"], ["uninstall", "--runtime", "claude"],
     ["--version"],
     ["import", "claude", "{transcript}"],
+    ["show", "--html", "-o", "{transcript}.html"],
     ["checkpoint", "create"], ["checkpoint", "create", "--thread", CODEX, "--no-snapshot"],
     ["fork", "cp-2", "--thread", CLAUDE, "--name", "second-attempt"],
     ["rewind", "cp-2", "--files", "--yes", "--thread", CLAUDE],
