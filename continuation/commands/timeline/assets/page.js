@@ -461,7 +461,7 @@
     try { d = await loadDetail(id); } catch (e) { console.warn(String(e)); }
     panel.replaceChildren();
     const close = h("button", { type: "button", onclick: closeDetail, text: "close (Esc)" });
-    if (!d) { panel.append(h("p", { text: `checkpoint ${id} is not in this file: \`continuation capsule show --thread ${DATA.thread}\`` }), close); panel.focus(); return; }
+    if (!d) { panel.append(h("p", { text: `checkpoint ${id} is not in this file: \`continuation capsule show --thread ${DATA.thread}\`` }), close); panel.focus({ preventScroll: true }); panel.scrollTop = 0; return; }
     const r = d.rewind;
     const ic = r.inputs.counts, cc = r.calls.counts;
     const nIn = Object.values(ic).reduce((a, b) => a + b, 0), nCalls = Object.values(cc).reduce((a, b) => a + b, 0);
@@ -488,7 +488,7 @@
       h("p", { class: "muted", text: "The command (the page changes nothing; the command previews again before it acts):" }),
       ...Object.entries(r.commands).map(([mode, cmd]) => commandLine(cmd, mode)),
       commandLine(r.dry_run, "preview only"));
-    panel.focus();
+    panel.focus({ preventScroll: true }); panel.scrollTop = 0;
   }
   function commandLine(cmd, label) {
     const code = h("code", { class: "rewind-command", dataset: { mode: label }, text: cmd });
