@@ -43,7 +43,8 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
 from benchlib import (  # noqa: E402
-    busy_cores, in_scratch_folder, install, isolated_git_home, median_ms, spread, text_blob, timed)
+    busy_cores, in_scratch_folder, install, isolated_git_home, median_ms, print_rows, spread,
+    text_blob, timed)
 
 SMALL, BIG, CODEX = "bench-small", "bench-big", "bench-codex"
 
@@ -417,15 +418,7 @@ def run(args, base: Path, measuring: ExitStack) -> int:
     if args.json:
         print(json.dumps(rows, indent=1))
         return 0
-    print("| measure | ms | baseline | baseline ms | ratio | target | paired runs |")
-    print("|---|---|---|---|---|---|---|")
-    for x in rows:
-        print(f"| {x['measure']} | {x['ms']:.0f} | {x['baseline']} | {x['baseline_ms']:.0f} | "
-              f"{x['ratio']:.2f}x | {x['goal']} | {x['paired'][0]}-{x['paired'][1]} |")
-    try:
-        print(f"load average while measuring: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
-    except (AttributeError, OSError):
-        pass
+    print_rows(rows)
     return 0
 
 

@@ -164,3 +164,16 @@ def text_blob(rng: random.Random, size: int) -> bytes:
         out.append(line)
         length += len(line)
     return "".join(out).encode()[:size]
+
+
+def print_rows(rows: list[dict]) -> None:
+    """The measures as a markdown table (``bench_boundaries.row``'s dicts), then the load."""
+    print("| measure | ms | baseline | baseline ms | ratio | target | paired runs |")
+    print("|---|---|---|---|---|---|---|")
+    for x in rows:
+        print(f"| {x['measure']} | {x['ms']:.0f} | {x['baseline']} | {x['baseline_ms']:.0f} | "
+              f"{x['ratio']:.2f}x | {x['goal']} | {x['paired'][0]}-{x['paired'][1]} |")
+    try:
+        print(f"load average while measuring: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    except (AttributeError, OSError):
+        pass

@@ -108,3 +108,11 @@ def test_empty_and_huge_text():
     assert redact("") == ""
     big = ("x" * 1000 + "\n") * 2000 + TOKENS["Stripe key"]
     assert redact(big).endswith(marker("Stripe key"))
+
+
+def test_every_token_holds_one_of_its_anchors():
+    from continuation.host.secret_text import TOKEN_ANCHORS
+
+    assert set(TOKEN_ANCHORS) == set(TOKEN_FORMATS)
+    for kind, token in TOKENS.items():
+        assert any(a in token for a in TOKEN_ANCHORS[kind]), kind

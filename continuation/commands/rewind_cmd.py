@@ -393,6 +393,8 @@ def cmd_drift(args) -> int:
             echo(f"  HEAD moved: {ref.head} -> {report.head}")
         if report.branch_changed:
             echo(f"  branch changed: {ref.branch} -> {report.branch}")
+        for left in report.left_out:
+            echo(f"  left out  {left['path']}  (a secret file, never snapshotted: {left['why']})")
     return 0
 
 

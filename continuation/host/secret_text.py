@@ -75,22 +75,83 @@ CREDENTIAL_FORMATS: dict[str, tuple[str, str]] = {
                      + _VALUE_END),
 }
 
+#: kind -> literal text one of which every token of that kind holds: a text holding none of
+#: them is not searched (a substring test runs at memory speed, the patterns do not)
+TOKEN_ANCHORS: dict[str, tuple[str, ...]] = {
+    "private key": ("PRIVATE KEY",),
+    "AWS access key id": ("AKIA", "ASIA", "AGPA", "AIDA", "AROA", "ANPA", "ANVA", "AIPA"),
+    "GitHub token": ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+    "GitLab token": ("glpat-",),
+    "Anthropic key": ("sk-ant-",),
+    "OpenAI key": ("sk-",),
+    "Slack token": ("xoxa-", "xoxb-", "xoxp-", "xoxo-", "xoxs-", "xoxr-", "xoxe-"),
+    "Slack webhook": ("hooks.slack.com",),
+    "Google API key": ("AIza",),
+    "Stripe key": ("_live_", "_test_"),
+    "npm token": ("npm_",),
+    "PyPI token": ("pypi-",),
+    "Hugging Face token": ("hf_",),
+    "SendGrid key": ("SG.",),
+    "DigitalOcean token": ("_v1_",),
+    "JSON web token": ("eyJ",),
+}
+#: kind -> lower-case text one of which every credential of that kind holds (searched in the
+#: text lowered)
+CREDENTIAL_ANCHORS: dict[str, tuple[str, ...]] = {
+    "password in a URL": ("://",),
+    "authorization header": ("authorization",),
+    "bearer token": ("bearer",),
+    "secret value": ("pass", "secret", "token", "key", "credential"),
+}
+
+
+def _any_of(words) -> re.Pattern:
+    """One pattern finding any of ``words``, factored by first character (the engine then
+    tries a few alternatives at a position instead of every word)."""
+    by_first: dict[str, list[str]] = {}
+    for word in sorted(set(words), key=lambda w: (-len(w), w)):
+        by_first.setdefault(word[0], []).append(re.escape(word[1:]))
+    return re.compile("|".join(f"{re.escape(c)}(?:{'|'.join(rest)})" for c, rest in by_first.items()))
+
+
+_TOKEN_GATE = _any_of(a for group in TOKEN_ANCHORS.values() for a in group)
 _TOKEN_NAMES = list(TOKEN_FORMATS)
-_TOKENS = re.compile("|".join(f"(?P<t{i}>{rx})" for i, rx in enumerate(TOKEN_FORMATS.values())))
-_PRIVATE_KEY = _TOKEN_NAMES.index("private key")
-
-
-def _shown_patterns() -> re.Pattern:
-    parts = []
-    for i, rx in enumerate(TOKEN_FORMATS.values()):
-        parts.append(f"(?P<t{i}>{rx}{_KEY_BODY if i == _PRIVATE_KEY else ''})")
-    for i, (before, secret) in enumerate(CREDENTIAL_FORMATS.values()):
-        parts.append(f"(?P<b{i}>{before})(?P<c{i}>{secret})")
-    return re.compile("|".join(parts))
-
-
-_SHOWN = _shown_patterns()
 _CREDENTIAL_NAMES = list(CREDENTIAL_FORMATS)
+
+
+def _token_kinds(text: str) -> tuple[int, ...]:
+    """The token kinds whose anchors ``text`` holds (most texts: none, found in one pass)."""
+    if _TOKEN_GATE.search(text) is None:
+        return ()
+    return tuple(i for i, kind in enumerate(_TOKEN_NAMES)
+                 if any(a in text for a in TOKEN_ANCHORS[kind]))
+
+
+def _credential_kinds(text: str) -> tuple[int, ...]:
+    lowered = text.lower()
+    return tuple(i for i, kind in enumerate(_CREDENTIAL_NAMES)
+                 if any(a in lowered for a in CREDENTIAL_ANCHORS[kind]))
+
+
+_COMPILED: dict = {}
+
+
+def _pattern(tokens: tuple[int, ...], credentials: tuple[int, ...], shown: bool) -> re.Pattern:
+    """The alternation of the given kinds (tokens first, in their order), compiled once."""
+    key = (tokens, credentials, shown)
+    found = _COMPILED.get(key)
+    if found is None:
+        parts = []
+        for i in tokens:
+            body = TOKEN_FORMATS[_TOKEN_NAMES[i]]
+            if shown and _TOKEN_NAMES[i] == "private key":
+                body += _KEY_BODY
+            parts.append(f"(?P<t{i}>{body})")
+        for i in credentials:
+            before, secret = CREDENTIAL_FORMATS[_CREDENTIAL_NAMES[i]]
+            parts.append(f"(?P<b{i}>{before})(?P<c{i}>{secret})")
+        found = _COMPILED[key] = re.compile("|".join(parts))
+    return found
 
 
 def marker(kind: str) -> str:
@@ -100,7 +161,8 @@ def marker(kind: str) -> str:
 
 def find_token(text: str) -> str | None:
     """The kind of the first token of :data:`TOKEN_FORMATS` in ``text``, or None."""
-    match = _TOKENS.search(text)
+    kinds = _token_kinds(text)
+    match = _pattern(kinds, (), False).search(text) if kinds else None
     return None if match is None else _TOKEN_NAMES[int(match.lastgroup[1:])]
 
 
@@ -117,7 +179,10 @@ def redact(text: str) -> str:
     (:data:`CREDENTIAL_FORMATS`) replaced by :func:`marker`."""
     if not text:
         return text
-    return _SHOWN.sub(_replace, text)
+    tokens, credentials = _token_kinds(text), _credential_kinds(text)
+    if not (tokens or credentials):
+        return text
+    return _pattern(tokens, credentials, True).sub(_replace, text)
 
 
 def redact_data(value):

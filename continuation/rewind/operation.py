@@ -343,6 +343,7 @@ def _files_preview(files) -> dict | None:
             "deleted": list(files.deleted),
             "kept_edits": [{"path": k.path, "why": k.reason} for k in files.kept_edits],
             "unsure": [{"path": u.path, "why": u.reason} for u in files.unsure],
+            "secrets_kept": [{"path": k.path, "why": k.reason} for k in files.secrets],
             "safety_ref": taken.ref.snapshot_ref if taken is not None else "(taken when the rewind is applied)"}
 
 
@@ -463,7 +464,8 @@ def restore_files_with_tree(engine: Engine, files_plan) -> tuple[dict, object]:
     # new files no successful agent call created stay, and are named in the record
     return {**files_done(result), "kept": list(files_plan.kept),
             "kept_edits": [{"path": k.path, "why": k.reason} for k in files_plan.kept_edits],
-            "unsure": [{"path": u.path, "why": u.reason} for u in files_plan.unsure]}, \
+            "unsure": [{"path": u.path, "why": u.reason} for u in files_plan.unsure],
+            "secrets_kept": [{"path": k.path, "why": k.reason} for k in files_plan.secrets]}, \
         result.tree_after
 
 

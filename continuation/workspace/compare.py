@@ -89,9 +89,23 @@ class SkipRules:
     """Paths a checkpoint never stored, so restore and drift must leave them alone."""
 
     def __init__(self, ref: WorkspaceRef, ws: Workspace) -> None:
+        from continuation.workspace.secrets import SecretFiles
+
         self.oversized = {o.path for o in ref.oversized}
         self.matcher = effective_matcher(ws, ref.exclude_patterns)
         self.containers = [p.rstrip("/") + "/" for p in ref.nested_repos] + [s.path.rstrip("/") + "/" for s in ref.submodules]
+        self.left_out = {x["path"]: x["why"] for x in ref.secrets_left_out}
+        self.secrets = SecretFiles(ws.layout.state_home, ws.root)
+
+    def secret(self, entry: StatusEntry) -> str | None:
+        """Why a path the checkpoint does not hold is a secret file (``workspace.secrets``):
+        left out of the checkpoint, or one now; never snapshotted, so never restored or
+        deleted. None for any other path."""
+        if entry.kind != "?" or entry.is_directory:
+            return None
+        if entry.path in self.left_out:
+            return self.left_out[entry.path] + " (left out of the checkpoint)"
+        return self.secrets.why(entry.path)
 
     def reason(self, entry: StatusEntry) -> str | None:
         path = entry.path

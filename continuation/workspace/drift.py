@@ -29,7 +29,7 @@ def drift(
     ``session_paths``: files the engine knows the session touched; every other changed path is
     listed in ``outside_session`` (changed by the user or another tool since the checkpoint).
     Ignored files, and paths the checkpoint did not store (oversized, excluded, nested
-    repositories), are not reported. A ``none`` checkpoint reports nothing.
+    repositories), are not reported; secret-looking files are listed apart (``left_out``). A ``none`` checkpoint reports nothing.
     """
     ws = resolve_workspace(ref.root, state_home)
     report = DriftReport(checkpoint=ref)
@@ -48,6 +48,10 @@ def drift(
                 if entry.kind == "1" and entry.y == ".":
                     continue
                 if rules.reason(entry) is not None:
+                    continue
+                secret = rules.secret(entry)
+                if secret is not None:
+                    report.left_out.append({"path": entry.path, "why": secret})
                     continue
                 if entry.kind == "?":
                     report.added.append(entry.path)

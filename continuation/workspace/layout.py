@@ -92,6 +92,10 @@ class StateLayout:
         return cls(Path(state_home).expanduser().resolve() / "workspaces" / workspace_id(root))
 
     @property
+    def state_home(self) -> Path:
+        return self.state_dir.parent.parent
+
+    @property
     def home_id(self) -> str:
         return home_id_for(self.state_dir.parent.parent)
 

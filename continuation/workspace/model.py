@@ -133,6 +133,8 @@ class WorkspaceRef:
     size_cap_bytes: int | None = None
     submodules: list[Submodule] = field(default_factory=list)
     nested_repos: list[str] = field(default_factory=list)
+    #: untracked secret-looking files the snapshot left out: {"path", "why"} (workspace.secrets)
+    secrets_left_out: list[dict] = field(default_factory=list)
     created_at: str = ""
 
     @property
@@ -171,6 +173,11 @@ class WorkspaceRef:
             Submodule(str(s["path"]), s.get("commit"))
             for s in known.get("submodules") or []
             if isinstance(s, dict) and "path" in s
+        ]
+        known["secrets_left_out"] = [
+            {"path": str(x["path"]), "why": str(x.get("why") or "")}
+            for x in known.get("secrets_left_out") or []
+            if isinstance(x, dict) and "path" in x
         ]
         for key in ("excluded", "exclude_patterns", "nested_repos"):
             value = known.get(key) or []
@@ -224,6 +231,9 @@ class RestorePlan:
     skipped: list[SkippedPath] = field(default_factory=list)
     #: changed files no agent call can have changed (the user's own edits): left as they are
     kept_edits: list[SkippedPath] = field(default_factory=list)
+    #: secret-looking files the checkpoint does not hold (``workspace.secrets``): never
+    #: snapshotted, so never deleted nor restored; kept as they are
+    secrets: list[SkippedPath] = field(default_factory=list)
     #: changed files the engine cannot attribute (changed while a shell call of the agent ran,
     #: named by none): restored unless the rewind keeps them (``keep_unsure``), listed either way
     unsure: list[SkippedPath] = field(default_factory=list)
@@ -252,6 +262,7 @@ class RestorePlan:
             (unsure_restored, "of them unsure (changed while an agent call ran)"),
             (len(self.unsure) - unsure_restored, "unsure, kept"),
             (len(self.kept), "new, kept"), (len(self.kept_edits), "your edits, kept"),
+            (len(self.secrets), "secret files, kept"),
             (len(self.skipped), "skipped")) if n]
         total = len(self.modified) + len(self.recreated) + len(self.deleted) + len(self.mode_changes)
         lines.append(f"  {total} file(s) change" + (f": {', '.join(changes)}" if changes else "")
@@ -262,6 +273,8 @@ class RestorePlan:
         entries += [f"  mode      {m.path} {m.current_mode} -> {m.checkpoint_mode}" for m in self.mode_changes]
         entries += [f"  keep      {p} (new since checkpoint, not created by the session)" for p in self.kept]
         entries += [f"  keep      {k.path} (your edit: {k.reason})" for k in self.kept_edits]
+        entries += [f"  keep      {k.path} (a secret file, never snapshotted: {k.reason})"
+                    for k in self.secrets]
         entries += [f"  unsure    {u.path} ({u.reason})" for u in self.unsure]
         entries += [f"  skip      {s.path} ({s.reason})" for s in self.skipped]
         if limit is not None and len(entries) > limit:
@@ -303,6 +316,9 @@ class DriftReport:
     modified/added/deleted compare the workspace now with the checkpoint's stored contents (or
     manifest). outside_session: the changed paths the caller did not list as touched by the
     session (``drift(..., session_paths=...)``). head_moved/branch_changed compare git state.
+    left_out: secret-looking files (``workspace.secrets``) no snapshot holds, with why: those
+    the checkpoint left out and those there now; not counted as changes (nothing stored to
+    compare them with).
     """
 
     checkpoint: WorkspaceRef
@@ -310,6 +326,7 @@ class DriftReport:
     added: list[str] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
     outside_session: list[str] = field(default_factory=list)
+    left_out: list[dict] = field(default_factory=list)
     head: str | None = None
     branch: str | None = None
     head_moved: bool = False

@@ -30,6 +30,12 @@ def push_snapshot(target, thread_key: str, ref_name: str) -> bool:
         return False
     if not ref_name.startswith(thread_ref_prefix(thread_key)):
         raise ValueError(f"{ref_name} is not a snapshot ref of {thread_key}")
+    held = secret_paths_in(target, ref_name)
+    if held:
+        sys.stderr.write(f"continuation: not pushing {ref_name} to {remote}: its tree holds "
+                         f"{len(held)} secret-looking file(s) ({', '.join(held[:3])}); see "
+                         "docs/workspace.md, \"Secret files\"\n")
+        return False
     code, _, err = target.run(["push", "--quiet", "--no-verify", remote,
                                f"+{ref_name}:{ref_name}"], check=False)
     if code != 0:
@@ -51,3 +57,16 @@ def fetch_thread_snapshots(target, thread_key: str | None) -> bool:
     code, _, _ = target.run(["fetch", "--quiet", "--no-tags", remote, f"+{spec}:{spec}"],
                             check=False)
     return code == 0
+
+
+def secret_paths_in(target, ref_name: str) -> list[str]:
+    """Paths of ``ref_name``'s tree a secret pattern names (a snapshot an older version took,
+    or a file the user committed under such a name): such a tree is never pushed."""
+    from continuation.workspace.secrets import SecretFiles
+
+    code, out, _ = target.run(["ls-tree", "-r", "-z", "--name-only", ref_name], check=False)
+    if code != 0:
+        return []
+    names = SecretFiles(target.layout.state_home, target.work_tree)
+    return [p for p in out.decode("utf-8", "surrogateescape").split("\0")
+            if p and names.name_matches(p)]

@@ -107,8 +107,11 @@ def plan_restore(
             if entry.kind == "1" and entry.y == ".":
                 continue
             reason = rules.reason(entry)
+            secret = rules.secret(entry) if reason is None else None
             if reason is not None:
                 plan.skipped.append(SkippedPath(entry.path.rstrip("/"), reason))
+            elif secret is not None:
+                plan.secrets.append(SkippedPath(entry.path, secret))
             elif entry.kind == "?":
                 new_paths.append(entry.path)
             elif entry.y == "D":

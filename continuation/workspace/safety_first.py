@@ -66,7 +66,7 @@ def status_from_safety(target: GitTarget, taken: TakenSafety, in_progress: bool)
         return None
     built, root = taken.built, target.work_tree
     listed_untracked = set(built.untracked)  # not ignored: the safety scan listed them
-    not_stored = {o.path for o in built.oversized} | set(built.excluded)
+    not_stored = {o.path for o in built.oversized} | set(built.excluded) | set(built.secrets)
     tracked: list[StatusEntry] = []
     untracked: list[str] = []
     maybe_ignored: list[str] = []
@@ -85,7 +85,7 @@ def status_from_safety(target: GitTarget, taken: TakenSafety, in_progress: bool)
             tracked.append(StatusEntry("1", path, ".", "D", mode, "000000", blob))
         else:
             return None
-    for path in not_stored:  # over the size cap or excluded: recorded, not stored
+    for path in not_stored:  # over the size cap, excluded or a secret: recorded, not stored
         if path not in listed_untracked:  # the user's index tracks it: its entry stays as it was
             return None
         if path not in taken.changes:  # (one the checkpoint has returned None above)

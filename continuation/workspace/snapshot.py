@@ -155,6 +155,7 @@ def snapshot_built(
         ref.oversized = built.oversized
         ref.excluded = built.excluded[:DIRTY_SAMPLE]
         ref.excluded_count = len(built.excluded)
+        ref.secrets_left_out = [{"path": p, "why": why} for p, why in sorted(built.secrets.items())]
         ref.nested_repos = built.nested_repos
         ref.submodules = submodules
         if target.kind == "git":
@@ -212,17 +213,24 @@ def snapshot_built(
 
 def _scan(target: GitTarget, scratch: Path, ws: Workspace, thread_key: str, policy: WorkspacePolicy) -> BuiltTree:
     """The work tree's tree, built in ``scratch`` (seeded, then brought in line by one scan)."""
+    from continuation.workspace.secrets import SecretFiles
+
     layout = ws.layout
+    secrets = SecretFiles(layout.state_home, ws.root)
     seeded_from_user = seed_index(target, scratch, layout.thread_index(thread_key))
+    # in a folder outside git no file is the user's tracked file: a changed one is checked too
+    check_tracked = target.kind != "git"
     try:
-        return build_tree(target, scratch, effective_matcher(ws, policy.exclude), policy.size_cap_bytes)
+        return build_tree(target, scratch, effective_matcher(ws, policy.exclude), policy.size_cap_bytes,
+                          secrets, check_tracked=check_tracked)
     except GitFailure:
         if seeded_from_user:
             raise  # the user's own index is unreadable: git's message says why
         # Our cached index is torn or stale (killed process, disk trouble): start empty.
         scratch.unlink(missing_ok=True)
         layout.thread_index(thread_key).unlink(missing_ok=True)
-        return build_tree(target, scratch, effective_matcher(ws, policy.exclude), policy.size_cap_bytes)
+        return build_tree(target, scratch, effective_matcher(ws, policy.exclude), policy.size_cap_bytes,
+                          secrets, check_tracked=check_tracked)
 
 
 def _commit(target: GitTarget, ref: WorkspaceRef, head: str | None, home_id: str, owner: str | None = None) -> str:

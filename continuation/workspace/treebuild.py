@@ -59,6 +59,8 @@ class BuiltTree:
     oversized: list[OversizedFile] = field(default_factory=list)
     excluded: list[str] = field(default_factory=list)
     nested_repos: list[str] = field(default_factory=list)
+    #: untracked secret-looking files left out (``workspace.secrets``): path -> why
+    secrets: dict[str, str] = field(default_factory=dict)
 
 
 def parallel(*calls):
@@ -104,6 +106,9 @@ def build_tree(
     index: Path,
     matcher: ExcludeMatcher,
     size_cap: int,
+    secrets=None,
+    *,
+    check_tracked: bool = False,
 ) -> BuiltTree:
     """Bring ``index`` (already seeded) in line with the work tree and write its tree.
 
@@ -158,10 +163,20 @@ def build_tree(
     behind_links = beyond_symlink(target.work_tree, list(built.tracked))
     for path in behind_links:
         built.tracked[path] = "D"
+    forced_out = list(behind_links)
     for path, letter in [*built.tracked.items(), *((p, "?") for p in built.untracked)]:
         if matcher.excluded(path):
             built.excluded.append(path)
             continue
+        # a secret-looking file (``workspace.secrets``) the user's repository does not track;
+        # in a shadow repository (``check_tracked``) the index is ours: a changed file too
+        if secrets is not None and (letter == "?" or (check_tracked and letter == "M")):
+            why = secrets.why(path)
+            if why is not None:
+                built.secrets[path] = why
+                if letter == "M":  # out of our index, never re-hashed into the object store
+                    forced_out.append(path)
+                continue
         if path in behind_links:
             continue
         if letter == "D":
@@ -176,8 +191,8 @@ def build_tree(
             built.oversized.append(OversizedFile(path, info.st_size))
             continue
         additions.append(path)
-    if behind_links:
-        payload = b"".join(p.encode("utf-8", "surrogateescape") + b"\0" for p in behind_links)
+    if forced_out:
+        payload = b"".join(p.encode("utf-8", "surrogateescape") + b"\0" for p in forced_out)
         target.run(["update-index", "--force-remove", "-z", "--stdin"], index=index, stdin=payload)
     if removals or additions:
         progress.step(f"storing {len(additions):,} new and changed files in the snapshot"
