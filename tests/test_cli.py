@@ -178,6 +178,7 @@ print(json.dumps(sorted(m for m in sys.modules if m.startswith("continuation.com
                        timeout=120)
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout.decode().splitlines()[-1]) == ["continuation.commands.output",
+                                                              "continuation.commands.redacting",
                                                               "continuation.commands.status"]
     r = run_cli("--help", home=tmp_path / "h")
     assert r.returncode == 0

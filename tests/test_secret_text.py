@@ -116,3 +116,9 @@ def test_every_token_holds_one_of_its_anchors():
     assert set(TOKEN_ANCHORS) == set(TOKEN_FORMATS)
     for kind, token in TOKENS.items():
         assert any(a in token for a in TOKEN_ANCHORS[kind]), kind
+
+
+def test_a_credential_holding_a_known_token_is_named_by_the_token():
+    text = f"OPENAI_API_KEY={TOKENS['OpenAI key']} and password=hunter2hunter2"
+    assert redact(text) == (f"OPENAI_API_KEY={marker('OpenAI key')} and "
+                            f"password={marker('secret value')}")

@@ -220,10 +220,11 @@ def _log_worker_problem(thread: Thread, problem: str) -> None:
     try:
         import time
 
-        from continuation.host.paths import append_private
+        from continuation.host.paths import append_log
 
-        append_private(os.path.join(os.fspath(thread.engine.home), "logs", "capsule-worker.log"),
-                       f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} thread={thread.key} {problem}\n")
+        append_log(thread.engine.home, "capsule-worker.log",
+                   f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} thread={thread.key} "
+                   f"{problem}\n")
     except Exception:  # noqa: BLE001 - a note must not fail the boundary
         pass
 

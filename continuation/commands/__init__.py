@@ -131,6 +131,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
     for name in [COMMANDS[command]] if command in COMMANDS else MODULES:
         importlib.import_module(f".{name}", __name__).register(sub)
+    from continuation.commands import redacting
+
+    redacting.add_flag(parser)
     return parser
 
 
@@ -146,18 +149,28 @@ def run(argv: list[str]) -> int:
 
 
 def _run(argv: list[str]) -> int:
-    from continuation.store import StoreError
-
     argv = spelled_out(argv)
     parser = build_parser(argv[0] if argv else None)
     parser.typed_argv = argv
     args = parser.parse_args(argv)
-    from continuation.commands import output
+    from continuation.commands import output, redacting
 
-    output.configure(wide=getattr(args, "wide", False))
+    show = getattr(args, "show_secrets", False) or args.command in redacting.VERBATIM
+    output.configure(wide=getattr(args, "wide", False), show_secrets=show)
     if not getattr(args, "func", None):
         parser.print_help()
         return 0 if not argv else 2
+    wrapped = redacting.install(args.command, show)
+    try:
+        return _call(args)
+    finally:
+        if wrapped:
+            redacting.uninstall()
+
+
+def _call(args) -> int:
+    from continuation.store import StoreError
+
     try:
         return int(args.func(args) or 0)
     except (CommandError, StoreError) as exc:

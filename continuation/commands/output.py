@@ -35,12 +35,25 @@ LIST_SAMPLE = 10
 ACTION = {"pending": "33", "reconciling": "35", "interrupted": "31", "killed": "31",
           "crashed": "31", "unknown_outcome": "35"}
 
-_settings = {"wide": False}
+_settings = {"wide": False, "show_secrets": True}
 
 
-def configure(*, wide: bool = False) -> None:
-    """Set once per command from its arguments (``--wide``)."""
+def configure(*, wide: bool = False, show_secrets: bool = False) -> None:
+    """Set once per command from its arguments (``--wide``, ``--show-secrets``: see
+    ``commands.redacting``)."""
     _settings["wide"] = bool(wide)
+    _settings["show_secrets"] = bool(show_secrets)
+
+
+def shown(value):
+    """``value`` (text or decoded JSON) as a person may see it: token-like strings redacted
+    unless ``--show-secrets`` (before it is laid out: a table stays aligned, and a value cut
+    to fit never shows the start of a secret)."""
+    if _settings["show_secrets"]:
+        return value
+    from continuation.host.secret_text import redact_data
+
+    return redact_data(value)
 
 
 def terminal_width() -> int:
@@ -102,7 +115,7 @@ def position(seq, last=None) -> str:
 
 def emit_json(data) -> None:
     # ASCII escapes: a lone surrogate the runtime sent stays exact and the output stays valid
-    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=True, default=str) + "\n")
+    sys.stdout.write(json.dumps(shown(data), indent=2, ensure_ascii=True, default=str) + "\n")
 
 
 def fit(line: str, width: int | None = None) -> list[str]:
@@ -148,7 +161,7 @@ def table(rows: list[dict], columns: list, *, empty: str = "(none)", indent: int
     def colored(value: str, raw: str, column: Column) -> str:
         return paint(value, raw) if column.key in ("state", "status") else value
 
-    lines = render_table(rows, columns, limit, paint=colored)
+    lines = render_table(shown(rows), columns, limit, paint=colored)
     sys.stdout.write("\n".join(pad + line for line in lines) + "\n")
 
 

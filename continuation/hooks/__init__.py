@@ -70,11 +70,11 @@ def _log_error(runtime: str, raw: bytes, exc: BaseException) -> None:
     try:
         import traceback
 
-        from continuation.host.paths import append_private, state_home_str
+        from continuation.host.paths import append_log, state_home_str
 
-        append_private(os.path.join(state_home_str(), "logs", "hooks.log"),
-                       f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} runtime={runtime} error={exc!r}\n"
-                       f"{payload_digest(raw)}\n{traceback.format_exc()}\n")
+        append_log(state_home_str(), "hooks.log",
+                   f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} runtime={runtime} "
+                   f"error={exc!r}\n{payload_digest(raw)}\n{traceback.format_exc()}\n")
     except Exception:
         pass  # logging must never turn a fail-open hook into a failing one
 

@@ -56,6 +56,14 @@ def append_private(path, text: str) -> None:
         fh.write(text)
 
 
+def append_log(home, name: str, text: str) -> None:
+    """Append ``text`` to ``<home>/logs/<name>``, token-like strings redacted
+    (``host.secret_text``): a log is shown to people and outlives the session."""
+    from continuation.host.secret_text import redact
+
+    append_private(os.path.join(os.fspath(home), "logs", name), redact(text))
+
+
 def open_private(path, flags: int = os.O_WRONLY | os.O_APPEND | os.O_CREAT):
     """``os.open`` a file we may create: 0600 whatever the umask (an existing file keeps its
     mode). Its folder is created private first."""

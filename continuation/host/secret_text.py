@@ -171,7 +171,7 @@ def _replace(match: re.Match) -> str:
     if group[0] == "t":
         return marker(_TOKEN_NAMES[int(group[1:])])
     i = int(group[1:])  # a credential: its lead-in was matched by the group before
-    return match.group(f"b{i}") + marker(_CREDENTIAL_NAMES[i])
+    return match.group(f"b{i}") + marker(find_token(match.group(group)) or _CREDENTIAL_NAMES[i])
 
 
 def redact(text: str) -> str:
