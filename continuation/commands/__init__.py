@@ -155,12 +155,12 @@ def _run(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     from continuation.commands import output, redacting
 
-    show = getattr(args, "show_secrets", False) or args.command in redacting.VERBATIM
+    show = redacting.verbatim(args)
     output.configure(wide=getattr(args, "wide", False), show_secrets=show)
     if not getattr(args, "func", None):
         parser.print_help()
         return 0 if not argv else 2
-    wrapped = redacting.install(args.command, show)
+    wrapped = redacting.install(args)
     try:
         return _call(args)
     finally:

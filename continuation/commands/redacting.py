@@ -10,9 +10,10 @@ Two places do it, so no command has to remember:
 - the command's stdout and stderr are wrapped (:func:`install`) for every other line a command
   prints.
 
-Commands whose output is the model's own input print it verbatim (:data:`VERBATIM`):
+Commands whose output is the model's own input print it verbatim (:func:`verbatim`):
 ``context`` (the fresh context), ``source`` (what a capsule pointer names, run by the model to
-read its record) and ``capsule show`` (the block as the model receives it). ``hook`` never
+read its record), ``capsule show`` (the block as the model receives it), and ``rewind`` or
+``fork`` with ``--print-prompt`` (the handoff prompt a new session starts from). ``hook`` never
 comes here.
 """
 from __future__ import annotations
@@ -62,10 +63,16 @@ def add_flag(parser) -> None:
                 add_flag(child)
 
 
-def install(command: str | None, show: bool) -> bool:
-    """Wrap stdout and stderr for ``command`` unless it is verbatim or ``show``; True when
+def verbatim(args) -> bool:
+    """The command's output is a model's input, or the user asked for secrets."""
+    return (getattr(args, "show_secrets", False) or getattr(args, "print_prompt", False)
+            or getattr(args, "command", None) in VERBATIM | {"hook"})
+
+
+def install(args) -> bool:
+    """Wrap stdout and stderr for the command of ``args`` unless :func:`verbatim`; True when
     wrapped."""
-    if show or command in VERBATIM or command == "hook":
+    if verbatim(args):
         return False
     if not isinstance(sys.stdout, RedactingStream):
         sys.stdout = RedactingStream(sys.stdout)
