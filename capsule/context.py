@@ -148,9 +148,12 @@ class AssembledContext(namedtuple("AssembledContext", "messages target",
         pieces = _with_input_preamble(self.messages, [_message_text(m) for m in self.messages])
         return scrub("\n\n".join(pieces) + "\n")[0]
 
-    def fit_inline(self, limit_chars: int | None = None, spill_path: str | None = None) -> InlineContext:
+    def fit_inline(self, limit_chars: int | None = None, spill_path: str | None = None,
+                   read_command: str | None = None) -> InlineContext:
         """The inline part within ``limit_chars`` (default: the target's), pointing to
-        ``spill_path`` for the rest; ``spill_bytes`` is the full text in UTF-8 to write there."""
+        ``spill_path`` for the rest; ``spill_bytes`` is the full text in UTF-8 to write there.
+        ``read_command``: the file is not for a runtime's file tool (it is kept sealed): the
+        inline part names this command instead, and ``<command>:<k>`` for part k."""
         full = self.as_text()
         limit = limit_chars if limit_chars is not None else self.target.inline_limit_chars
         size = js_len(full)
@@ -162,7 +165,8 @@ class AssembledContext(namedtuple("AssembledContext", "messages target",
             raise ValueError("spill_path is required: the context exceeds the inline limit")
         spill = full.encode("utf-8")
         parts = spill_parts(spill, spill_path)
-        text = scrub(_fit(self.messages, limit, spill_path, size, [p for p, _ in parts]))[0]
+        text = scrub(_fit(self.messages, limit, spill_path, size, [p for p, _ in parts],
+                          read_command))[0]
         return InlineContext(text, True, spill_path, spill, size, tuple(parts))
 
 
@@ -198,8 +202,10 @@ def spill_parts(data: bytes, spill_path: str, limit: int = SPILL_PART_BYTES) -> 
 
 
 def _fit(messages: Sequence[ContextMessage], limit: int, spill_path: str, full_chars: int,
-         parts: Sequence[str] = ()) -> str:
-    where = render_literal(spill_path)
+         parts: Sequence[str] = (), read_command: str | None = None) -> str:
+    if read_command is not None:
+        return _fit_for_command(messages, limit, read_command, full_chars, len(parts))
+    where = f"the file {render_literal(spill_path)}"
     if parts:  # named as parts only: each is one read of a runtime's file tool, the whole is not
         first, *rest = parts
         names = [render_literal(p.replace(chr(92), "/").rsplit("/", 1)[-1]) for p in rest]
@@ -214,15 +220,39 @@ def _fit(messages: Sequence[ContextMessage], limit: int, spill_path: str, full_c
     else:
         header = (
             f"[continuation] Shortened to fit {limit} characters. The full text ({full_chars} characters) "
-            f"is in the file {where}: read it for anything marked as moved there."
+            f"is in {where}: read it for anything marked as moved there."
         )
+    return _fit_with(messages, limit, header, where)
+
+
+def _fit_for_command(messages: Sequence[ContextMessage], limit: int, command: str,
+                     full_chars: int, parts: int) -> str:
+    """As :func:`_fit`, the full text printed by ``command`` (``<command>:<k>`` for part k)."""
+    where = f"the output of {render_literal(command)}"
+    if parts:
+        named = [render_literal(f"{command}:{k}") for k in range(1, parts + 1)]
+        if len(named) > MAX_NAMED_PARTS:
+            named = [*named[:MAX_NAMED_PARTS - 1], "...", named[-1]]
+        header = (
+            f"[continuation] Shortened to fit {limit} characters. The full text ({full_chars} "
+            f"characters) is printed in {parts} parts of one command each: {', '.join(named)} "
+            f"(numbered 1 to {parts}): run them for anything marked as moved there.")
+    else:
+        header = (
+            f"[continuation] Shortened to fit {limit} characters. The full text ({full_chars} "
+            f"characters) is printed by the command {render_literal(command)}: run it for "
+            "anything marked as moved there.")
+    return _fit_with(messages, limit, header, where)
+
+
+def _fit_with(messages: Sequence[ContextMessage], limit: int, header: str, where: str) -> str:
     sep = "\n\n"
 
     def stub(m: ContextMessage) -> str:
         label = {"instructions": "instructions", "capsule": "checkpoint data block",
                  "actionable_input": "user input", "queued_input": "queued user input"}[m.kind]
         ident = f" id={render_literal(m.input_id)}" if m.input_id else ""
-        return f"[{label}{ident}: {js_len(m.text)} characters, moved to the file {where}]"
+        return f"[{label}{ident}: {js_len(m.text)} characters, moved to {where}]"
 
     stubs = [stub(m) for m in messages]
     pieces = list(stubs)
@@ -230,7 +260,7 @@ def _fit(messages: Sequence[ContextMessage], limit: int, spill_path: str, full_c
     if any(m.kind in _INPUT_KINDS for m in messages):
         used += js_len(INPUT_PREAMBLE) + len(sep)
     if used > limit:  # too many messages even for stubs: one line for all of them
-        line = f"[{len(messages)} messages, moved to the file {where}]"
+        line = f"[{len(messages)} messages, moved to {where}]"
         return _clip_chars(header + sep + line, limit - 1) + "\n"
     # Give room in priority order; the capsule leaves a share for the inputs behind it.
     # Inside one kind, inputs are given room newest first (they come oldest first): an old
@@ -273,7 +303,7 @@ def _shrink(m: ContextMessage, room: int, where: str, quoted: set[str] = frozens
     # a user input: its start and its end, inside its own markers. A long request is a plan
     # worked through in order: what remains to do after a boundary is at its end, and the
     # start says what it is; the middle is in the file (and in the work record as done).
-    note = f"\n[... {js_len(m.text)} characters in all; the middle is left out here: it is in the file {where} ...]\n"
+    note = f"\n[... {js_len(m.text)} characters in all; the middle is left out here: it is in {where} ...]\n"
     frame = js_len(_input_block(m, "")) + js_len(note)
     if room - frame < 64:
         return None

@@ -194,6 +194,16 @@ class WorkRecord(_Part):
     turns: list[WorkTurn] = []
     shell_tool: str | None = None  # the tool ``$`` lines ran in unless a line names another
     source_command: str = ""  # how to print any event: the command, then the pointer
+    #: the pages are sealed (the store is encrypted): a runtime's file tools cannot read them,
+    #: ``source_command`` prints each (written only when true)
+    sealed: bool = False
+
+    @model_serializer(mode="wrap")
+    def _sealed_only_when_true(self, handler):
+        data = handler(self)
+        if not data.get("sealed"):
+            data.pop("sealed", None)
+        return data
 
 
 class RuntimeFact(_Part):

@@ -187,20 +187,40 @@ def work_record_lines(record: WorkRecord | None, thread_id: str) -> list[str]:
     if record is None:
         return []
     src = record.source_command or "continuation source"
-    lines = [
-        f"folder={render_literal(record.folder)} calls={record.calls} failed={record.failed} "
-        f"pages={record.pages_total} manifest={render_literal(record.manifest)}",
-        "Read every page (one read each) before redoing any step. Also: "
-        f"{src} work:THREAD:{_generation_of(record)}:PAGE, event:THREAD:N, event:THREAD:A..B.",
-    ]
+    generation = _generation_of(record)
+    if record.sealed:  # sealed pages: printed by a command, not read as files
+        lines = [
+            f"calls={record.calls} failed={record.failed} pages={record.pages_total} sealed=yes",
+            "Print every page with its command (one each) before redoing any step. Also: "
+            f"{src} event:THREAD:N, event:THREAD:A..B.",
+        ]
+    else:
+        lines = [
+            f"folder={render_literal(record.folder)} calls={record.calls} failed={record.failed} "
+            f"pages={record.pages_total} manifest={render_literal(record.manifest)}",
+            "Read every page (one read each) before redoing any step. Also: "
+            f"{src} work:THREAD:{generation}:PAGE, event:THREAD:N, event:THREAD:A..B.",
+        ]
     named = {p.name for p in record.pages}
     for p in record.pages:
         failed = f" failed={p.failed}" if p.failed else ""
-        lines.append(f"- page {render_literal(p.name)} calls=#{_num(p.first_seq)}..#{_num(p.last_seq)} "
+        what = (f"$ {src} work:{thread_id}:{generation}:{_page_number(p.name)}" if record.sealed
+                else render_literal(p.name))
+        lines.append(f"- page {what} calls=#{_num(p.first_seq)}..#{_num(p.last_seq)} "
                      f"count={p.calls}{failed}")
     if record.pages_total > len(named):
-        lines.append(f"- {record.pages_total - len(named)} more page(s) in the same folder: the manifest names them all")
+        if record.sealed:
+            lines.append(f"- {record.pages_total - len(named)} more page(s): "
+                         f"$ {src} work:{thread_id}:{generation}:K for K from 1 to {record.pages_total}")
+        else:
+            lines.append(f"- {record.pages_total - len(named)} more page(s) in the same folder: the manifest names them all")
     return lines
+
+
+def _page_number(name: str) -> str:
+    """``g000003.work012.md`` -> ``12``."""
+    digits = name.rpartition(".work")[2].split(".", 1)[0]
+    return str(int(digits)) if digits.isdigit() else "PAGE"
 
 
 def _generation_of(record: WorkRecord) -> str:

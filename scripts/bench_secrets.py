@@ -9,7 +9,14 @@ PreCompact hook with the scan on (the default), and with ``CONTINUATION_SECRET_S
 both PreCompact ratios to ``git stash create`` and the on/off ratio; and the scan alone (the
 names and contents of every untracked file, in this process).
 
-Usage: python scripts/bench_secrets.py [--files 20000] [--untracked 1000] [--runs 9] [--json]
+Encryption at rest (docs/encryption.md): two state homes holding the same 1,000-event thread
+on that repository, one in clear and one encrypted (``continuation key init``). Interleaved:
+the PreToolUse hook of each (the hot path; and ``bench_hot_path``'s floor hook: parse the
+payload, one durable sqlite3 commit), and the PreCompact hook of each. Prints on/off ratios and
+each hook against the floor.
+
+Usage: python scripts/bench_secrets.py [--files 20000] [--untracked 1000] [--runs 9]
+       [--hook-runs 40] [--json]
 """
 from __future__ import annotations
 
@@ -68,12 +75,69 @@ def scan_alone(repo: Path, home: Path, rounds: int = 5) -> dict:
             "mb_per_s": round(size / 1e6 / (ms / 1000), 0)}
 
 
+def encryption_rows(args, base: Path, inst, env: dict, repo: Path, paths, rng) -> list[dict]:
+    """Hooks of an encrypted state home against the same hooks in clear (see the module)."""
+    import subprocess
+
+    from bench_hot_path import FLOOR_HOOK, floor_store
+    from continuation.host import keys
+
+    homes = {"off": base / "state-clear", "on": base / "state-sealed"}
+    key = keys.key_text(keys.new_key())
+    for name, home in homes.items():
+        os.environ["CONTINUATION_HOME"] = str(home)
+        populate(home, SESSION, 1_000, repo)
+    os.environ["CONTINUATION_HOME"] = str(homes["on"])
+    envs = {name: {**env, "CONTINUATION_HOME": str(home), "CONTINUATION_KEY": key}
+            for name, home in homes.items()}
+    subprocess.run([inst.command, "key", "init"], env=envs["on"], check=True,
+                   capture_output=True)
+    floor_store(base / "floor.sqlite3", 1_000)
+    (base / "floor_hook.py").write_text(FLOOR_HOOK, encoding="utf-8")
+    floor = [inst.python, str(base / "floor_hook.py"), str(base / "floor.sqlite3")]
+    hook = [*inst.hook, "hook", "--runtime", "claude"]
+    t = {"off": [], "on": [], "floor": [], "pc_off": [], "pc_on": []}
+    for n in range(args.hook_runs + 3):
+        payload = hook_payload(SESSION, repo, "PreToolUse", tool_name="Bash",
+                               tool_input={"command": f"echo {n}"}, tool_use_id=f"b{n}")
+        for name in ("off", "on") if n % 2 else ("on", "off"):  # alternate who goes first
+            took = timed(hook, envs[name], payload)[0]
+            if n >= 3:
+                t[name].append(took)
+        took = timed(floor, env, payload)[0]
+        if n >= 3:
+            t["floor"].append(took)
+    edits = iter(rng.sample(paths, (args.runs + args.warm_rounds) * 3))
+    for n in range(args.runs + args.warm_rounds):
+        for path in [next(edits) for _ in range(3)]:
+            path.write_bytes(path.read_bytes() + b"# edited\n")
+        for name in ("off", "on") if n % 2 else ("on", "off"):
+            took = timed(hook, envs[name], hook_payload(SESSION, repo, "PreCompact",
+                                                        trigger="auto"))[0]
+            if n >= args.warm_rounds:
+                t[f"pc_{name}"].append(took)
+    def stored(home: Path) -> bytes:  # the store and its write-ahead log
+        return b"".join(p.read_bytes() for p in home.glob("store.sqlite3*") if p.is_file())
+
+    assert b"echo 5" not in stored(homes["on"]) and b"echo 5" in stored(homes["off"])
+    return [
+        row("PreToolUse hook, encryption on", t["on"], "the same, encryption off", t["off"],
+            "measured"),
+        row("PreToolUse hook, encryption off", t["off"], "floor hook (parse + one durable "
+            "sqlite3 commit)", t["floor"], "<= 1.1x (bench_hot_path)"),
+        row("PreToolUse hook, encryption on", t["on"], "floor hook", t["floor"], "measured"),
+        row("PreCompact hook, encryption on", t["pc_on"], "the same, encryption off",
+            t["pc_off"], "measured"),
+    ]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--files", type=int, default=20_000)
     ap.add_argument("--untracked", type=int, default=1_000)
     ap.add_argument("--runs", type=int, default=9)
     ap.add_argument("--warm-rounds", type=int, default=2)
+    ap.add_argument("--hook-runs", type=int, default=40)
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--keep", action="store_true")
     args = ap.parse_args()
@@ -110,11 +174,13 @@ def run(args, base: Path) -> int:
         s["off"].append(precompact(False))
     s = {k: v[args.warm_rounds:] for k, v in s.items()}
     alone = scan_alone(repo, home)
+    crypt = encryption_rows(args, base, inst, env, repo, paths, rng)
     rows = [
         row(f"PreCompact, secret scan on ({args.untracked} untracked files)", s["on"],
             "`git stash create`", s["stash"], "<= 3x"),
         row("PreCompact, secret scan off", s["off"], "`git stash create`", s["stash"], "<= 3x"),
         row("PreCompact, secret scan on", s["on"], "the same, scan off", s["off"], "~1x"),
+        *crypt,
     ]
     report = {"rows": rows, "scan_alone": alone, "files": args.files,
               "untracked": args.untracked}

@@ -174,6 +174,7 @@ def test_hook_command_end_to_end_via_subprocess(tmp_path):
 #: driver on the SQLite store; the commands' output and completion libraries
 HOT_PATH_NEVER = ("pydantic", "tiktoken", "git", "transitions", "capsule", "psycopg", "argparse",
                   "rich", "shtab", "argcomplete", "textwrap", "difflib",
+                  "cryptography", "keyring", "binascii",  # encryption, when it is off
                   "dataclasses", "typing", "pathlib", "tempfile", "json", "re", "enum",
                   "runpy", "importlib.util")  # the last two: `-m`'s (see default_command)
 

@@ -91,6 +91,7 @@ def test_a_private_key_is_redacted_whole_even_without_its_last_line():
     "max_tokens: 4096, tokens=12345678901",
     "tokenizer: cl100k_base",
     "see https://example.com:8080/path and git@github.com:owner/repo.git",
+    "postgresql://me:***@host/db (masked already)",
     "the bearer of bad news",
     "a plain sentence about API keys and passwords",
 ])

@@ -620,3 +620,48 @@ def test_timeline_reads_count_what_a_rewind_reaches(store):
     assert [c.call_id for c in reach["calls"]] == ["c2"]
     assert reach["call_counts"] == {"in_flight": 1}
     assert store.checkpoint_outline(key) == []
+
+def test_rows_sealed_under_a_key_read_back_and_refuse_a_missing_key(backend, store, monkeypatch):
+    """Encryption at rest lives in the store's row codec (store/sealed.py), the same on every
+    backend: rows resealed under a key read back as they were, the store's meta names the key
+    (never holds it), a store opened without the key refuses to read or write, and a reseal to
+    clear puts every value back."""
+    from continuation.host import keys
+    from continuation.host.sealing import Sealer
+    from continuation.store.sealed import PLAIN, Codec, KeyUnavailable
+
+    key = store.ensure_thread("codex", "s1", workspace_root="/w")
+    _admit(store, key, "in-1", "the secret word is opal", turn_id="t1")
+    store.append(key, ev.ASSISTANT_CLAIM, {"text": "said opal", "turn_id": "t1"}, source="test")
+    before = (store.events(key), store.claims(key), [r.to_row() for r in store.inputs(key)])
+    assert store.encryption() is None and store.store_meta("encryption") is None
+    assert store.codec is PLAIN
+    secret = keys.new_key()
+    kid = keys.key_id(secret)
+    monkeypatch.setenv("CONTINUATION_KEY", keys.key_text(secret))
+    done = store.reseal(Codec(Sealer({kid: secret}, kid), kid))
+    assert done >= 4
+    store.after_reseal()  # (run by reseal; again is harmless)
+    assert store.encryption() == {"cipher": "AES-256-GCM", "key_id": kid}
+    assert keys.key_text(secret) not in store.store_meta("encryption")
+    _admit(store, key, "in-2", "opal again", turn_id="t1")
+    assert (store.events(key)[:2], store.claims(key)) == before[:2]
+    other = open_store(backend[1])
+    try:  # another connection (another process or host) with the key reads the same
+        assert [r.text for r in other.inputs(key)] == ["the secret word is opal", "opal again"]
+    finally:
+        other.close()
+    monkeypatch.delenv("CONTINUATION_KEY")
+    monkeypatch.setenv("CONTINUATION_KEY_FILE", "/nonexistent/key")
+    keyless = open_store(backend[1])
+    try:
+        with pytest.raises(KeyUnavailable, match="no key was found"):
+            keyless.inputs(key)
+        with pytest.raises(KeyUnavailable):
+            keyless.ensure_thread("codex", "s2")
+    finally:
+        keyless.close()
+    monkeypatch.setenv("CONTINUATION_KEY", keys.key_text(secret))
+    store.reseal(PLAIN)
+    assert store.encryption() is None
+    assert [r.to_row() for r in store.inputs(key)][0] == before[2][0]

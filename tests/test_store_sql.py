@@ -35,11 +35,14 @@ def _texts(module):
         elif callable(value) and name != "many":
             params = [p for p in inspect.signature(value).parameters.values()
                       if p.kind is p.POSITIONAL_OR_KEYWORD]
-            shapes = {0: [()], 1: [(0,), (2,)], 2: [(0, 0), (2, 3)]}[len(params)]
+            shapes = {0: [()], 1: [(0,), (2,)], 2: [(0, 0), (2, 3)]}.get(len(params))
             if name in ("inputs_in_states", "calls_in_statuses"):
                 shapes = [(["pending"],), (["handled", "pending"],)]
             if name in ("delete_rows_of",):
                 shapes = [("events",)]
+            if name in ("select_sealed", "update_sealed"):  # a table, its keys, its sealed columns
+                spec = ("checkpoints", ("checkpoint_id",), (("capsule", "bytes"), ("rendered", "text")))
+                shapes = [(*spec, False), (*spec, True)] if name == "select_sealed" else [spec]
             for shape in shapes:
                 if "last" in inspect.signature(value).parameters:
                     yield from ((name, value(*shape, last=last)) for last in (False, True))

@@ -256,7 +256,8 @@ def finish_work_record(thread: Thread, generation: int, gathered: dict) -> dict 
     if index is None:
         return None
     try:
-        return work_pages.write(thread.engine.home, thread.key, generation, pages, index)
+        return work_pages.write(thread.engine.home, thread.key, generation, pages, index,
+                                sealer=thread.engine.store.codec.sealer)
     except OSError:
         return None
 

@@ -18,7 +18,7 @@ import os
 from statemachine import events as ev
 
 from continuation.boundary import capsule_worker, checkpoints, transcript_hash
-from continuation.host.atomic import atomic_write
+from continuation.boundary.sealed_files import CONTEXT_POINTER, SOURCE_COMMAND
 from continuation.session.engine import Thread
 from continuation.host.phase_marks import mark
 
@@ -324,7 +324,11 @@ def fit_for_runtime(thread: Thread, runtime: str, context, generation: int, rese
     limit = max(1_000, INLINE_LIMITS.get(runtime, 9_500) - reserve)
     # os.path, not pathlib: SessionStart answers without importing it
     spill = os.path.join(thread.engine.home_str, "contexts", thread.key, f"g{generation:06d}.md")
-    inline = context.fit_inline(limit_chars=limit, spill_path=str(spill))
+    # an encrypted store's spill is sealed: the inline part names the command printing it
+    sealer = thread.engine.store.codec.sealer
+    command = (None if sealer is None else
+               f"{SOURCE_COMMAND} {CONTEXT_POINTER}:{thread.key}:{generation}")
+    inline = context.fit_inline(limit_chars=limit, spill_path=str(spill), read_command=command)
     # Codex's limit counts UTF-8 bytes (10,000), the others UTF-16 units: a text of many
     # multi-byte characters is fitted again to fewer characters
     for _ in range(4):
@@ -332,11 +336,13 @@ def fit_for_runtime(thread: Thread, runtime: str, context, generation: int, rese
         if over <= 0 or runtime != "codex":
             break
         limit = max(1_000, limit - over - 64)
-        inline = context.fit_inline(limit_chars=limit, spill_path=str(spill))
+        inline = context.fit_inline(limit_chars=limit, spill_path=str(spill), read_command=command)
     if inline.spilled and inline.spill_bytes is not None:
-        atomic_write(spill, inline.spill_bytes, durable=not inline.spill_parts)
+        from continuation.boundary import sealed_files
+
+        sealed_files.write(spill, inline.spill_bytes, sealer, durable=not inline.spill_parts)
         for path, data in inline.spill_parts:  # the same text cut in parts: synced once, below
-            atomic_write(path, data, durable=False)
+            sealed_files.write(path, data, sealer, durable=False)
         if inline.spill_parts:
             from continuation.host.atomic import fsync_dir
 

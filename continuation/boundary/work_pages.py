@@ -21,6 +21,7 @@ import os
 
 from capsule import work_record
 
+from continuation.boundary.sealed_files import SOURCE_COMMAND
 from continuation.host.atomic import atomic_write
 
 MAX_RECORD_CALLS = 5_000
@@ -29,7 +30,6 @@ MAX_RECORD_CALLS = 5_000
 MAX_SHOWN_HANDLED = 50
 #: pages named one by one in the capsule; beyond, the first and the newest, and one line for the rest
 MAX_NAMED_PAGES = 16
-SOURCE_COMMAND = "continuation source"
 _RECORD_STATUSES = ("ok", "error", "reconciled")
 _NOT_SHOWN = ("superseded", "rolled_back")
 
@@ -97,28 +97,39 @@ def build(thread_key: str, generation: int, gathered: dict):
     return pages, index
 
 
-def write(home, thread_key: str, generation: int, pages, index: dict) -> dict:
+def write(home, thread_key: str, generation: int, pages, index: dict, sealer=None) -> dict:
     """Write the pages and their manifest (each atomically); returns ``index`` with its folder
-    and the manifest's sha256."""
+    and the manifest's sha256. ``sealer``: the store is encrypted, the pages are sealed
+    (``boundary.sealed_files``) and the capsule names them as ``continuation source`` commands
+    (``sealed``)."""
     import hashlib
+
+    from continuation.boundary import sealed_files
 
     where = folder(home, thread_key)
     # derived from the store and checked by their hashes: atomic, not synced (a sync per page
     # was ~2-5 ms of a boundary, a 1,000-call record has 13; a crash may leave a page old or
     # torn, which its hash says, and the next boundary writes it again)
     for page in pages:
-        atomic_write(os.path.join(where, page.name), page.text.encode("utf-8", "surrogatepass"),
-                     durable=False)
+        sealed_files.write(os.path.join(where, page.name),
+                           page.text.encode("utf-8", "surrogatepass"), sealer, durable=False)
     manifest = json.dumps({"thread": thread_key, "generation": generation,
                            "pages": [{"name": p.name, "first_seq": p.first_seq, "last_seq": p.last_seq,
                                       "calls": p.calls, "failed": p.failed, "sha256": p.sha256}
                                      for p in pages]}, indent=1).encode("utf-8")
     atomic_write(os.path.join(where, index["manifest"]), manifest, durable=False)
-    return {**index, "folder": where, "manifest_sha256": hashlib.sha256(manifest).hexdigest()}
+    done = {**index, "folder": where, "manifest_sha256": hashlib.sha256(manifest).hexdigest()}
+    if sealer is not None:
+        done["sealed"] = True
+    return done
 
 
-def read_page(home, thread_key: str, generation: int, number: int) -> str:
-    """A page's text, verified against the manifest; OSError / ValueError say why not."""
+def read_page(home, thread_key: str, generation: int, number: int, sealer=None) -> str:
+    """A page's text, verified against the manifest; OSError / ValueError say why not (a
+    sealed page without ``sealer`` too)."""
+    from continuation.boundary import sealed_files
+    from continuation.host.sealing import SealError
+
     where = folder(home, thread_key)
     with open(os.path.join(where, work_record.manifest_name(generation)), "rb") as f:
         manifest = json.loads(f.read())
@@ -126,8 +137,11 @@ def read_page(home, thread_key: str, generation: int, number: int) -> str:
     if not 1 <= number <= len(pages):
         raise ValueError(f"generation {generation} of thread {thread_key} has {len(pages)} work "
                          f"record page(s), not a page {number}")
-    with open(os.path.join(where, pages[number - 1]["name"]), "rb") as f:
-        text = f.read().decode("utf-8", "surrogatepass")
+    try:
+        data = sealed_files.read(os.path.join(where, pages[number - 1]["name"]), sealer)
+    except SealError as exc:
+        raise ValueError(str(exc)) from None
+    text = data.decode("utf-8", "surrogatepass")
     if not work_record.verify_page(text):
         raise ValueError(f"work record page {pages[number - 1]['name']} does not match its sha256")
     return text

@@ -79,7 +79,7 @@ def _option_strings(parser: argparse.ArgumentParser) -> list[str]:
 
 
 MODULES = ("status", "lifecycle_cmd", "prove_cmd", "checkpoint_cmd", "capsule_cmd", "install_cmd", "rewind_cmd", "recover_cmd", "reconcile_cmd", "doctor_cmd", "import_cmd", "completion_cmd",
-           "show_cmd")
+           "show_cmd", "key_cmd")
 
 #: the module that registers each command. A command line that names one imports only that
 #: module: importing every command module (and what each imports at its top) is a visible share
@@ -95,7 +95,7 @@ COMMANDS = {
     "fork": "rewind_cmd", "thread": "rewind_cmd", "drift": "rewind_cmd", "gc": "rewind_cmd",
     "recover": "recover_cmd", "reconcile": "reconcile_cmd", "doctor": "doctor_cmd",
     "import": "import_cmd", "completion": "completion_cmd",
-    "show": "show_cmd", "serve": "show_cmd",
+    "show": "show_cmd", "serve": "show_cmd", "key": "key_cmd",
 }
 
 
@@ -205,10 +205,20 @@ def _damaged_store(exc: BaseException):
     return StoreDamaged(store_file(state_home_str()) or "(server)", detail[:300])
 
 
-def open_engine(create: bool = True):
+def open_engine(create: bool = True, *, keyed: bool = True):
+    """The engine of the state home. ``keyed``: an encrypted store's key is looked up now, so a
+    missing or wrong key is the command's one error line whatever it reads (``key`` commands
+    look for themselves)."""
     from continuation.session.engine import Engine
 
-    return Engine(create=create)
+    engine = Engine(create=create)
+    if keyed:
+        try:
+            engine.store.codec
+        except BaseException:
+            engine.close()
+            raise
+    return engine
 
 
 def add_thread_arg(p: argparse.ArgumentParser, help: str | None = None) -> None:

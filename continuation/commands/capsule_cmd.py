@@ -120,9 +120,12 @@ def cmd_source(args) -> int:
     kind, _, rest = args.pointer.partition(":")
     if kind == "work":
         return _print_work_page(args.pointer, rest, args.json)
+    if kind in ("context", "handoff"):
+        return _print_boundary_file(kind, args.pointer, rest)
     if kind != "event" or ":" not in rest:
         raise CommandError(f"not a pointer this version can read: {args.pointer!r} (expected "
-                           "event:<thread>:<seq>, event:<thread>:<a>..<b> or work:<thread>:<generation>:<page>)")
+                           "event:<thread>:<seq>, event:<thread>:<a>..<b>, work:<thread>:<generation>:<page>, "
+                           "context:<thread>:<generation>[:<part>] or handoff:<thread>:<generation>)")
     thread_key, first, last = _event_range(args.pointer, rest)
     with open_engine() as engine:
         thread = engine.get_thread(thread_key)
@@ -189,13 +192,42 @@ def _print_work_page(pointer: str, rest: str, as_json: bool = False) -> int:
     with open_engine() as engine:
         thread = engine.get_thread(thread_key)
         try:
-            text = read_page(engine.home, thread.key, int(generation), int(numbers))
+            text = read_page(engine.home, thread.key, int(generation), int(numbers),
+                             sealer=engine.store.codec.sealer)
         except (OSError, ValueError) as exc:
             raise CommandError(f"cannot read {pointer!r}: {exc}") from None
     if as_json:
         emit_json({"pointer": pointer, "thread": thread.key, "text": text, "events": []})
         return 0
     _write_text(text)
+    return 0
+
+
+def _print_boundary_file(kind: str, pointer: str, rest: str) -> int:
+    """A spilled context (whole, or part k) or a handoff prompt of a generation, opened when
+    sealed: ``context:<thread>:<generation>[:<part>]``, ``handoff:<thread>:<generation>``."""
+    import os
+
+    from continuation.boundary import sealed_files
+    from continuation.host.sealing import SealError
+
+    fields = rest.split(":")
+    part = fields.pop() if kind == "context" and len(fields) >= 3 and fields[-1].isdigit() \
+        and fields[-2].isdigit() else None
+    thread_key, generation = ":".join(fields[:-1]), fields[-1] if fields else ""
+    if not (thread_key and generation.isdigit()):
+        raise CommandError(f"bad {kind} pointer {pointer!r} (expected {kind}:<thread>:<generation>"
+                           + ("[:<part>])" if kind == "context" else ")"))
+    with open_engine() as engine:
+        thread = engine.get_thread(thread_key)
+        folder = "contexts" if kind == "context" else "handoff"
+        name = f"g{int(generation):06d}" + (f".part{int(part)}" if part else "") + ".md"
+        try:
+            data = sealed_files.read(os.path.join(engine.home_str, folder, thread.key, name),
+                                     engine.store.codec.sealer)
+        except (OSError, SealError) as exc:
+            raise CommandError(f"cannot read {pointer!r}: {exc}") from None
+    sys.stdout.buffer.write(data if data.endswith(b"\n") else data + b"\n")
     return 0
 
 

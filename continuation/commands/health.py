@@ -650,6 +650,10 @@ def run_checks(home: Path, *, project_dir: Path, fix: bool = False, hooks: bool 
     elif usable:
         try:
             with Engine(home, create=False) as engine:
+                keyed = check_encryption(engine)
+                findings += keyed
+                if any(f.status == PROBLEM for f in keyed):
+                    return findings  # nothing more can be read without the key
                 findings += _guarded("store.acknowledged", check_acknowledged, engine, fix=fix)
                 findings += _guarded("store.derived", check_derived, engine, fix=fix)
                 findings += _guarded("checkpoints", check_checkpoints, engine)
@@ -674,6 +678,45 @@ def run_checks(home: Path, *, project_dir: Path, fix: bool = False, hooks: bool 
     if hooks:
         findings += _guarded("hooks", check_hooks, home, project_dir, user_home)
     return findings
+
+
+def check_encryption(engine) -> list[Finding]:
+    """Encryption at rest (docs/encryption.md): off, or on with its key found and the right
+    one; the boundary files under the state home all sealed."""
+    from continuation.boundary import sealed_files
+    from continuation.store.sealed import KeyUnavailable
+
+    try:
+        meta = engine.store.encryption()
+    except Exception as exc:  # noqa: BLE001 - a store older than the meta table says so elsewhere
+        return [Finding("encryption", INFO, f"cannot read the store's encryption setting: {exc}")]
+    if meta is None:
+        return [Finding("encryption", INFO, "off: the store and the files under the state home "
+                        "are in clear (0600)", "`continuation key init` encrypts them")]
+    try:
+        engine.store.codec
+    except KeyUnavailable as exc:
+        return [Finding("encryption", PROBLEM, str(exc),
+                        "set $CONTINUATION_KEY or restore the key file; `continuation key "
+                        "status` says where the key is looked for", {"key_id": meta["key_id"]})]
+    clear = [p for p in sealed_files.files(engine.home_str) if not _sealed_file(p)]
+    found = [Finding("encryption", OK, f"on: {meta['cipher']}, key {meta['key_id']} found",
+                     data={"key_id": meta["key_id"]})]
+    if clear:
+        found.append(Finding("encryption.files", WARN, f"{len(clear)} file(s) under the state "
+                             f"home are in clear (e.g. {clear[0]})",
+                             "`continuation key rotate` seals every file again"))
+    return found
+
+
+def _sealed_file(path: str) -> bool:
+    from continuation.host.sealing import FILE_MARK
+
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(len(FILE_MARK)) == FILE_MARK
+    except OSError:
+        return True  # gone since it was listed
 
 
 def healthy(findings: list[Finding]) -> bool:

@@ -150,7 +150,10 @@ def run(runtime: str, raw: bytes, *, ending: bool = False) -> tuple[str, int]:
 
             home = state_home_str()
             if lost_writes.note_lost(home, str(payload.get("hook_event_name") or ""), exc):
-                notices.append(lost_writes.lost_message(home))
+                from continuation.store.sealed import KeyUnavailable
+
+                notices.append(lost_writes.lost_message(
+                    home, str(exc) if isinstance(exc, KeyUnavailable) else None))
         if strict_mode():
             sys.stderr.write(f"continuation hook: {exc}\n")
             return CONTINUE, 2

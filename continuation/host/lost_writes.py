@@ -138,6 +138,9 @@ def note_lost(home, event: str, error: BaseException | str) -> bool:
     at each prompt and session start."""
     now = time.time()
     text = f"{type(error).__name__}: {error}" if isinstance(error, BaseException) else str(error)
+    from continuation.host.secret_text import redact  # the trace is shown by doctor
+
+    text = redact(text)
 
     def change(record: dict) -> None:
         record["lost"] = int(record.get("lost") or 0) + 1
@@ -184,7 +187,8 @@ def clear(home) -> None:
     _update(home, lambda record: (record.clear(), record.update(_empty())))
 
 
-def lost_message(home) -> str:
-    return ("continuation could not record this hook event (the state home "
-            f"{os.fspath(home)} is full, read-only or damaged); your agent goes on, but until "
-            "this is fixed the continuation record is incomplete. Run `continuation doctor`.")
+def lost_message(home, why: str | None = None) -> str:
+    """``why``: what the user can act on, when known (an encrypted store's key is missing)."""
+    why = why or f"the state home {os.fspath(home)} is full, read-only or damaged"
+    return (f"continuation could not record this hook event ({why}); your agent goes on, but "
+            "until this is fixed the continuation record is incomplete. Run `continuation doctor`.")

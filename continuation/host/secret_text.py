@@ -61,7 +61,7 @@ _VALUE_END = r"""(?=[\s"'\\,;&<>)}\]]|$)"""
 #: kind -> (the text that says a secret follows, kept; the secret itself, hidden)
 CREDENTIAL_FORMATS: dict[str, tuple[str, str]] = {
     "password in a URL": (r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@\"'\\]+:",
-                          r"[^\s@/\"'\\\[]+(?=@)"),
+                          r"(?!\*+@)[^\s@/\"'\\\[]+(?=@)"),  # not one masked already
     "authorization header": (r"(?i:\bauthorization\\?[\"']?\s*[:=]\s*\\?[\"']?"
                              r"(?:bearer|basic|token|bot)\s+)",
                              r"[A-Za-z0-9._~+/=-]{8,}" + _VALUE_END),

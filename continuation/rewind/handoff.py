@@ -8,7 +8,8 @@ Chosen form: the assembled context is written to a file under the state home
 - PowerShell:                  ``codex (Get-Content -Raw FILE)`` / ``claude (Get-Content -Raw FILE)``
 
 A file (not the text inline on the command line) because the context holds quotes, dollars and
-newlines that no shell quoting survives everywhere. The text is the same block a hook delivers
+newlines that no shell quoting survives everywhere. With encryption on the file is sealed and
+the commands read it through ``continuation source handoff:<thread>:<generation>``. The text is the same block a hook delivers
 at a boundary, so the model sees one format whichever way it arrives. The new session records
 into its own thread when our hooks are installed; a fork's Claude Code command names the fork's
 session id (``--session-id``) so that its hooks record into the fork itself.
@@ -19,7 +20,7 @@ import shlex
 from dataclasses import dataclass, field
 
 from continuation.boundary import checkpoints as cps
-from continuation.host.atomic import atomic_write
+from continuation.boundary import sealed_files
 from continuation.session.engine import Thread
 
 
@@ -54,17 +55,24 @@ def handoff(thread: Thread, *, session_id: str | None = None) -> Handoff:
         text = f"[continuation: {problem}]\n" + text
     gen = loaded.checkpoint.generation
     path = thread.engine.home / "handoff" / thread.key / f"g{gen:06d}.md"
-    atomic_write(path, text.encode("utf-8", "surrogatepass"))
-    q = shlex.quote(str(path))
-    ps = "'" + str(path).replace("'", "''") + "'"
+    sealer = thread.engine.store.codec.sealer
+    sealed_files.write(path, text.encode("utf-8", "surrogatepass"), sealer)
+    if sealer is None:
+        q = shlex.quote(str(path))
+        ps = "'" + str(path).replace("'", "''") + "'"
+        cat, stdin, raw = f"cat {q}", f"< {q}", f"Get-Content -Raw {ps}"
+    else:  # sealed (the store is encrypted): printed by `continuation source`, which opens it
+        pointer = f"{sealed_files.HANDOFF_POINTER}:{thread.key}:{gen}"
+        cat = f"{sealed_files.SOURCE_COMMAND} {pointer}"
+        stdin, raw = f"< <({cat})", f"{cat} | Out-String"
     claude_sid = f" --session-id {session_id}" if session_id else ""
     commands = {
-        "codex": f'codex "$(cat {q})"',
-        "codex exec": f"codex exec - < {q}",
-        "claude": f'claude{claude_sid} "$(cat {q})"',
-        "claude -p": f"claude -p{claude_sid} < {q}",
-        "codex (PowerShell)": f"codex (Get-Content -Raw {ps})",
-        "claude (PowerShell)": f"claude{claude_sid} (Get-Content -Raw {ps})",
+        "codex": f'codex "$({cat})"',
+        "codex exec": f"codex exec - {stdin}",
+        "claude": f'claude{claude_sid} "$({cat})"',
+        "claude -p": f"claude -p{claude_sid} {stdin}",
+        "codex (PowerShell)": f"codex ({raw})",
+        "claude (PowerShell)": f"claude{claude_sid} ({raw})",
     }
     if thread.row["runtime"] == "claude":  # the thread's own runtime first
         commands = dict(sorted(commands.items(), key=lambda kv: not kv[0].startswith("claude")))

@@ -4,7 +4,6 @@ boundary stays flat in the thread's length.
 """
 from __future__ import annotations
 
-from continuation.host import jsontext
 
 Totals = tuple[int, int, "int | None", "int | None"]
 
@@ -21,8 +20,8 @@ class BoundaryReads:
                                  (thread_key, *sql.many(open_states))).fetchall()
         newest = self.conn.execute(sql.newest_inputs_in_states(len(historical)),
                                    (thread_key, *sql.many(historical), limit)).fetchall()
-        return ([jsontext.loads(r[0]) for r in rows],
-                [(jsontext.loads(d), int(s), int(b or 0)) for d, s, b in newest])
+        return ([self.codec.load(r[0]) for r in rows],
+                [(self.codec.load(d), int(s), int(b or 0)) for d, s, b in newest])
 
     def unread_inputs(self, thread_key: str, states, total, read, below: int) -> tuple:
         """(items, bytes, first, last admitted seq) of the inputs in ``states`` admitted
@@ -46,7 +45,8 @@ class BoundaryReads:
             sql.newest_claims(None if ranges is None else len(ranges)),
             (thread_key, sql.NO_BOUND if upto is None else upto,
              *[x for r in ranges or () for x in r], limit)).fetchall()
-        return [{"seq": q, "turn_id": t, "text": x} for q, t, x in reversed(rows)]
+        return [{"seq": q, "turn_id": t, "text": self.codec.load_text(x)}
+                for q, t, x in reversed(rows)]
 
     def seq_size_totals(self, selection: str, thread_key: str, lo: int, hi: int, *,
                         upto: int | None = None, types=()) -> Totals:

@@ -12,19 +12,18 @@ import time
 
 from statemachine import events as ev
 
-from continuation.host import faults, jsontext
+from continuation.host import faults
 from statemachine.lifecycle import IllegalTransition
 from statemachine.reducer import ThreadState, apply, fold
 from statemachine.records import InputRecord, ToolCallRecord, TurnRecord
 
+from continuation.store import sealed
 from continuation.store.boundary_reads import BoundaryReads
+from continuation.store.errors import StoreError
+from continuation.store.sealed import KeyUnavailable  # noqa: F401 - a store error, re-exported
 from continuation.store.thread_reads import ThreadReads
 from continuation.store.timeline_reads import TimelineReads
 from continuation.store.view import SqlStateView, row_json
-
-
-class StoreError(Exception):
-    """A store problem the user can act on; the CLI prints it as one line."""
 
 
 class StoreVersionError(StoreError):
@@ -131,6 +130,71 @@ class LogStore(ThreadReads, BoundaryReads, TimelineReads):
     ``sql`` and ``transaction()``."""
 
     sql = None  # the backend's statements module
+    _codec = None
+
+    # -- what rows hold: in clear or sealed (store/sealed.py) -----------------------------------
+    @property
+    def codec(self):
+        """How this store's rows are encoded, from its ``encryption`` meta row, read once:
+        :class:`~continuation.store.sealed.KeyUnavailable` when the store is encrypted and its
+        key cannot be had (before anything is read or written)."""
+        codec = self._codec
+        if codec is None:
+            meta = self.encryption()
+            self._remember_encryption(meta)
+            codec = self._codec = sealed.codec_for(meta)
+        return codec
+
+    def encryption(self) -> dict | None:
+        """The store's encryption meta (cipher and key id; never the key), None when off."""
+        return sealed.parse_meta(self.store_meta(sealed.META_KEY))
+
+    def store_meta(self, name: str) -> str | None:
+        row = self.conn.execute(self.sql.store_meta_get, (name,)).fetchone()
+        return row[0] if row else None
+
+    def reseal(self, codec, progress=None) -> int:
+        """Rewrite every sealed-or-sealable value of the store with ``codec`` (a new key, or
+        :data:`~continuation.store.sealed.PLAIN` to decrypt), and its encryption meta, in one
+        transaction: rows are read with the current codec (which must open them). Returns
+        the values rewritten; ``progress(table, count)`` after each table."""
+        old, done = self.codec, 0
+        with self.transaction() as c:
+            for table, keys, columns in sealed.SEALED_COLUMNS:
+                update = self.sql.update_sealed(table, keys, columns)
+                after, count = None, 0
+                while True:
+                    select = self.sql.select_sealed(table, keys, columns, after is not None)
+                    rows = c.execute(select, (*(after or ()), sealed.BATCH)).fetchall()
+                    if not rows:
+                        break
+                    changed = []
+                    for row in rows:
+                        key, values = row[:len(keys)], row[len(keys):]
+                        changed.append((*(sealed.recode(old, codec, kind, v)
+                                          for (_, kind), v in zip(columns, values)), *key))
+                    c.executemany(update, changed)
+                    count += len(changed)
+                    after = tuple(rows[-1][:len(keys)])
+                done += count
+                if progress is not None:
+                    progress(table, count)
+            meta = None if codec.sealer is None else sealed.meta_text(codec.key_id)
+            if meta is None:
+                c.execute(self.sql.store_meta_delete, (sealed.META_KEY,))
+            else:
+                c.execute(self.sql.store_meta_put, (sealed.META_KEY, meta))
+        self._codec = codec
+        self.after_reseal()
+        self._remember_encryption(self.encryption())
+        return done
+
+    def _remember_encryption(self, meta: dict | None) -> None:
+        """A server store keeps its encryption meta in the state home for its local spool."""
+
+    def after_reseal(self) -> None:
+        """What a backend does once every value is rewritten (SQLite: rewrite the file and
+        empty its write-ahead log, so no page of the values as they were is left)."""
 
     # -- threads -----------------------------------------------------------------------------
     def ensure_thread(
@@ -144,6 +208,7 @@ class LogStore(ThreadReads, BoundaryReads, TimelineReads):
         name: str | None = None,
     ) -> str:
         key = thread_key_for(runtime, session_id)
+        self.codec  # an encrypted store without its key: said before anything is written
         row = self.conn.execute(self.sql.workspace_root_of, (key,)).fetchone()
         if row is not None and (row[0] or not workspace_root):
             return key  # known thread: no write transaction (one fsync less per hook)
@@ -234,7 +299,7 @@ class LogStore(ThreadReads, BoundaryReads, TimelineReads):
         # The reducer runs first: an illegal fact or a duplicate leaves no trace.
         c.execute(sql.savepoint)
         try:
-            outcome = apply(SqlStateView(c, sql, thread_key, seq), event,
+            outcome = apply(SqlStateView(c, sql, thread_key, seq, self.codec), event,
                             self._history_fn(c, thread_key))
         except IllegalTransition as exc:
             c.execute(sql.rollback_to_savepoint)
@@ -247,7 +312,7 @@ class LogStore(ThreadReads, BoundaryReads, TimelineReads):
         c.execute(sql.release_savepoint)
         now = ts if ts is not None else time.time()
         c.execute(sql.insert_event,
-                  (thread_key, seq, etype, ev.kind_of(etype), row_json(data), now, source))
+                  (thread_key, seq, etype, ev.kind_of(etype), self.codec.dump(data), now, source))
         self._project_in(c, thread_key, seq, etype, data)
         c.execute(sql.advance_thread, (seq, now, thread_key))
         self._acknowledge_in(thread_key, seq)
@@ -288,7 +353,8 @@ class LogStore(ThreadReads, BoundaryReads, TimelineReads):
         sql = self.sql
         if etype == ev.ASSISTANT_CLAIM:
             c.execute(sql.insert_claim,
-                      (key, seq, data.get("turn_id"), _sql_text(data.get("text", ""))))
+                      (key, seq, data.get("turn_id"),
+                       self.codec.dump_text(_sql_text(data.get("text", "")))))
         elif etype in (ev.BOUNDARY, ev.RECONCILED, ev.INPUT_REOPENED):
             # a new context generation, or a state the model has not seen (a decision recorded
             # outside its conversation): the next SessionStart or UserPromptSubmit delivers it
@@ -299,7 +365,7 @@ class LogStore(ThreadReads, BoundaryReads, TimelineReads):
             c.execute(sql.raise_generation, (int(data["generation"]), key))
         elif etype in (ev.SETTINGS, ev.PLAN_UPDATED, ev.BACKGROUND_TASK, ev.SESSION_STARTED,
                        ev.SESSION_ENDED):
-            c.execute(sql.put_meta, (key, etype, row_json(data), seq))
+            c.execute(sql.put_meta, (key, etype, self.codec.dump(data), seq))
 
     def _event_rows(self, c, thread_key, *, after: int = 0, upto: int | None = None,
                     limit: int | None = None) -> list[dict]:
@@ -308,7 +374,7 @@ class LogStore(ThreadReads, BoundaryReads, TimelineReads):
             thread_key, after, no_bound if upto is None else upto,
             no_bound if limit is None else limit)).fetchall()
         return [
-            {"seq": s, "type": t, "kind": k, "data": jsontext.loads(d), "ts": ts, "source": src}
+            {"seq": s, "type": t, "kind": k, "data": self.codec.load(d), "ts": ts, "source": src}
             for s, t, k, d, ts, src in rows
         ]
 
@@ -342,7 +408,7 @@ class LogStore(ThreadReads, BoundaryReads, TimelineReads):
             rows += self.conn.execute(sql.events_at(len(part)),
                                       (thread_key, *sql.many(part))).fetchall()
         rows.sort(key=lambda r: r[0])
-        return [{"seq": s, "type": t, "kind": k, "data": jsontext.loads(d), "ts": ts, "source": src}
+        return [{"seq": s, "type": t, "kind": k, "data": self.codec.load(d), "ts": ts, "source": src}
                 for s, t, k, d, ts, src in rows]
 
     # -- checkpoints -------------------------------------------------------------------------
@@ -359,8 +425,11 @@ class LogStore(ThreadReads, BoundaryReads, TimelineReads):
                 raise UnknownThread(f"no thread {key!r}")
             if current[0] >= generation:
                 raise GenerationTaken(f"generation {generation} of {key} already committed")
+            codec = self.codec
+            stored = {**row, "capsule": codec.dump_bytes(row["capsule"]),
+                      "rendered": codec.dump_text(row["rendered"])}
             c.execute(self.sql.insert_checkpoint,
-                      [row[name] for name in self.sql.CHECKPOINT_COLUMNS])
+                      [stored[name] for name in self.sql.CHECKPOINT_COLUMNS])
             self._append_in(c, key, ev.CHECKPOINT_COMMITTED, fact, "engine", row["created_at"])
             if then is not None:
                 etype, data, source = then
@@ -371,15 +440,22 @@ class LogStore(ThreadReads, BoundaryReads, TimelineReads):
     def checkpoint_rows(self, thread_key: str, *, upto_generation: int | None = None,
                         newest_first: bool = False, limit: int | None = None) -> list[dict]:
         sql = self.sql
-        return self._dict_rows(
+        return self._checkpoints_opened(self._dict_rows(
             sql.checkpoints_newest_first if newest_first else sql.checkpoints_oldest_first,
             (thread_key, sql.NO_BOUND if upto_generation is None else upto_generation,
-             sql.NO_BOUND if limit is None else limit))
+             sql.NO_BOUND if limit is None else limit)))
 
     def find_checkpoint_rows(self, selector: str) -> list[dict]:
         """Checkpoints whose id is ``selector`` or starts with it, across threads."""
-        return self._dict_rows(self.sql.checkpoints_by_id,
-                               (selector, selector.replace("%", "") + "%"))
+        return self._checkpoints_opened(self._dict_rows(
+            self.sql.checkpoints_by_id, (selector, selector.replace("%", "") + "%")))
+
+    def _checkpoints_opened(self, rows: list[dict]) -> list[dict]:
+        codec = self.codec
+        for row in rows:
+            row["capsule"] = codec.load_bytes(row["capsule"])
+            row["rendered"] = codec.load_text(row["rendered"])
+        return rows
 
     def thread_tables(self) -> list[str]:
         """The tables holding per-thread rows (the thread row's table last)."""
@@ -427,15 +503,16 @@ class LogStore(ThreadReads, BoundaryReads, TimelineReads):
 
     def turns(self, thread_key: str) -> list[TurnRecord]:
         rows = self.conn.execute(self.sql.all_turns, (thread_key,))
-        return [TurnRecord.from_row(jsontext.loads(r[0])) for r in rows.fetchall()]
+        return [TurnRecord.from_row(self.codec.load(r[0])) for r in rows.fetchall()]
 
     def claims(self, thread_key: str) -> list[dict]:
         rows = self.conn.execute(self.sql.all_claims, (thread_key,))
-        return [{"seq": s, "turn_id": t, "text": x} for s, t, x in rows.fetchall()]
+        return [{"seq": s, "turn_id": t, "text": self.codec.load_text(x)}
+                for s, t, x in rows.fetchall()]
 
     def meta(self, thread_key: str) -> dict:
         rows = self.conn.execute(self.sql.all_meta, (thread_key,))
-        return {k: {"seq": s, **jsontext.loads(v)} for k, v, s in rows.fetchall()}
+        return {k: {"seq": s, **self.codec.load(v)} for k, v, s in rows.fetchall()}
 
     def replay(self, thread_key: str) -> ThreadState:
         """The pure fold of the whole log (the definition of the derived state)."""
@@ -455,7 +532,7 @@ class LogStore(ThreadReads, BoundaryReads, TimelineReads):
     def rebuild(self, thread_key: str) -> None:
         """Re-derive the lifecycle tables from the log (recovery; `continuation doctor --repair`)."""
         with self.transaction() as c:
-            view = SqlStateView(c, self.sql, thread_key)
+            view = SqlStateView(c, self.sql, thread_key, codec=self.codec)
             view.clear()  # the rows and their earlier versions, made again event by event
             c.execute(self.sql.forget_undo_from, (thread_key,))
             history = self._history_fn(c, thread_key)

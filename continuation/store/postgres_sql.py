@@ -376,3 +376,29 @@ def calls_reached_counts(n_kept: int) -> str:
 #: (thread, needle, limit): the needle is lowercase ASCII JSON, as the payloads are stored
 events_matching = ("SELECT seq, type FROM events WHERE thread_key=%s"
                    " AND strpos(lower(data), %s) > 0 ORDER BY seq DESC LIMIT %s")
+
+# -- the store's own settings, and rewriting what is sealed (store/sealed.py) ----------------
+store_meta_get = "SELECT value FROM store_meta WHERE key=%s"
+store_meta_put = _upsert("store_meta", ("key", "value"), ("key",))
+store_meta_delete = "DELETE FROM store_meta WHERE key=%s"
+
+
+def select_sealed(table: str, keys: tuple[str, ...], columns, after: bool = False) -> str:
+    """As sqlite_sql's."""
+    order = ", ".join(keys)
+    where = f" WHERE ({order}) > ({', '.join(['%s'] * len(keys))})" if after else ""
+    return (f"SELECT {', '.join([*keys, *(c for c, _ in columns)])} FROM {table}{where}"
+            f" ORDER BY {order} LIMIT %s")
+
+
+def update_sealed(table: str, keys: tuple[str, ...], columns) -> str:
+    return (f"UPDATE {table} SET {', '.join(f'{c}=%s' for c, _ in columns)} WHERE "
+            + " AND ".join(f"{k}=%s" for k in keys))
+
+
+#: after every sealed value was rewritten: each table rewritten without the row versions that
+#: still held the values as they were (the server's own write-ahead log keeps them until it
+#: recycles its segments: docs/encryption.md)
+after_reseal = tuple(f"VACUUM FULL {t}" for t in (
+    "events", "inputs", "turns", "tool_calls", "row_versions", "thread_meta", "claims",
+    "checkpoints"))

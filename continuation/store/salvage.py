@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from continuation.host import jsontext
 from continuation.store.damage import damage_of, set_aside, set_aside_copies
 from continuation.store.log_store import IllegalFact, StoreError
+from continuation.store.sealed import KeyUnavailable
 
 SALVAGED_MARK = ".salvaged"
 
@@ -115,7 +116,17 @@ def _seqs(src, key: str, last_seq) -> list[int]:
     return list(range(1, top + 1))
 
 
-def _event(src, key: str, seq: int) -> dict | None:
+def _source_codec(src, home: str):
+    """How the damaged store's rows are encoded: its own encryption meta when readable, else
+    the state home's remembered one (``sealed.REMEMBERED``)."""
+    from continuation.store import sealed
+
+    rows = _rows(src, "SELECT value FROM store_meta WHERE key=?", (sealed.META_KEY,))
+    meta = sealed.parse_meta(_text(rows[0][0])) if rows else None
+    return sealed.codec_for(meta or sealed.parse_meta(sealed.remembered_text(home)))
+
+
+def _event(src, key: str, seq: int, codec) -> dict | None:
     rows = _rows(src, "SELECT type, data, ts, source FROM events WHERE thread_key=? AND seq=?",
                  (key, seq))
     if rows is None:  # a column's name damaged in the schema: the columns by their place
@@ -126,9 +137,11 @@ def _event(src, key: str, seq: int) -> dict | None:
         return None
     etype, data, ts, source = rows[0]
     try:
-        return {"seq": seq, "type": etype.decode("utf-8"), "data": jsontext.loads(
+        return {"seq": seq, "type": etype.decode("utf-8"), "data": codec.load(
             data.decode("utf-8")), "ts": float(ts), "source": source.decode("utf-8")}
-    except (UnicodeDecodeError, ValueError, TypeError, AttributeError):
+    except (UnicodeDecodeError, ValueError, TypeError, AttributeError, KeyUnavailable):
+        # (a missing key stopped the salvage before any row: a row that does not open now
+        # was changed by the damage)
         return None
 
 
@@ -256,6 +269,7 @@ def _mark_whole(store_path: str) -> None:
 
 
 def _copy_source(src, new, report: SalvageReport) -> None:
+    codec = _source_codec(src, os.path.dirname(new.location) or ".")
     for thread in _threads(src):
         key = new.ensure_thread(thread["runtime"], thread["session_id"],
                                 workspace_root=thread["workspace_root"],
@@ -263,7 +277,7 @@ def _copy_source(src, new, report: SalvageReport) -> None:
                                 forked_at_seq=thread["forked_at_seq"], name=thread["name"])
         report.threads += 1
         for seq in _seqs(src, thread["thread_key"], thread["last_seq"]):
-            event = _event(src, thread["thread_key"], seq)
+            event = _event(src, thread["thread_key"], seq, codec)
             if event is None:
                 report.events_lost.append((key, seq))
                 continue

@@ -171,6 +171,14 @@ MIGRATIONS: list[str] = [
     ) WITHOUT ROWID;
     INSERT INTO undo_from (thread_key, seq) SELECT thread_key, last_seq + 1 FROM threads;
     """,
+    # 8: the store's own settings: ``encryption`` (the cipher and the key id of the key the
+    # rows are sealed with, never the key: store/sealed.py)
+    """
+    CREATE TABLE store_meta (
+        key TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+    ) WITHOUT ROWID;
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

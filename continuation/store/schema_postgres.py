@@ -166,4 +166,11 @@ MIGRATIONS: list[tuple[str, ...]] = [
         )""",
         "INSERT INTO undo_from (thread_key, seq) SELECT thread_key, last_seq + 1 FROM threads",
     ),
+    # 8: as schema.py's 8
+    (
+        """CREATE TABLE store_meta (
+            key TEXT PRIMARY KEY,
+            value TEXT NOT NULL
+        )""",
+    ),
 ]

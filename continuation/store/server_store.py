@@ -104,6 +104,18 @@ class ServerStore(LogStore):
     def leave_open(self) -> None:
         """Nothing to bound: the server's session ends with the process."""
 
+    def _remember_encryption(self, meta) -> None:
+        from continuation.store import sealed
+
+        try:
+            sealed.remember(getattr(self, "_home", None), meta)
+        except OSError:
+            pass  # a read-only state home: the spool then follows what it saw last
+
+    def after_reseal(self) -> None:
+        for statement in self.sql.after_reseal:
+            self.conn.execute(statement, ())
+
     def transaction(self) -> ServerTransaction:
         return ServerTransaction(self.conn)
 

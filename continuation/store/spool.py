@@ -31,6 +31,7 @@ class SpoolStore(SqliteStore):
     def __init__(self, home: str, server: str, reason: str):
         from filelock import FileLock
 
+        self._home = home
         self._lock = FileLock(spool_path(home) + ".lock", timeout=60, mode=0o600)
         self._lock.acquire()
         try:
@@ -40,6 +41,13 @@ class SpoolStore(SqliteStore):
             raise
         self.server, self.reason = server, reason
         self.ensure_spool_origin()
+
+    def encryption(self) -> dict | None:
+        """The server's, as last seen (``sealed.REMEMBERED``): a fact spooled while the server is
+        away is sealed as the server would seal it."""
+        from continuation.store import sealed
+
+        return sealed.parse_meta(sealed.remembered_text(self._home)) or super().encryption()
 
     def _stamp_in(self, c, thread_key, seq, etype, data) -> None:
         if log_store.STAMPS is not None:
@@ -85,6 +93,7 @@ def drain(home: str, server) -> tuple[int, int]:
 
 def _drain_locked(path: str, server) -> tuple[int, int]:
     spool = SqliteStore(path, create=False)
+    spool._codec = server.codec  # sealed as the server seals (see SpoolStore.encryption)
     appended = dropped = 0
     try:
         spool.ensure_spool_origin()  # a spool an older version made has no stamps table

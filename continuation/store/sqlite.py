@@ -11,7 +11,7 @@ import os
 import sqlite3
 import time
 
-from continuation.store import marks, sqlite_sql
+from continuation.store import marks, sealed, sqlite_sql
 from continuation.store.log_store import LogStore, StoreError, StoreVersionError
 from continuation.store.schema import MIGRATIONS, SCHEMA_VERSION
 
@@ -136,6 +136,9 @@ class SqliteStore(LogStore):
                 for statement in ";".join(MIGRATIONS[:SCHEMA_VERSION]).split(";"):
                     if statement.strip():
                         conn.execute(statement)
+                remembered = sealed.remembered_text(folder)
+                if remembered:  # a store made anew in an encrypted state home seals too
+                    conn.execute(self.sql.store_meta_put, (sealed.META_KEY, remembered))
                 conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
                 conn.execute("COMMIT")
             finally:
@@ -164,6 +167,16 @@ class SqliteStore(LogStore):
                     if statement.strip():
                         self.conn.execute(statement)
             self.conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+
+    def after_reseal(self) -> None:
+        for statement in self.sql.after_reseal:
+            self.conn.execute(statement).fetchall()
+
+    def _remember_encryption(self, meta) -> None:
+        try:
+            sealed.remember(os.path.dirname(self._path) or ".", meta)
+        except OSError:
+            pass  # a read-only state home
 
     @property
     def schema_version(self) -> int:

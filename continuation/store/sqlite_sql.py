@@ -407,3 +407,29 @@ def calls_reached_counts(n_kept: int) -> str:
 #: (thread, needle, limit): the needle is lowercase ASCII JSON, as the payloads are stored
 events_matching = ("SELECT seq, type FROM events WHERE thread_key=? AND instr(lower(data), ?) > 0"
                    " ORDER BY seq DESC LIMIT ?")
+
+# -- the store's own settings, and rewriting what is sealed (store/sealed.py) ----------------
+store_meta_get = "SELECT value FROM store_meta WHERE key=?"
+store_meta_put = ("INSERT INTO store_meta (key, value) VALUES (?, ?)"
+                  " ON CONFLICT (key) DO UPDATE SET value=excluded.value")
+store_meta_delete = "DELETE FROM store_meta WHERE key=?"
+
+
+def select_sealed(table: str, keys: tuple[str, ...], columns, after: bool = False) -> str:
+    """``table``'s sealed ``columns`` by key order, a page at a time (``after``: the page
+    starts past a key, bound first; then the limit)."""
+    order = ", ".join(keys)
+    where = f" WHERE ({order}) > ({_marks(len(keys))})" if after else ""
+    return (f"SELECT {', '.join([*keys, *(c for c, _ in columns)])} FROM {table}{where}"
+            f" ORDER BY {order} LIMIT ?")
+
+
+def update_sealed(table: str, keys: tuple[str, ...], columns) -> str:
+    """(the columns' new values, then the key)"""
+    return (f"UPDATE {table} SET {', '.join(f'{c}=?' for c, _ in columns)} WHERE "
+            + " AND ".join(f"{k}=?" for k in keys))
+
+
+#: after every sealed value was rewritten: a new file without the free pages that still held
+#: the values as they were, and an empty write-ahead log
+after_reseal = ("VACUUM", "PRAGMA wal_checkpoint(TRUNCATE)")

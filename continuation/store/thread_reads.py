@@ -5,7 +5,6 @@ statements are the backend's own (``self.sql``: ``sqlite_sql`` or ``postgres_sql
 """
 from __future__ import annotations
 
-from continuation.host import jsontext
 
 
 class ThreadReads:
@@ -29,11 +28,11 @@ class ThreadReads:
 
     def input_data(self, thread_key: str, input_id: str) -> dict | None:
         row = self.conn.execute(self.sql.input_data, (thread_key, input_id)).fetchone()
-        return None if row is None else jsontext.loads(row[0])
+        return None if row is None else self.codec.load(row[0])
 
     def inputs_data_of_turn(self, thread_key: str, turn_id: str) -> list[dict]:
         rows = self.conn.execute(self.sql.inputs_data_of_turn, (thread_key, turn_id)).fetchall()
-        return [jsontext.loads(r[0]) for r in rows]
+        return [self.codec.load(r[0]) for r in rows]
 
     def admitted_seqs(self, thread_key: str, input_ids: list[str]) -> list[int]:
         if not input_ids:
@@ -44,14 +43,14 @@ class ThreadReads:
 
     def turn_data(self, thread_key: str, turn_id: str) -> dict | None:
         row = self.conn.execute(self.sql.turn_data, (thread_key, turn_id)).fetchone()
-        return None if row is None else jsontext.loads(row[0])
+        return None if row is None else self.codec.load(row[0])
 
     def calls_of_turn(self, thread_key: str, turn_id: str) -> list[tuple[str, str, dict]]:
         """(call id, status, record) of each call of the turn, in start order; through the turn
         index (without it every call of the thread is read, on each tool call of a runtime that
         pairs calls itself)."""
         rows = self.conn.execute(self.sql.calls_of_turn, (thread_key, turn_id)).fetchall()
-        return [(r[0], r[1], jsontext.loads(r[2])) for r in rows]
+        return [(r[0], r[1], self.codec.load(r[2])) for r in rows]
 
     def ok_calls_without_exit_code(self, thread_key: str, turn_id: str) -> list[str]:
         """Calls of the turn finished ok with no exit code (Codex's PostToolUse carries none)."""
@@ -62,13 +61,13 @@ class ThreadReads:
         """The thread's state as the reducer derives it, read from the derived tables."""
         from continuation.store.view import SqlStateView
 
-        return SqlStateView(self.conn, self.sql, thread_key)
+        return SqlStateView(self.conn, self.sql, thread_key, codec=self.codec)
 
     def newest_event_with_path(self, thread_key: str, etype: str, path: str) -> dict | None:
         """The data of the newest ``etype`` event whose ``path`` is ``path`` (an import's cursor)."""
         row = self.conn.execute(self.sql.newest_event_with_path,
                                 (thread_key, etype, path)).fetchone()
-        return jsontext.loads(row[0]) if row else None
+        return self.codec.load(row[0]) if row else None
 
     def last_seq(self, thread_key: str) -> int:
         return int(self.conn.execute(self.sql.last_seq, (thread_key,)).fetchone()[0])
@@ -83,7 +82,11 @@ class ThreadReads:
         """(type, data as JSON text, source) of the turn's newest event of one of ``etypes``."""
         row = self.conn.execute(self.sql.newest_event_of_turn(len(etypes)),
                                 (thread_key, *self.sql.many(etypes), turn_id)).fetchone()
-        return tuple(row) if row else None
+        if row is None:
+            return None
+        from continuation.store.sealed import row_json
+
+        return row[0], row_json(self.codec.load(row[1])), row[2]  # opened when sealed
 
     def thread_row_by_key(self, thread_key: str) -> dict:
         """The thread's row by its exact key (``thread`` resolves selectors over every thread)."""

@@ -25,12 +25,12 @@ class TimelineReads:
     def inputs_admitted_between(self, thread_key: str, lo: int, hi: int) -> list[InputRecord]:
         """Inputs admitted at seqs ``lo``..``hi``, in admission order (the admission index)."""
         rows = self.conn.execute(self.sql.inputs_admitted_between, (thread_key, lo, hi)).fetchall()
-        return [InputRecord.from_row(jsontext.loads(r[0])) for r in rows]
+        return [InputRecord.from_row(self.codec.load(r[0])) for r in rows]
 
     def calls_started_between(self, thread_key: str, lo: int, hi: int) -> list[ToolCallRecord]:
         """Tool calls started at seqs ``lo``..``hi``, in start order (the start index)."""
         rows = self.conn.execute(self.sql.calls_started_between, (thread_key, lo, hi)).fetchall()
-        return [ToolCallRecord.from_row(jsontext.loads(r[0])) for r in rows]
+        return [ToolCallRecord.from_row(self.codec.load(r[0])) for r in rows]
 
     def input_versions(self, thread_key: str, seqs) -> list[tuple[int, str, dict | None]]:
         """(seq, input id, the input's row as it was before event ``seq`` changed it, None
@@ -42,7 +42,7 @@ class TimelineReads:
             part = seqs[i:i + 500]
             rows += self.conn.execute(self.sql.input_versions_at(len(part)),
                                       (thread_key, *self.sql.many(part))).fetchall()
-        return [(int(s), k, None if d is None else jsontext.loads(d)) for s, k, d in rows]
+        return [(int(s), k, None if d is None else self.codec.load(d)) for s, k, d in rows]
 
     def versions_reach(self, thread_key: str) -> int:
         """The first seq whose row versions are kept (a thread recorded by an older schema has
@@ -95,8 +95,8 @@ class TimelineReads:
                                  (thread_key, to_seq, *sql.many(states))).fetchall()
         call_counts = c.execute(sql.calls_reached_counts(len(statuses)),
                                 (thread_key, to_seq, *sql.many(statuses))).fetchall()
-        return {"inputs": [InputRecord.from_row(jsontext.loads(r[0])) for r in inputs],
-                "calls": [ToolCallRecord.from_row(jsontext.loads(r[0])) for r in calls],
+        return {"inputs": [InputRecord.from_row(self.codec.load(r[0])) for r in inputs],
+                "calls": [ToolCallRecord.from_row(self.codec.load(r[0])) for r in calls],
                 "input_counts": {s: int(n) for s, n in input_counts},
                 "call_counts": {s: int(n) for s, n in call_counts}}
 
@@ -107,5 +107,13 @@ class TimelineReads:
         escaped = jsontext.dumps(needle, ensure_ascii=True)[1:-1].lower()
         if not escaped:
             return []
+        if self.codec.sealing:  # sealed payloads: opened one by one, newest first
+            found = []
+            for event in reversed(self.events(thread_key)):
+                if escaped in jsontext.dumps(event["data"], ensure_ascii=True).lower():
+                    found.append((int(event["seq"]), event["type"]))
+                    if len(found) >= limit:
+                        break
+            return found
         return [(int(s), t) for s, t in self.conn.execute(
             self.sql.events_matching, (thread_key, escaped, limit)).fetchall()]

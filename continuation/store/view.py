@@ -7,13 +7,7 @@ from __future__ import annotations
 
 from statemachine.records import InputRecord, ToolCallRecord, TurnRecord
 
-from continuation.host import jsontext
-
-
-def row_json(row: dict) -> str:
-    """A row's ``data``: ASCII (lone surrogates survive escaped), so ``len`` is its bytes
-    (the ``data_bytes`` column)."""
-    return jsontext.dumps(row, ensure_ascii=True, separators=(",", ":"))
+from continuation.store.sealed import PLAIN, row_json  # noqa: F401 - row_json re-exported
 
 
 _RECORDS = {"input": InputRecord, "turn": TurnRecord, "call": ToolCallRecord}
@@ -25,10 +19,10 @@ class SqlStateView:
     the rows changed since (:meth:`rewind_to`), bounded by what it rolls back. A view for
     reading only (``seq`` None) keeps nothing."""
 
-    __slots__ = ("conn", "sql", "key", "seq", "_n", "_known", "_kept")
+    __slots__ = ("conn", "sql", "key", "seq", "_n", "_known", "_kept", "codec")
 
-    def __init__(self, conn, sql, thread_key: str, seq: int | None = None):
-        self.conn, self.sql, self.key = conn, sql, thread_key
+    def __init__(self, conn, sql, thread_key: str, seq: int | None = None, codec=PLAIN):
+        self.conn, self.sql, self.key, self.codec = conn, sql, thread_key, codec
         self._known: dict = {}
         self.at(seq)
 
@@ -69,43 +63,43 @@ class SqlStateView:
                 self.conn.execute(delete[kind], (self.key, row_key))
                 self._known[(kind, row_key)] = None
             else:
-                getattr(self, f"_write_{kind}")(_RECORDS[kind].from_row(jsontext.loads(data)))
+                getattr(self, f"_write_{kind}")(_RECORDS[kind].from_row(self.codec.load(data)))
         return True
 
     # inputs
     def get_input(self, input_id):
         row = self.conn.execute(self.sql.input_data, (self.key, input_id)).fetchone()
         self._known[("input", input_id)] = row[0] if row else None
-        return InputRecord.from_row(jsontext.loads(row[0])) if row else None
+        return InputRecord.from_row(self.codec.load(row[0])) if row else None
 
     def put_input(self, rec):
         self._keep_version("input", rec.input_id)
         self._write_input(rec)
 
     def _write_input(self, rec) -> None:
-        data = row_json(rec.to_row())
+        data, size = self.codec.dump_sized(rec.to_row())
         self.conn.execute(self.sql.put_input, (self.key, rec.input_id, rec.state, rec.turn_id,
-                                               rec.admitted_seq, data, len(data)))
+                                               rec.admitted_seq, data, size))
         self._known[("input", rec.input_id)] = data
 
     def all_inputs(self):
         rows = self.conn.execute(self.sql.all_inputs, (self.key,)).fetchall()
-        return [InputRecord.from_row(jsontext.loads(r[0])) for r in rows]
+        return [InputRecord.from_row(self.codec.load(r[0])) for r in rows]
 
     def newest_inputs(self, limit: int):
         """The ``limit`` most recently admitted inputs, oldest first (decodes only those)."""
         rows = self.conn.execute(self.sql.newest_inputs, (self.key, limit)).fetchall()
-        return [InputRecord.from_row(jsontext.loads(r[0])) for r in reversed(rows)]
+        return [InputRecord.from_row(self.codec.load(r[0])) for r in reversed(rows)]
 
     def inputs_after(self, seq: int):
         """Inputs admitted after ``seq``, in admission order."""
         rows = self.conn.execute(self.sql.inputs_after, (self.key, seq)).fetchall()
-        return [InputRecord.from_row(jsontext.loads(r[0])) for r in rows]
+        return [InputRecord.from_row(self.codec.load(r[0])) for r in rows]
 
     def calls_after(self, seq: int):
         """Tool calls started after ``seq``, in start order."""
         rows = self.conn.execute(self.sql.calls_after, (self.key, seq)).fetchall()
-        return [ToolCallRecord.from_row(jsontext.loads(r[0])) for r in rows]
+        return [ToolCallRecord.from_row(self.codec.load(r[0])) for r in rows]
 
     def input_counts(self) -> dict:
         """How many inputs are in each state (from the state index, nothing decoded)."""
@@ -122,46 +116,46 @@ class SqlStateView:
         states = list(states)
         rows = self.conn.execute(self.sql.inputs_in_states(states),
                                  (self.key, *self.sql.many(states))).fetchall()
-        return [InputRecord.from_row(jsontext.loads(r[0])) for r in rows]
+        return [InputRecord.from_row(self.codec.load(r[0])) for r in rows]
 
     # turns
     def get_turn(self, turn_id):
         row = self.conn.execute(self.sql.turn_data, (self.key, turn_id)).fetchone()
         self._known[("turn", turn_id)] = row[0] if row else None
-        return TurnRecord.from_row(jsontext.loads(row[0])) if row else None
+        return TurnRecord.from_row(self.codec.load(row[0])) if row else None
 
     def put_turn(self, rec):
         self._keep_version("turn", rec.turn_id)
         self._write_turn(rec)
 
     def _write_turn(self, rec) -> None:
-        data = row_json(rec.to_row())
+        data = self.codec.dump(rec.to_row())
         self.conn.execute(self.sql.put_turn, (self.key, rec.turn_id, rec.status, data))
         self._known[("turn", rec.turn_id)] = data
 
     def running_turns(self):
         rows = self.conn.execute(self.sql.running_turns, (self.key,)).fetchall()
-        return [TurnRecord.from_row(jsontext.loads(r[0])) for r in rows]
+        return [TurnRecord.from_row(self.codec.load(r[0])) for r in rows]
 
     # tool calls
     def get_call(self, call_id):
         row = self.conn.execute(self.sql.call_data, (self.key, call_id)).fetchone()
         self._known[("call", call_id)] = row[0] if row else None
-        return ToolCallRecord.from_row(jsontext.loads(row[0])) if row else None
+        return ToolCallRecord.from_row(self.codec.load(row[0])) if row else None
 
     def put_call(self, rec):
         self._keep_version("call", rec.call_id)
         self._write_call(rec)
 
     def _write_call(self, rec) -> None:
-        data = row_json(rec.to_row())
+        data, size = self.codec.dump_sized(rec.to_row())
         self.conn.execute(self.sql.put_call, (self.key, rec.call_id, rec.status, rec.started_seq,
-                                              data, len(data)))
+                                              data, size))
         self._known[("call", rec.call_id)] = data
 
     def all_calls(self):
         rows = self.conn.execute(self.sql.all_calls, (self.key,)).fetchall()
-        return [ToolCallRecord.from_row(jsontext.loads(r[0])) for r in rows]
+        return [ToolCallRecord.from_row(self.codec.load(r[0])) for r in rows]
 
     def newest_calls(self, limit: int, statuses):
         """The ``limit`` most recently started calls in ``statuses``, oldest first.
@@ -176,13 +170,13 @@ class SqlStateView:
         rows = self.conn.execute(
             self.sql.newest_calls(len(statuses)),
             (*(arg for status in statuses for arg in (self.key, status, limit)), limit)).fetchall()
-        return [ToolCallRecord.from_row(jsontext.loads(r[0])) for r in reversed(rows)]
+        return [ToolCallRecord.from_row(self.codec.load(r[0])) for r in reversed(rows)]
 
     def calls_in_statuses(self, statuses):
         statuses = list(statuses)
         rows = self.conn.execute(self.sql.calls_in_statuses(statuses),
                                  (self.key, *self.sql.many(statuses))).fetchall()
-        return [ToolCallRecord.from_row(jsontext.loads(r[0])) for r in rows]
+        return [ToolCallRecord.from_row(self.codec.load(r[0])) for r in rows]
 
     def calls_of_turns(self, turn_ids, statuses):
         """Calls of the given turns in ``statuses``, in start order (the turns of open inputs:
@@ -193,7 +187,7 @@ class SqlStateView:
         many = self.sql.many
         rows = self.conn.execute(self.sql.calls_of_turns(len(turn_ids), len(statuses)),
                                  (self.key, *many(turn_ids), *many(statuses))).fetchall()
-        return [ToolCallRecord.from_row(jsontext.loads(r[0])) for r in rows]
+        return [ToolCallRecord.from_row(self.codec.load(r[0])) for r in rows]
 
     def reset(self):
         """Every row goes (a rollback replaying the log): each kept as it was first."""
