@@ -633,7 +633,11 @@ def test_rows_sealed_under_a_key_read_back_and_refuse_a_missing_key(backend, sto
     key = store.ensure_thread("codex", "s1", workspace_root="/w")
     _admit(store, key, "in-1", "the secret word is opal", turn_id="t1")
     store.append(key, ev.ASSISTANT_CLAIM, {"text": "said opal", "turn_id": "t1"}, source="test")
+    store.append(key, ev.TURN_COMPLETED, {"turn_id": "t1"}, source="test")
     before = (store.events(key), store.claims(key), [r.to_row() for r in store.inputs(key)])
+    # the timeline's reads: the turns' bounds read inside the database, a search of payloads
+    outline, found = store.turn_outline(key), store.events_matching(key, "OPAL", 10)
+    assert outline[0][3] is not None and len(found) == 2
     assert store.encryption() is None and store.store_meta("encryption") is None
     assert store.codec is PLAIN
     secret = keys.new_key()
@@ -644,8 +648,9 @@ def test_rows_sealed_under_a_key_read_back_and_refuse_a_missing_key(backend, sto
     store.after_reseal()  # (run by reseal; again is harmless)
     assert store.encryption() == {"cipher": "AES-256-GCM", "key_id": kid}
     assert keys.key_text(secret) not in store.store_meta("encryption")
-    _admit(store, key, "in-2", "opal again", turn_id="t1")
-    assert (store.events(key)[:2], store.claims(key)) == before[:2]
+    assert (store.turn_outline(key), store.events_matching(key, "OPAL", 10)) == (outline, found)
+    _admit(store, key, "in-2", "opal again", turn_id="t2")
+    assert (store.events(key)[:3], store.claims(key)) == before[:2]
     other = open_store(backend[1])
     try:  # another connection (another process or host) with the key reads the same
         assert [r.text for r in other.inputs(key)] == ["the secret word is opal", "opal again"]
