@@ -87,8 +87,19 @@ def test_codex_continues_the_turn_with_the_rewind_summary(tmp_path):
     text = json.dumps(told[0]["body"]["input"])
     assert "put back automatically" in text and "AssertionError" in text
     verdicts = [e["data"]["action"] for e in events if e["type"] == "guard_verdict"]
-    assert verdicts == ["pass", "rewind", "pass"], verdicts
+    assert verdicts == ["pass", "rewind", "pass"], _diagnosis(verdicts, events, requests, run)
     restored = [e["data"] for e in events if e["type"] == "workspace_restored"]
     assert len(restored) == 1 and restored[0]["by"] == "guard" and REQ.module_path in restored[0]["restored"]
     assert [i["state"] for i in inputs] == ["handled"] and inputs[0]["text"] == PROMPT
     assert f"return {REQ.correct}" in (repo / REQ.module_path).read_text(encoding="utf-8")
+
+
+def _diagnosis(verdicts, events, requests, run) -> str:
+    """What the loop decided, the log, and what each request to the model carried (a failure
+    here depends on what Codex sent when)."""
+    log = [(e["seq"], e["type"], e["data"].get("action") or e["data"].get("call_id")
+            or e["data"].get("exit_code")) for e in events]
+    sent = [[(i.get("type"), i.get("role"), MARK in json.dumps(i)) for i in
+             (r.get("body") or {}).get("input") or []] for r in requests]
+    return (f"verdicts {verdicts}\nevents {log}\nrequests (type, role, carries the loop's "
+            f"message) {sent}\nhooks {run.hook_events}")
