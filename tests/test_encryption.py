@@ -366,3 +366,17 @@ def test_postgresql_store_and_its_spool_hold_no_secret(pg_cluster, pg_url, tmp_p
     cluster_files = grep_tree(Path(pg_cluster.data), [word]) if os.access(
         pg_cluster.data, os.R_OK) else {}
     assert cluster_files == {}, cluster_files
+
+
+def test_the_cipher_is_cryptographys_public_aesgcm():
+    """The hook takes AESGCM from the binding the public module re-exports (a cheaper import):
+    the very same class."""
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+    from continuation.host.sealing import Sealer, aesgcm_class
+
+    assert aesgcm_class() is AESGCM
+    key = keys.new_key()
+    sealer = Sealer({keys.key_id(key): key}, keys.key_id(key))
+    blob = sealer.seal(b"opal")
+    assert AESGCM(key).decrypt(blob[:12], blob[12:], None) == b"opal"

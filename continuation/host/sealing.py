@@ -24,13 +24,28 @@ class SealError(Exception):
     """A sealed value that cannot be opened (wrong key, damaged, unknown key id): one line."""
 
 
-def _aead(key: bytes):
+def aesgcm_class():
+    """``cryptography``'s AESGCM. Taken from the compiled binding that the public
+    ``cryptography.hazmat.primitives.ciphers.aead`` re-exports it from: importing the public
+    module first runs its package's other modules (the cipher and mode classes, ``typing``,
+    ``enum``), most of the import's cost, paid by every hook of an encrypted store. The public
+    path where the binding is not there (another version's layout)."""
+    try:
+        from cryptography.hazmat.bindings._rust import openssl
+
+        return openssl.aead.AESGCM
+    except (ImportError, AttributeError):
+        pass
     try:
         from cryptography.hazmat.primitives.ciphers.aead import AESGCM
     except ImportError:
         raise SealError("encryption needs the `cryptography` package: pip install "
                         "'continuation-engine[encryption]'") from None
-    return AESGCM(key)
+    return AESGCM
+
+
+def _aead(key: bytes):
+    return aesgcm_class()(key)
 
 
 class Sealer:
