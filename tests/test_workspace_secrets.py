@@ -246,3 +246,28 @@ def test_a_snapshot_whose_tree_holds_a_secret_name_is_not_pushed(repo, git_home,
     assert "refs/continuation/t1-push/2" not in pushed
     assert "not pushing refs/continuation/t1-push/2" in capsys.readouterr().err
     assert json.loads(json.dumps(pushed))  # the remote still holds only the first
+
+
+def test_a_file_scanned_before_is_not_read_again_until_it_changes(repo, git_home, monkeypatch):
+    import os
+    import time
+
+    from continuation.workspace import secrets as module
+
+    write(repo, {"old.txt": "plain\n", "key.txt": TOKENS["npm token"] + "\n"})
+    past = time.time() - 60  # older than RACY_S: kept
+    for name in ("old.txt", "key.txt"):
+        os.utime(repo / name, (past, past))
+    read = []
+    real = module.token_in_file
+    monkeypatch.setattr(module, "token_in_file", lambda p: read.append(p.name) or real(p))
+    take_snapshot(repo, "t1-cache", 1, state_home=git_home)
+    assert sorted(read) == ["key.txt", "old.txt"]
+    read.clear()
+    ref = take_snapshot(repo, "t1-cache", 2, state_home=git_home)
+    assert read == [] and [x["path"] for x in ref.secrets_left_out] == ["key.txt"]
+    write(repo, {"old.txt": f"now {TOKENS['npm token']}\n"})  # changed: read again
+    ref = take_snapshot(repo, "t1-cache", 3, state_home=git_home)
+    assert read == ["old.txt"] and {x["path"] for x in ref.secrets_left_out} == {"key.txt", "old.txt"}
+    kept = (git_home / "workspaces").rglob("secret-scan.json")
+    assert all(TOKENS["npm token"] not in p.read_text() for p in kept)  # no content kept

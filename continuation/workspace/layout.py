@@ -108,6 +108,11 @@ class StateLayout:
         return self.state_dir / "threads"
 
     @property
+    def secret_scan(self) -> Path:
+        """What the secret-file content scan found, by file (``workspace.secrets``)."""
+        return self.state_dir / "secret-scan.json"
+
+    @property
     def tmp_dir(self) -> Path:
         return self.state_dir / "tmp"
 

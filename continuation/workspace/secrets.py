@@ -32,6 +32,10 @@ The user's patterns: lines of a ``secret-patterns`` file in the state home, then
 The defaults end with templates committed on purpose (``.env.example``, public keys): those are
 not left out by their name, and their content is scanned like any file's.
 ``CONTINUATION_SECRET_SCAN=0`` turns the content scan off.
+
+What the scan found is kept per workspace (``secret-scan.json`` beside its snapshot state: a
+path, its size, change time and inode, and the kind of token or none; never its content): a
+file unchanged since is not read again, as git does not re-hash a file its index has seen.
 """
 from __future__ import annotations
 
@@ -40,7 +44,7 @@ import re
 import stat
 from pathlib import Path
 
-from continuation.host.secret_text import find_token
+from continuation.host.secret_text import TOKEN_FORMATS, find_token
 from continuation.workspace.policy import _glob_to_regex
 
 #: the default patterns, by what they hold (docs/workspace.md lists them)
@@ -142,14 +146,59 @@ class _Rules:
         return best
 
 
-class SecretFiles:
-    """Tells which files of a work tree a snapshot leaves out, and why."""
+#: what a kept scan result was made with: another version's formats or bound scan again
+_SCAN_VERSION = f"{SCAN_BYTES}:" + ":".join(sorted(TOKEN_FORMATS.values()))
+#: a file changed this recently is read again next time (a write in the same tick of a coarse
+#: clock would leave its stamp as it was: git's "racy" entries)
+RACY_S = 2.0
 
-    def __init__(self, state_home: Path | str | None, root: Path | str):
+
+class SecretFiles:
+    """Tells which files of a work tree a snapshot leaves out, and why. ``scan_cache``: where
+    the content scan's findings are kept between snapshots (:meth:`save`)."""
+
+    def __init__(self, state_home: Path | str | None, root: Path | str,
+                 scan_cache: Path | None = None):
         self.root = Path(root)
         self._rules = _Rules(patterns(state_home, root))
         self._users_from = len(DEFAULT_PATTERNS) + len(DEFAULT_ALLOWED)
         self.scan = (os.environ.get(SCAN_ENV) or "1").strip() != "0"
+        self._cache_path = scan_cache
+        self._kept: dict[str, list] = _load_scan(scan_cache) if scan_cache else {}
+        self._seen: dict[str, list] = {}
+
+    def save(self) -> None:
+        """Keep what this scan found for the next snapshot (best effort: a cache)."""
+        if self._cache_path is None or self._seen == self._kept:
+            return
+        import json
+
+        from continuation.host.atomic import atomic_write
+
+        try:
+            atomic_write(self._cache_path, json.dumps(
+                {"version": _SCAN_VERSION, "files": self._seen}).encode("utf-8", "surrogatepass"),
+                durable=False)
+        except OSError:
+            pass
+
+    def _content(self, path: str) -> str | None:
+        full = self.root / path
+        try:
+            info = os.lstat(full)
+        except OSError:
+            return None
+        stamp = [info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino]
+        kept = self._kept.get(path)
+        if kept is not None and kept[:4] == stamp:
+            found = kept[4]
+        else:
+            found = token_in_file(full)
+        import time
+
+        if time.time() - info.st_mtime > RACY_S:
+            self._seen[path] = [*stamp, found]
+        return found
 
     def name_matches(self, path: str) -> str | None:
         """The pattern that leaves ``path`` out by its name, or None."""
@@ -169,8 +218,22 @@ class SecretFiles:
                 return None  # the user's own `!` line: snapshotted as it is, not scanned
         if not self.scan:
             return None
-        found = token_in_file(self.root / path)
+        found = self._content(path)
         return f"its content holds a {found}" if found else None
+
+
+def _load_scan(path: Path) -> dict:
+    import json
+
+    try:
+        data = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict) or data.get("version") != _SCAN_VERSION:
+        return {}
+    files = data.get("files")
+    return {k: v for k, v in files.items() if isinstance(v, list) and len(v) == 5} \
+        if isinstance(files, dict) else {}
 
 
 def token_in_file(path: Path) -> str | None:

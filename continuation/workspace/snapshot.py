@@ -216,21 +216,23 @@ def _scan(target: GitTarget, scratch: Path, ws: Workspace, thread_key: str, poli
     from continuation.workspace.secrets import SecretFiles
 
     layout = ws.layout
-    secrets = SecretFiles(layout.state_home, ws.root)
+    secrets = SecretFiles(layout.state_home, ws.root, scan_cache=layout.secret_scan)
     seeded_from_user = seed_index(target, scratch, layout.thread_index(thread_key))
     # in a folder outside git no file is the user's tracked file: a changed one is checked too
     check_tracked = target.kind != "git"
     try:
-        return build_tree(target, scratch, effective_matcher(ws, policy.exclude), policy.size_cap_bytes,
-                          secrets, check_tracked=check_tracked)
+        built = build_tree(target, scratch, effective_matcher(ws, policy.exclude),
+                           policy.size_cap_bytes, secrets, check_tracked=check_tracked)
     except GitFailure:
         if seeded_from_user:
             raise  # the user's own index is unreadable: git's message says why
         # Our cached index is torn or stale (killed process, disk trouble): start empty.
         scratch.unlink(missing_ok=True)
         layout.thread_index(thread_key).unlink(missing_ok=True)
-        return build_tree(target, scratch, effective_matcher(ws, policy.exclude), policy.size_cap_bytes,
-                          secrets, check_tracked=check_tracked)
+        built = build_tree(target, scratch, effective_matcher(ws, policy.exclude),
+                           policy.size_cap_bytes, secrets, check_tracked=check_tracked)
+    secrets.save()
+    return built
 
 
 def _commit(target: GitTarget, ref: WorkspaceRef, head: str | None, home_id: str, owner: str | None = None) -> str:
