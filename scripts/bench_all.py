@@ -49,7 +49,7 @@ BENCHES = {
     "bench_capsule_budget.py": ["--inputs", "2000", "--repeat", "3"],
     "bench_snapshot.py": ["--files", "4000", "--runs", "3"],
     "bench_rewind.py": ["5000"],
-    "bench_secrets.py": ["--files", "4000", "--untracked", "300", "--runs", "3"],
+    "bench_secrets.py": ["--files", "4000", "--untracked", "300", "--runs", "3", "--hook-runs", "10"],
 }
 RATIO = re.compile(r"(\d+(?:\.\d+)?)\s*x\b")
 SHARE = re.compile(r"(\d+(?:\.\d+)?)%")

@@ -6,8 +6,9 @@ committed files (4 KiB each) and ``--untracked`` untracked ones (the agent's new
 snapshot reads each one, the scan too), a thread of 1,000 events. Each round edits three files
 and runs, interleaved: ``git stash create`` (bench_boundaries' PreCompact baseline), the
 PreCompact hook with the scan on (the default), and with ``CONTINUATION_SECRET_SCAN=0``. Prints
-both PreCompact ratios to ``git stash create`` and the on/off ratio; and the scan alone (the
-names and contents of every untracked file, in this process).
+both PreCompact ratios to ``git stash create`` and the on/off ratio (the scan on keeps what it
+found: an unchanged file is not read again); and the scan alone, uncached (the names and
+contents of every untracked file, in this process).
 
 Encryption at rest (docs/encryption.md): two state homes holding the same 1,000-event thread
 on that repository, one in clear and one encrypted (``continuation key init``). Interleaved:
@@ -189,7 +190,7 @@ def run(args, base: Path) -> int:
         return 0
     print(f"{args.files} committed files, {args.untracked} untracked files of 4 KiB (+2 secrets)")
     print_rows(rows)
-    print(f"the scan alone: {alone['files']} untracked files ({alone['mb']} MB), "
+    print(f"the scan alone, uncached: {alone['files']} untracked files ({alone['mb']} MB), "
           f"{alone['left_out']} left out, {alone['ms']} ms ({alone['us_per_file']} us a file, "
           f"{alone['mb_per_s']:.0f} MB/s)")
     return 0

@@ -169,8 +169,8 @@ class SecretFiles:
 
     def save(self) -> None:
         """Keep what this scan found for the next snapshot (best effort: a cache)."""
-        if self._cache_path is None or self._seen == self._kept:
-            return
+        if self._cache_path is None or not self.scan or self._seen == self._kept:
+            return  # (a snapshot without the scan leaves what the last one found)
         import json
 
         from continuation.host.atomic import atomic_write
