@@ -513,3 +513,65 @@ def test_values_come_back_as_the_driver_gives_them(pg_url, tmp_path, monkeypatch
         conn.close()
     finally:
         _stop(relay)
+
+
+def test_a_relay_that_does_not_answer_is_ended_and_the_hook_connects_itself(pg_url, tmp_path):
+    """A relay stopped (SIGSTOP: it holds its socket, so the kernel still accepts, but answers
+    nothing) does not hold a hook: past the hello's time-out (the URL's connect_timeout and a
+    margin) the hook ends it and records directly; the next hook starts a fresh relay, and
+    `doctor` answers too. Every acknowledged prompt is on the server once."""
+    url = pg_url + "&connect_timeout=1"
+    assert relay_client.hello_timeout(url) == 1 + relay_client.HELLO_MARGIN_S
+    env = _env(url, tmp_path / "h")
+    base = {"session_id": "sess", "cwd": "/tmp", "hook_event_name": "UserPromptSubmit"}
+    relay = _start_relay(url, env)
+    try:
+        os.kill(relay.pid, signal.SIGSTOP)
+        r = _hook(env, {**base, "turn_id": "t1", "prompt": "while it is stopped"})
+        assert r.returncode == 0 and json.loads(r.stdout) == {}, r.stderr
+        assert relay.wait(timeout=30) == -signal.SIGKILL
+        fresh = _wait_for_relay(url, env)
+        assert fresh["pid"] != relay.pid
+        os.kill(fresh["pid"], signal.SIGSTOP)
+        doctor = subprocess.run([sys.executable, "-m", "continuation", "doctor"], env=env,
+                                capture_output=True, text=True, timeout=60)
+        assert "[ok] store:" in doctor.stdout, doctor.stdout + doctor.stderr
+        r = _hook(env, {**base, "turn_id": "t2", "prompt": "after"})
+        assert r.returncode == 0 and json.loads(r.stdout) == {}, r.stderr
+    finally:
+        _stop(relay)
+    assert _texts(url, tmp_path) == ["while it is stopped", "after"]
+    assert pending(str(tmp_path / "h")) == 0
+    log = Path(relay_wire.socket_path(os.environ["CONTINUATION_RELAY_DIR"], url)[:-5] + ".log")
+    assert f"ended relay pid={relay.pid}: no answer to its hello" in log.read_text()
+
+
+def test_a_relay_silent_inside_a_transaction_is_a_lost_server(pg_url, tmp_path):
+    """The relay hangs on a hook's COMMIT (holding the thread's row lock): past
+    CONTINUATION_RELAY_WAIT_S the hook ends it and spools its payload (no lost write); the
+    next hook drains it: the Stop's claim is on the server once."""
+    from continuation.host import lost_writes
+
+    home = tmp_path / "h"
+    env = _env(pg_url, home, CONTINUATION_RELAY_WAIT_S="3")
+    base = {"session_id": "sess", "cwd": "/tmp"}
+    off = {**env, "CONTINUATION_RELAY": "off"}
+    assert _hook(off, {**base, "hook_event_name": "UserPromptSubmit", "turn_id": "t1",
+                       "prompt": "first"}).returncode == 0
+    relay = _start_relay(pg_url, env, CONTINUATION_FAULT="relay.before_commit:hang")
+    try:
+        r = _hook(env, {**base, "hook_event_name": "Stop", "turn_id": "t1",
+                        "last_assistant_message": "renamed the module"})
+        assert r.returncode == 0 and json.loads(r.stdout) == {}, r.stderr
+        assert relay.wait(timeout=30) == -signal.SIGKILL
+    finally:
+        _stop(relay)
+    assert lost_writes.read(str(home))["lost"] == 0
+    assert pending(str(home)) >= 1
+    assert "the relay did not answer within 3s" in (home / "logs" / "hooks.log").read_text()
+    r = _hook(env, {**base, "hook_event_name": "UserPromptSubmit", "turn_id": "t2",
+                    "prompt": "second"})
+    assert r.returncode == 0 and json.loads(r.stdout) == {}, r.stderr
+    assert pending(str(home)) == 0
+    assert _texts(pg_url, tmp_path) == ["first", "second"]
+    assert _claims(pg_url, tmp_path) == ["renamed the module"]

@@ -11,6 +11,15 @@ the middle of a statement is a lost server (:class:`ServerUnreachable`): the hoo
 the local spool and its stamps keep the drain exactly once, whether or not the commit it was
 waiting on happened.
 
+A relay that stops answering (stopped, wedged) never holds a hook: one that does not answer
+the hello within :func:`hello_timeout` is ended (it is this user's own process; the server
+rolls back whatever it held) and the hook connects itself; inside a hook run, an answer that
+takes longer than :func:`answer_timeout` (``CONTINUATION_RELAY_WAIT_S``, default 20 s: well
+within the runtimes' hook timeouts, 30 s as installed) is a lost server: the hook spools, as
+above, and ends the relay too (whatever held it, a wedged server connection or a long row
+lock, its transactions are rolled back and the next hook starts a fresh one). A command
+waits on a slow answer, as on the direct path (Ctrl-C stops it).
+
 ``CONTINUATION_RELAY=off`` turns the relay off (every hook connects itself).
 """
 from __future__ import annotations
@@ -26,11 +35,22 @@ ENV = "CONTINUATION_RELAY"
 #: the environment variable the relay reads its server URL from (never its command line:
 #: another user can read that)
 URL_ENV = "CONTINUATION_RELAY_URL"
+#: what a hello may take beyond the server's connect timeout (the relay answers it at once
+#: from its pool, or after connecting to the server)
+HELLO_MARGIN_S = 5.0
+#: the longest a hook run waits on one answer through the relay before taking the server for
+#: lost (a statement waiting on another writer's row lock included); ``WAIT_ENV`` overrides
+ANSWER_TIMEOUT_S = 20.0
+WAIT_ENV = "CONTINUATION_RELAY_WAIT_S"
 
 
 class RelayAbsent(Exception):
     """No relay answers for this server (none runs, it was ending, or it refused us): the
-    caller connects itself."""
+    caller connects itself. ``hung``: one held the socket without answering (it was ended)."""
+
+    def __init__(self, message: str, *, hung: bool = False):
+        super().__init__(message)
+        self.hung = hung
 
 
 class RelayFailed(Exception):
@@ -106,10 +126,10 @@ class RelayConnection:
     next point instead of at its ``execute`` (it aborts the transaction either way). Outside
     a transaction each statement is sent at once."""
 
-    __slots__ = ("sock", "closed", "schema", "waiting", "in_transaction")
+    __slots__ = ("sock", "path", "closed", "schema", "waiting", "in_transaction")
 
-    def __init__(self, sock):
-        self.sock, self.closed, self.schema = sock, False, 0
+    def __init__(self, sock, path: str = ""):
+        self.sock, self.path, self.closed, self.schema = sock, path, False, 0
         self.waiting: list = []
         self.in_transaction = False
 
@@ -119,6 +139,12 @@ class RelayConnection:
         try:
             relay_wire.send(self.sock, message)
             return relay_wire.receive(self.sock)
+        except TimeoutError:
+            waited = self.sock.gettimeout()
+            pid = _end_silent_relay(self.sock, self.path, "an answer")
+            self.close()
+            raise ServerUnreachable("lost the store server: the relay did not answer within "
+                                    f"{waited:g}s (pid {pid}: ended)") from None
         except (OSError, relay_wire.WireError) as exc:
             # the relay died (or was killed) with the statement: whether it reached the
             # server's commit is unknown, as for a server lost mid-write
@@ -201,10 +227,16 @@ def connect(url: str) -> RelayConnection:
         sock = _socket_to(path)
     except OSError as exc:
         raise RelayAbsent(f"no relay at {path}: {exc}") from None
-    conn = RelayConnection(sock)
+    conn = RelayConnection(sock, path)
     try:
+        sock.settimeout(hello_timeout(url))
         relay_wire.send(sock, ["hello", relay_wire.PROTOCOL])
         answer = relay_wire.receive(sock)
+    except TimeoutError:  # it holds the socket but does not answer: end it, connect ourselves
+        pid = _end_silent_relay(sock, path, "its hello")
+        conn.close()
+        raise RelayAbsent(f"the relay at {path} (pid {pid}) did not answer its hello within "
+                          f"{hello_timeout(url):g}s: ended", hung=True) from None
     except (OSError, relay_wire.WireError) as exc:  # it was ending, or refused us: no fact sent
         conn.close()
         raise RelayAbsent(f"the relay at {path} did not answer: {exc}") from None
@@ -215,7 +247,63 @@ def connect(url: str) -> RelayConnection:
         conn.close()
         raise RelayAbsent(f"the relay refused: {answer.get('message')}")
     conn.schema = int(answer.get("schema") or 0)
+    from continuation.store import log_store
+
+    # a hook run takes a silent relay for a lost server (it spools); a command waits
+    sock.settimeout(answer_timeout() if log_store.STAMPS is not None else None)
     return conn
+
+
+def answer_timeout() -> float:
+    try:
+        return max(0.1, float(os.environ.get(WAIT_ENV) or ANSWER_TIMEOUT_S))
+    except ValueError:
+        return ANSWER_TIMEOUT_S
+
+
+def hello_timeout(url: str) -> float:
+    """How long a hello may take: the server's connect timeout (``connect_timeout=N`` in the
+    URL, else the direct path's 5 s) and :data:`HELLO_MARGIN_S`."""
+    seconds = 5.0
+    at = url.find("connect_timeout=")
+    if at >= 0:
+        digits = url[at + len("connect_timeout="):].split("&", 1)[0]
+        if digits.isdigit():
+            seconds = float(digits)
+    return seconds + HELLO_MARGIN_S
+
+
+def _end_silent_relay(sock, path: str, what: str) -> int | None:
+    """SIGKILL the relay at the other end of ``sock`` (its pid from ``SO_PEERCRED``), when it
+    is this user's: it holds the socket (so no other relay can start) but answers nothing.
+    Its server connections close and the server rolls back what they held, as when it is
+    killed mid-request. Its pid, or None when it could not be told."""
+    import _socket
+
+    try:
+        creds = sock.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, 12)
+        pid = int.from_bytes(creds[0:4], sys.byteorder)
+        uid = int.from_bytes(creds[4:8], sys.byteorder)
+    except (OSError, AttributeError):
+        return None
+    if uid != os.getuid() or pid in (0, os.getpid()):
+        return None
+    import signal
+
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except OSError:
+        return None
+    try:  # beside the relay's own log lines (its log: the socket's name, .log)
+        import time
+
+        fd = os.open(path[:-len(".sock")] + ".log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        with os.fdopen(fd, "a", encoding="utf-8") as fh:
+            fh.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} pid={os.getpid()} ended relay "
+                     f"pid={pid}: no answer to {what} in time\n")
+    except OSError:
+        pass
+    return pid
 
 
 class RelayedStore(ServerStore):
