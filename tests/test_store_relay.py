@@ -575,3 +575,53 @@ def test_a_relay_silent_inside_a_transaction_is_a_lost_server(pg_url, tmp_path):
     assert pending(str(home)) == 0
     assert _texts(pg_url, tmp_path) == ["first", "second"]
     assert _claims(pg_url, tmp_path) == ["renamed the module"]
+
+
+@pytest.mark.parametrize("way", ["relayed", "direct"])
+def test_a_server_that_takes_no_writes_or_refuses_one_loses_nothing_silently(pg_cluster,
+                                                                             tmp_path, way):
+    """A server turned read-only (a standby, a failover; SQLSTATE 25006) is a lost server to
+    a hook: its facts wait in the spool (no lost write) and drain once writes are taken
+    again. A write the server refuses for its own reasons (here a trigger) cannot be kept:
+    the hook counts it as a lost write and tells the user, as a full disk does."""
+    import psycopg
+
+    from continuation.host import lost_writes
+
+    db = f"readonly_{way}_{os.getpid()}"
+    url = pg_cluster.create_database(db)
+    home = tmp_path / "h"
+    env = _env(url, home, **({"CONTINUATION_RELAY": "off"} if way == "direct" else {}))
+    base = {"session_id": "sess", "cwd": "/tmp", "hook_event_name": "UserPromptSubmit"}
+    relay = _start_relay(url, env) if way == "relayed" else None
+
+    def admin(sql):  # as a failover does: the sessions of the database are ended
+        with psycopg.connect(pg_cluster.url(), autocommit=True) as conn:
+            conn.execute(sql)
+            conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                         " WHERE datname=%s", (db,))
+
+    try:
+        assert _hook(env, {**base, "turn_id": "t0", "prompt": "before"}).returncode == 0
+        admin(f'ALTER DATABASE "{db}" SET default_transaction_read_only = on')
+        for n in (1, 2):
+            r = _hook(env, {**base, "turn_id": f"t{n}", "prompt": f"read-only {n}"})
+            assert r.returncode == 0 and json.loads(r.stdout) == {}, r.stderr
+        assert pending(str(home)) >= 2 and lost_writes.read(str(home))["lost"] == 0
+        admin(f'ALTER DATABASE "{db}" RESET default_transaction_read_only')
+        assert _hook(env, {**base, "turn_id": "t3", "prompt": "writable"}).returncode == 0
+        assert pending(str(home)) == 0
+        assert _texts(url, tmp_path) == ["before", "read-only 1", "read-only 2", "writable"]
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS"
+                         " $$BEGIN RAISE EXCEPTION 'refused by policy'; END$$")
+            conn.execute("CREATE TRIGGER refuse BEFORE INSERT ON events"
+                         " FOR EACH ROW EXECUTE FUNCTION refuse()")
+        r = _hook(env, {**base, "turn_id": "t4", "prompt": "refused"})
+        assert r.returncode == 0, r.stderr
+        assert "could not" in json.loads(r.stdout).get("systemMessage", ""), r.stdout
+        assert lost_writes.read(str(home))["lost"] == 1
+    finally:
+        if relay is not None:
+            _stop(relay)
+    assert _texts(url, tmp_path) == ["before", "read-only 1", "read-only 2", "writable"]

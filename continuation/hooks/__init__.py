@@ -94,6 +94,9 @@ def _storage_failure(exc: BaseException) -> bool:
 
     if isinstance(exc, (sqlite3.OperationalError, sqlite3.DatabaseError)):
         return not isinstance(exc, (sqlite3.IntegrityError, sqlite3.ProgrammingError))
+    sqlstate = getattr(exc, "sqlstate", None)  # the PostgreSQL server refused the write
+    if isinstance(sqlstate, str) and sqlstate:  # (the driver's error, or the relay's word)
+        return not sqlstate.startswith(("23", "42"))  # as SQLite's: not a key or SQL error
     return isinstance(exc, StoreError) and not isinstance(exc, (StoreVersionError, UnknownThread))
 
 

@@ -189,6 +189,7 @@ def clear(home) -> None:
 
 def lost_message(home, why: str | None = None) -> str:
     """``why``: what the user can act on, when known (an encrypted store's key is missing)."""
-    why = why or f"the state home {os.fspath(home)} is full, read-only or damaged"
+    why = why or (f"the state home {os.fspath(home)} is full, read-only or damaged, or the "
+                  "store's server refused the write")
     return (f"continuation could not record this hook event ({why}); your agent goes on, but "
             "until this is fixed the continuation record is incomplete. Run `continuation doctor`.")

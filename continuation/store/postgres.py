@@ -19,7 +19,7 @@ import psycopg
 
 from continuation.store.log_store import ServerUnreachable
 from continuation.store.postgres_url import redact
-from continuation.store.server_store import ServerStore, ServerTransaction, nul_free
+from continuation.store.server_store import ServerStore, ServerTransaction, lost_server, nul_free
 
 __all__ = ["CONNECT_TIMEOUT_S", "PostgresStore", "ServerUnreachable", "connect", "redact"]
 
@@ -38,16 +38,20 @@ class _Connection:
     def execute(self, sql: str, args=()):
         try:
             return self.raw.execute(sql, nul_free(args))
-        except psycopg.OperationalError as exc:  # the server went away mid-run
-            raise ServerUnreachable(f"lost the store server: {first_line(exc)}") from None
+        except psycopg.Error as exc:
+            if lost_server(exc):  # the server went away mid-run, or takes no writes now
+                raise ServerUnreachable(f"lost the store server: {first_line(exc)}") from None
+            raise
 
     def executemany(self, sql: str, rows):
         try:
             with self.raw.cursor() as cur:
                 cur.executemany(sql, [nul_free(r) for r in rows])
                 return cur
-        except psycopg.OperationalError as exc:
-            raise ServerUnreachable(f"lost the store server: {first_line(exc)}") from None
+        except psycopg.Error as exc:
+            if lost_server(exc):
+                raise ServerUnreachable(f"lost the store server: {first_line(exc)}") from None
+            raise
 
     @property
     def closed(self) -> bool:

@@ -31,7 +31,7 @@ from continuation.host import faults
 from continuation.store import relay_wire
 from continuation.store.postgres import connect, first_line
 from continuation.store.postgres_url import redact
-from continuation.store.server_store import SCHEMA_TABLE_EXISTS, SCHEMA_VERSION_NOW
+from continuation.store.server_store import SCHEMA_TABLE_EXISTS, SCHEMA_VERSION_NOW, lost_server
 
 IDLE_ENV = "CONTINUATION_RELAY_IDLE_S"
 DEFAULT_IDLE_S = 600.0
@@ -194,14 +194,16 @@ class Relay:
             if commit:
                 faults.point("relay.after_commit")
             return answer
-        except psycopg.OperationalError as exc:  # what the direct path calls a lost server
-            return {"error": "lost", "message": f"lost the store server: {first_line(exc)}",
-                    "closed": raw.closed or raw.broken}
         except psycopg.Error as exc:
+            if lost_server(exc):  # what the direct path calls a lost server: the connection
+                # goes (a read-only one too: the next hook's is made anew, after a failover)
+                return {"error": "lost", "message": f"lost the store server: {first_line(exc)}",
+                        "closed": True}
             return {"error": "db", "kind": type(exc).__name__, "sqlstate": exc.sqlstate,
                     "message": first_line(exc), "closed": raw.closed or raw.broken}
-        except TypeError as exc:  # a value the wire cannot carry
-            return {"error": "db", "kind": "TypeError", "message": str(exc), "closed": False}
+        except (TypeError, ValueError) as exc:  # a value the wire or the driver cannot carry
+            return {"error": "db", "kind": type(exc).__name__, "message": str(exc),
+                    "closed": False}
 
     def status(self) -> dict:
         with self.lock:

@@ -18,6 +18,18 @@ SCHEMA_TABLE_EXISTS = "SELECT to_regclass('continuation_schema') IS NOT NULL"
 SCHEMA_VERSION_NOW = "SELECT max(version) FROM continuation_schema"
 
 
+def lost_server(exc) -> bool:
+    """Whether a driver error means the server cannot take the write now, so the facts wait
+    in the spool (:class:`~continuation.store.log_store.ServerUnreachable`): the connection
+    failed or went away (psycopg's ``OperationalError``: the server gone, shutting down, out
+    of room or connections, a deadlock), or the server takes no writes at the moment (SQLSTATE
+    25006: a standby, or a primary turned read-only by a failover). Any other error is a
+    refusal of this write (counted as a lost write by the hook)."""
+    import psycopg  # only on the direct path or in the relay, which have it loaded
+
+    return isinstance(exc, psycopg.OperationalError) or getattr(exc, "sqlstate", None) == "25006"
+
+
 def nul_free(args):
     """PostgreSQL text holds no NUL character (SQLite does): derived columns get U+FFFD; the
     event row keeps the exact text, JSON-escaped."""
