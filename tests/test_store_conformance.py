@@ -670,3 +670,29 @@ def test_rows_sealed_under_a_key_read_back_and_refuse_a_missing_key(backend, sto
     store.reseal(PLAIN)
     assert store.encryption() is None
     assert [r.to_row() for r in store.inputs(key)][0] == before[2][0]
+
+
+
+def test_a_call_and_a_turn_holding_a_nul_or_a_lone_surrogate_are_recorded(store):
+    """A tool's output with NUL bytes (`cat` of a binary file), arguments and a claim with a
+    lone surrogate: each fact is recorded (the server reads a call's and a turn's row as JSON,
+    which holds neither: those rows get U+FFFD), the event keeps the exact text, and the
+    turn's calls are found by their turn."""
+    key = store.ensure_thread("codex", "odd-bytes")
+    odd = "ELF\x00\x01\x02 \udc80 end"
+    _admit(store, key, "i1", text="show " + odd, turn_id="t1")
+    store.append(key, ev.TOOL_STARTED, {"call_id": "c1", "tool": "sh", "turn_id": "t1",
+                                        "args": {"cmd": "cat " + odd, odd: 1}}, source="test")
+    store.append(key, ev.TOOL_FINISHED, {"call_id": "c1", "status": "ok", "exit_code": 0,
+                                         "output": odd * 3}, source="test")
+    store.append(key, ev.ASSISTANT_CLAIM, {"text": "it printed " + odd, "turn_id": "t1"},
+                 source="test")
+    store.append(key, ev.TURN_COMPLETED, {"turn_id": "t1", "claim": odd}, source="test")
+    events = store.events(key)
+    assert [e["type"] for e in events] == [ev.INPUT_ADMITTED, ev.TOOL_STARTED, ev.TOOL_FINISHED,
+                                           ev.ASSISTANT_CLAIM, ev.TURN_COMPLETED]
+    assert events[2]["data"]["output"] == odd * 3  # the event: exact
+    [call] = store.tool_calls(key)
+    assert call.status == "ok" and call.turn_id == "t1"
+    assert [call_id for call_id, _, _ in store.calls_of_turn(key, "t1")] == ["c1"]
+    assert [t.status for t in store.turns(key)] == ["completed"]

@@ -11,6 +11,10 @@ from __future__ import annotations
 
 #: as in sqlite_sql: a bound no seq or generation reaches
 NO_BOUND = (1 << 63) - 1
+#: a turn's and a call's row is read as JSON by the server (``::jsonb``, the index on a
+#: call's turn), which refuses a NUL (``\u0000``) or a lone surrogate in it: see
+#: ``view.row_json``
+JSON_STRICT = True
 
 
 def many(values) -> tuple:

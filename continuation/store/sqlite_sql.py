@@ -17,6 +17,8 @@ _RARE_INPUT_STATES = frozenset({"new", "queued", "pending", "interrupted", "reco
 _RARE_CALL_STATUSES = frozenset({"in_flight", "unknown", "reconciled"})
 #: a bound no seq or generation reaches (a "no upper bound" that keeps one statement)
 NO_BOUND = (1 << 63) - 1
+#: SQLite's JSON functions take any escaped text: a derived row keeps it exactly
+JSON_STRICT = False
 
 
 def many(values) -> tuple:

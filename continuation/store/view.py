@@ -10,6 +10,26 @@ from statemachine.records import InputRecord, ToolCallRecord, TurnRecord
 from continuation.store.sealed import PLAIN, row_json  # noqa: F401 - row_json re-exported
 
 
+def valid_text(value):
+    """``value`` with each NUL and lone surrogate in its texts (keys included) made U+FFFD:
+    for a backend that reads a row as JSON itself (``JSON_STRICT`` of its statements), whose
+    JSON holds neither; as in the derived text columns (the event row keeps the exact text)."""
+    if isinstance(value, str):
+        if "\x00" in value:
+            value = value.replace("\x00", "\ufffd")
+        if not value.isascii():
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                value = value.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+        return value
+    if isinstance(value, dict):
+        return {valid_text(k): valid_text(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [valid_text(v) for v in value]
+    return value
+
+
 _RECORDS = {"input": InputRecord, "turn": TurnRecord, "call": ToolCallRecord}
 
 
@@ -129,7 +149,8 @@ class SqlStateView:
         self._write_turn(rec)
 
     def _write_turn(self, rec) -> None:
-        data = self.codec.dump(rec.to_row())
+        row = rec.to_row()
+        data = self.codec.dump(valid_text(row) if self.sql.JSON_STRICT else row)
         self.conn.execute(self.sql.put_turn, (self.key, rec.turn_id, rec.status, data))
         self._known[("turn", rec.turn_id)] = data
 
@@ -148,7 +169,8 @@ class SqlStateView:
         self._write_call(rec)
 
     def _write_call(self, rec) -> None:
-        data, size = self.codec.dump_sized(rec.to_row())
+        row = rec.to_row()
+        data, size = self.codec.dump_sized(valid_text(row) if self.sql.JSON_STRICT else row)
         self.conn.execute(self.sql.put_call, (self.key, rec.call_id, rec.status, rec.started_seq,
                                               data, size))
         self._known[("call", rec.call_id)] = data
