@@ -625,3 +625,100 @@ def test_a_server_that_takes_no_writes_or_refuses_one_loses_nothing_silently(pg_
         if relay is not None:
             _stop(relay)
     assert _texts(url, tmp_path) == ["before", "read-only 1", "read-only 2", "writable"]
+
+
+def test_a_relay_serves_only_the_connection_its_home_names(pg_cluster, tmp_path):
+    """One URL naming a service (`?service=team`), two HOMEs whose ~/.pg_service.conf send it
+    to two databases: libpq would connect each hook to its own, so each HOME gets its own
+    relay; no fact lands in the other's database."""
+    import psycopg
+
+    dbs = {who: f"service_{who}_{os.getpid()}" for who in ("x", "y")}
+    for who, db in dbs.items():
+        pg_cluster.create_database(db)
+        (tmp_path / who).mkdir()
+        (tmp_path / who / ".pg_service.conf").write_text(
+            f"[team]\nhost={pg_cluster.socket}\ndbname={db}\nuser=postgres\n")
+    url = "postgresql:///?service=team"
+    envs = {who: _env(url, tmp_path / f"state-{who}", HOME=str(tmp_path / who))
+            for who in dbs}
+    base = {"session_id": "sess", "cwd": "/tmp", "hook_event_name": "UserPromptSubmit"}
+    pids = []
+    try:
+        for n, who in enumerate("xyxy"):
+            r = _hook(envs[who], {**base, "turn_id": f"t{n}", "prompt": f"from {who} {n}"})
+            assert r.returncode == 0 and json.loads(r.stdout) == {}, r.stderr
+            pids.append(_wait_for_relay(url, envs[who])["pid"])
+        assert pids[0] == pids[2] and pids[1] == pids[3] and pids[0] != pids[1]
+    finally:
+        for pid in set(pids):
+            os.kill(pid, signal.SIGTERM)
+    for who, db in dbs.items():
+        with psycopg.connect(pg_cluster.url(db)) as conn:
+            texts = [json.loads(d)["text"] for (d,) in conn.execute(
+                "SELECT data FROM events WHERE type=%s ORDER BY seq", (ev.INPUT_ADMITTED,))]
+        assert texts == [f"from {who} {n}" for n, w in enumerate("xyxy") if w == who]
+
+
+def test_a_relay_whose_socket_was_removed_leaves_the_new_ones_alone(pg_url, tmp_path):
+    """The relay folder removed under a running relay (a cleaner of /tmp): the next hook
+    starts a new relay; the old one, unreachable, leaves once its last connection closes and
+    does not take the new relay's socket with it."""
+    import shutil
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="crelay-")) / "relays"  # a short socket path
+    env = _env(pg_url, tmp_path / "h", CONTINUATION_RELAY_DIR=str(folder))
+    base = {"session_id": "sess", "cwd": "/tmp", "hook_event_name": "UserPromptSubmit"}
+    old = _start_relay(pg_url, env)
+    path = relay_wire.socket_path(str(folder), pg_url)
+    held = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    held.connect(path)  # a hook still connected: the old relay stays until it closes
+    new = None
+    try:
+        time.sleep(0.5)
+        shutil.rmtree(folder)
+        assert _hook(env, {**base, "turn_id": "t1", "prompt": "first"}).returncode == 0
+        new = _wait_for_relay(pg_url, env)["pid"]
+        assert new != old.pid and old.poll() is None
+        held.close()
+        assert old.wait(timeout=30) == 0  # unreachable and unused: it left
+        assert os.path.exists(path) and _status(pg_url, env)["pid"] == new
+        assert _hook(env, {**base, "turn_id": "t2", "prompt": "second"}).returncode == 0
+        assert _status(pg_url, env)["connections"] == 1  # the new relay served it
+    finally:
+        held.close()
+        _stop(old)
+        if new is not None:
+            os.kill(new, signal.SIGTERM)
+        shutil.rmtree(folder.parent, ignore_errors=True)
+    assert _texts(pg_url, tmp_path) == ["first", "second"]
+
+
+def test_a_runtime_folder_too_long_for_a_socket_falls_back_or_is_said(pg_url, tmp_path):
+    """A socket's name holds ~100 bytes: with $XDG_RUNTIME_DIR and $TMPDIR too deep for one,
+    the relay lives under /tmp (it ran nowhere before: every hook connected itself and spawned
+    a relay that could not listen). A CONTINUATION_RELAY_DIR too deep is said by doctor, and
+    no hook spawns a relay for it."""
+    deep = tmp_path / ("d" * 60) / ("e" * 60)
+    deep.mkdir(parents=True)
+    env = {k: v for k, v in _env(pg_url, tmp_path / "h").items()
+           if k != relay_wire.DIR_ENV}
+    env.update(XDG_RUNTIME_DIR=str(deep), TMPDIR=str(deep))
+    base = {"session_id": "sess", "cwd": "/tmp", "hook_event_name": "UserPromptSubmit"}
+    assert _hook(env, {**base, "turn_id": "t1", "prompt": "first"}).returncode == 0
+    pid = _wait_for_relay(pg_url, env)["pid"]
+    try:
+        assert _hook(env, {**base, "turn_id": "t2", "prompt": "second"}).returncode == 0
+        assert _status(pg_url, env)["connections"] == 1
+        assert os.path.exists(f"/tmp/continuation-relay-{os.getuid()}")
+    finally:
+        os.kill(pid, signal.SIGTERM)
+    named = {**env, relay_wire.DIR_ENV: str(deep / "relays")}
+    assert _hook(named, {**base, "turn_id": "t3", "prompt": "third"}).returncode == 0
+    assert not (deep / "relays").exists()  # no relay was spawned for it
+    doctor = subprocess.run([sys.executable, "-m", "continuation", "doctor"], env=named,
+                            capture_output=True, text=True, timeout=120)
+    assert "[!!] store.relay: the relay folder" in doctor.stdout
+    assert "too long a path for a socket's name" in doctor.stdout.replace("\n  ", " ")
+    assert _texts(pg_url, tmp_path) == ["first", "second", "third"]

@@ -86,6 +86,11 @@ def check_relay(home: Path) -> Finding:
                        "private to this user (mode 0700, owned by you): hooks connect to the "
                        "server themselves", f"remove it, or set {relay_wire.DIR_ENV}",
                        data={"running": False, "enabled": True})
+    if relay_wire.too_long(relay_wire.relay_dir()):
+        return Finding("store.relay", WARN, f"the relay folder {relay_wire.relay_dir()} is too "
+                       "long a path for a socket's name: hooks connect to the server themselves",
+                       f"set {relay_wire.DIR_ENV} to a shorter folder",
+                       data={"running": False, "enabled": True})
     state = relay_client.status(url)
     if state is None:
         return Finding("store.relay", INFO, "not running (the next hook starts it; it leaves "

@@ -14,6 +14,9 @@ hook that finds none: see ``relay_client``).
   connection's peer is checked (``SO_PEERCRED``): another user's process is refused.
 - Leaves when idle: no connection open and none made for ``CONTINUATION_RELAY_IDLE_S``
   seconds (default 600); it removes its socket first, so a hook arriving then starts another.
+  It leaves too once its socket's name no longer names its socket (its folder was removed,
+  say by a cleaner of /tmp: no hook can reach it, and the relay started since owns the name,
+  which this one then leaves alone).
 - One at a time: a lock file beside the socket, held while it runs.
 """
 from __future__ import annotations
@@ -55,6 +58,7 @@ def peer_uid(conn: socket.socket) -> int:
 class Relay:
     def __init__(self, url: str, path: str, idle_s: float):
         self.url, self.path, self.idle_s = url, path, idle_s
+        self.bound: tuple[int, int] | None = None  # (device, inode) of the socket it listens on
         self.owner = os.getuid()
         self.started = time.time()
         self.connections = self.statements = self.refused = 0
@@ -166,6 +170,14 @@ class Relay:
                 self.active -= 1
                 self.last_activity = time.monotonic()
 
+    def reachable(self) -> bool:
+        """Whether the socket's name still names the socket this relay listens on."""
+        try:
+            st = os.lstat(self.path)
+        except OSError:
+            return False
+        return (st.st_dev, st.st_ino) == self.bound
+
     def allowed(self, uid: int) -> bool:
         return uid == self.owner
 
@@ -231,6 +243,9 @@ class Relay:
                 with self.lock:
                     idle = self.active == 0 and (
                         time.monotonic() - self.last_activity > self.idle_s)
+                    if self.active == 0 and not idle and not self.reachable():
+                        self.log("its socket was removed: leaving")
+                        return
                 if idle:
                     return
                 continue
@@ -301,13 +316,16 @@ def main() -> int:
     finally:
         os.umask(old)
     os.chmod(path, 0o600)
+    st = os.lstat(path)
+    relay.bound = (st.st_dev, st.st_ino)
     listener.listen(64)
     relay.log(f"listening for {redact(url)}")
     try:
         relay.run_forever(listener)
     finally:
-        try:  # the socket goes first: a hook arriving now starts a new relay
-            os.unlink(path)
+        try:  # the socket goes first (its own only): a hook arriving now starts a new relay
+            if relay.reachable():
+                os.unlink(path)
         except FileNotFoundError:
             pass
         listener.close()

@@ -333,6 +333,8 @@ def start(url: str) -> int | None:
     """Start this user's relay for ``url`` in the background (its own session, so a runtime
     ending the hook's process group does not end it); the relay itself makes sure only one
     runs. Its pid, or None when it could not be started (the hooks connect themselves)."""
+    if relay_wire.too_long(relay_wire.relay_dir()):  # it could not listen there
+        return None
     folder = relay_wire.private_dir(create=True)
     if folder is None:
         return None

@@ -111,16 +111,29 @@ def decode_row(row: list) -> tuple:
     return tuple(v if isinstance(v, _PLAIN) else decode_value(v) for v in row)
 
 
+#: the longest folder a relay's socket name fits in (``relay-<20 hex>.sock`` and a separator)
+_MAX_DIR = MAX_SOCKET_PATH - len("/relay-.sock") - 20
+
+
 def relay_dir() -> str:
     """The per-user folder of the relays' sockets: ``CONTINUATION_RELAY_DIR``, else
-    ``$XDG_RUNTIME_DIR/continuation``, else ``<tmp>/continuation-relay-<uid>``."""
+    ``$XDG_RUNTIME_DIR/continuation``, else ``<tmp>/continuation-relay-<uid>``, the first of
+    these two whose socket path fits a socket's name (else under /tmp)."""
     chosen = os.environ.get(DIR_ENV)
     if chosen:
         return chosen
+    below = f"continuation-relay-{os.getuid()}"
+    candidates = [os.path.join(os.environ.get("TMPDIR") or "/tmp", below),
+                  os.path.join("/tmp", below)]
     runtime = os.environ.get("XDG_RUNTIME_DIR")
     if runtime and os.path.isdir(runtime):
-        return os.path.join(runtime, "continuation")
-    return os.path.join(os.environ.get("TMPDIR") or "/tmp", f"continuation-relay-{os.getuid()}")
+        candidates.insert(0, os.path.join(runtime, "continuation"))
+    return next((c for c in candidates if len(os.path.abspath(c)) <= _MAX_DIR), candidates[-1])
+
+
+def too_long(folder: str) -> bool:
+    """Whether a socket in ``folder`` would have a name longer than a socket may have."""
+    return len(os.path.abspath(folder)) > _MAX_DIR
 
 
 def private_dir(create: bool) -> str | None:
@@ -143,9 +156,11 @@ def private_dir(create: bool) -> str | None:
     return folder
 
 
-#: the libpq environment variables: a connection made with the same URL and other values of
-#: these is another connection, so it has a relay of its own
-_LIBPQ_ENV_PREFIX = "PG"
+#: the environment that decides where and as whom the same URL connects: libpq's variables,
+#: HOME (its ~/.pg_service.conf, ~/.pgpass and ~/.postgresql certificates) and a Kerberos
+#: ticket cache; other values of these are another connection, so another relay
+_LIBPQ_ENV_PREFIXES = ("PG", "KRB5")
+_LIBPQ_ENV_NAMES = ("HOME",)
 
 
 def relay_key(url: str) -> str:
@@ -153,7 +168,8 @@ def relay_key(url: str) -> str:
     the hook would connect with, hashed (the name shows neither)."""
     from continuation.host.digest import sha256_hex
 
-    libpq = sorted((k, v) for k, v in os.environ.items() if k.startswith(_LIBPQ_ENV_PREFIX))
+    libpq = sorted((k, v) for k, v in os.environ.items()
+                   if k.startswith(_LIBPQ_ENV_PREFIXES) or k in _LIBPQ_ENV_NAMES)
     text = "\n".join([str(PROTOCOL), url, *(f"{k}={v}" for k, v in libpq)])
     return sha256_hex(text.encode("utf-8", "surrogatepass"))[:20]
 
