@@ -204,3 +204,38 @@ def test_what_the_user_reads_hides_secret_looking_tokens_the_model_gets_it_all(w
     answer = s.stop()
     assert token not in answer["systemMessage"] and "[redacted: GitHub token]" in answer["systemMessage"]
     assert token in _types(s, "guard_ran")[-1]["output"]  # stored as it was
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="signals")
+def test_a_hook_the_runtime_ends_mid_check_leaves_no_check_running(ws):
+    """The runtime ends a hook past its own timeout with SIGKILL (a guard file written by
+    hand can ask for more time than the runtime gives): the check ends with it, and the
+    next turn's end runs the check again."""
+    import signal
+
+    from test_guard_parts import _alive, _gone, _pid_from
+
+    pidfile = ws.parent / "check.pid"
+    write(str(ws), GuardConfig(CHECK))
+    s = Session("claude", ws)
+    s.start()
+    write(str(ws), GuardConfig(f"sleep 300 & echo $! > {pidfile}; wait", timeout=600))
+    s.prompt("improve the app", "t1")
+    s.edit("good, better\n")
+    hook = subprocess.Popen([sys.executable, "-m", "continuation", "hook", "--runtime", "claude"],
+                            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
+    hook.stdin.write(json.dumps(s.shape.stop("t1", "done", prompt="work")).encode())
+    hook.stdin.close()
+    try:
+        pid = _pid_from(pidfile, within=60)
+        assert _alive(pid)
+        hook.send_signal(signal.SIGKILL)
+        hook.wait(10)
+        assert _gone(pid), "the check outlived the hook the runtime ended"
+    finally:
+        hook.kill()
+        hook.wait()
+    write(str(ws), GuardConfig(CHECK))
+    s.prompt("go on", "t2")
+    assert s.stop("done") == {}
+    assert [v["action"] for v in _types(s, "guard_verdict")] == ["pass", "pass"]

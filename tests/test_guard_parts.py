@@ -113,6 +113,81 @@ def test_a_check_past_its_timeout_is_ended_with_what_it_started(tmp_path):
     assert not late.exists(), "the check's background child outlived the timeout"
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a zombie (exited, not yet reaped by whoever adopted it) is gone as far as work goes
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return True
+
+
+def _pid_from(path, within: float = 10.0) -> int:
+    end = time.monotonic() + within
+    while time.monotonic() < end:
+        text = path.read_text() if path.exists() else ""
+        if text.endswith("\n"):
+            return int(text)
+        time.sleep(0.05)
+    raise AssertionError(f"{path} was never written")
+
+
+def _gone(pid: int, within: float = 5.0) -> bool:
+    end = time.monotonic() + within
+    while time.monotonic() < end:
+        if not _alive(pid):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="process groups")
+def test_what_a_passing_check_left_running_is_ended_with_it(tmp_path):
+    """A check that forks a daemon (a test server it never stops) and exits: the daemon is
+    ended with the check, not left running (one more at every run), and holding the check's
+    output open does not keep the runner waiting."""
+    pidfile = tmp_path / "daemon.pid"
+    t0 = time.monotonic()
+    run = run_check(f"sleep 300 & echo $! > {pidfile}; echo started", str(tmp_path), timeout=60)
+    assert run.verdict == "pass" and run.output.strip() == "started"
+    assert time.monotonic() - t0 < 30
+    assert _gone(_pid_from(pidfile)), "the check's daemon outlived the check"
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="process groups")
+@pytest.mark.parametrize("signal_name", ["SIGKILL", "SIGTERM"])
+def test_a_check_does_not_outlive_the_process_that_ran_it(tmp_path, signal_name):
+    """A runtime ends a hook past its own timeout (SIGKILL, which no handler sees): the check
+    the hook was running, and what the check started, end with it instead of running on with
+    nobody left to enforce its timeout."""
+    import signal
+    import subprocess
+
+    pidfile = tmp_path / "check.pid"
+    script = ("from continuation.guard.runner import run_check; "
+              f"run_check('sleep 300 & echo $! > {pidfile}; wait', {str(tmp_path)!r}, timeout=600)")
+    runner = subprocess.Popen([sys.executable, "-c", script])
+    try:
+        pid = _pid_from(pidfile, within=30)
+        assert _alive(pid)
+        runner.send_signal(getattr(signal, signal_name))
+        runner.wait(10)
+        assert _gone(pid), f"the check outlived its runner ended by {signal_name}"
+    finally:
+        runner.kill()
+        runner.wait()
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="signals")
+def test_a_check_ended_by_a_signal_fails_with_the_signal_said(tmp_path):
+    run = run_check("echo dying; kill -9 $$", str(tmp_path), timeout=30)
+    assert (run.verdict, run.exit_code, run.output.strip()) == ("fail", -9, "dying")
+
+
 def test_long_output_keeps_its_first_and_last_parts(tmp_path):
     run = run_check("echo FIRST; seq 1 200000; echo LAST", str(tmp_path), timeout=30,
                     output_bytes=1000)

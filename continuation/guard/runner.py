@@ -1,8 +1,13 @@
 """Run the guard's check command: a shell command line in the workspace root, with a timeout.
 
-The command runs in a session of its own (POSIX) so that a timeout ends it and everything it
-started; its stdin is empty and its output (stdout and stderr together, in order) goes to an
-unnamed temporary file, never to the hook's stdout (the runtime reads the hook's answer there).
+On POSIX the command runs under a small watchdog process (:data:`WATCHDOG`) that leads a session
+of its own: it ends the check and everything the check started at the timeout, when the hook
+that started it is gone (a runtime ends a hook past its own timeout, with SIGKILL that no handler
+sees: the check must not run on unbounded), and, once the check's shell has exited, whatever it
+left running in the background (a daemon a test forked, a server it never stopped: one more at
+every run otherwise). Only a process that leaves the session itself (``setsid``) escapes. Its
+stdin is empty and its output (stdout and stderr together, in order) goes to an unnamed
+temporary file, never to the hook's stdout (the runtime reads the hook's answer there).
 Only the first and the last part of the output are kept (``output_bytes`` in all): a check that
 prints megabytes costs disk for a moment, not the store.
 
@@ -92,27 +97,74 @@ def _end(proc: subprocess.Popen) -> None:
         pass
 
 
+#: the watchdog (``python -I -S -c WATCHDOG TIMEOUT OUT_FD COMMAND``): it forks the shell with
+#: the output file as its stdout and stderr, waits for it (woken by SIGCHLD, looking every
+#: quarter second whether its parent is still there), writes ``exit N``, ``signal N``,
+#: ``timeout`` or ``orphaned`` to its own stdout (a pipe to the runner), then ends its process
+#: group: what the check left behind, and itself
+WATCHDOG = r"""
+import os, signal, sys, time
+timeout, out, command = float(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+parent = os.getppid()
+signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGCHLD])
+pid = os.fork()
+if pid == 0:
+    try:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGCHLD])
+        os.dup2(out, 1)
+        os.dup2(out, 2)
+        os.close(out)
+        os.execv("/bin/sh", ["/bin/sh", "-c", command])
+    finally:
+        os._exit(127)
+end = time.monotonic() + timeout
+said = None
+while said is None:
+    done, status = os.waitpid(pid, os.WNOHANG)
+    if done:
+        said = ("exit %d" % os.WEXITSTATUS(status) if os.WIFEXITED(status)
+                else "signal %d" % os.WTERMSIG(status))
+    elif os.getppid() != parent:
+        said = "orphaned"
+    elif time.monotonic() >= end:
+        said = "timeout"
+    else:
+        signal.sigtimedwait([signal.SIGCHLD], max(0.001, min(0.25, end - time.monotonic())))
+try:
+    os.write(1, said.encode())
+except OSError:  # the runner is gone (orphaned): nobody reads it
+    pass
+os.killpg(0, signal.SIGKILL)
+"""
+#: seconds the runner waits for the watchdog beyond the check's timeout before ending it itself
+WATCHDOG_GRACE_S = 5.0
+
+
 def run_check(command: str, cwd: str, *, timeout: float, output_bytes: int = 4000,
               fatal_codes=()) -> CheckRun:
     import tempfile
 
     env = dict(os.environ, CONTINUATION_GUARD="1")
     started = time.monotonic()
+    watched = sys.platform != "win32" and bool(sys.executable) and os.path.exists("/bin/sh")
     with tempfile.TemporaryFile() as out:
         try:
-            proc = subprocess.Popen(command, shell=True, cwd=cwd, stdin=subprocess.DEVNULL,
-                                    stdout=out, stderr=subprocess.STDOUT, env=env,
-                                    start_new_session=sys.platform != "win32")
+            if watched:
+                proc = subprocess.Popen(
+                    [sys.executable, "-I", "-S", "-c", WATCHDOG, repr(float(timeout)),
+                     str(out.fileno()), command], cwd=cwd, stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE, stderr=out, env=env, pass_fds=(out.fileno(),),
+                    start_new_session=True)
+            else:
+                proc = subprocess.Popen(command, shell=True, cwd=cwd, stdin=subprocess.DEVNULL,
+                                        stdout=out, stderr=subprocess.STDOUT, env=env,
+                                        start_new_session=sys.platform != "win32")
         except OSError as exc:
             return CheckRun(command, exit_code=None, seconds=time.monotonic() - started,
                             output="", output_total=0, error=f"cannot start: {exc}")
-        timed_out = False
         try:
-            code = proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            _end(proc)
-            code = None
+            code, timed_out, error = (_watched(proc, timeout) if watched
+                                      else _waited(proc, timeout))
         except BaseException:
             _end(proc)
             raise
@@ -120,4 +172,30 @@ def run_check(command: str, cwd: str, *, timeout: float, output_bytes: int = 400
         total = out.seek(0, os.SEEK_END)
         text = _bounded_text(out, total, output_bytes)
     return CheckRun(command, exit_code=code, seconds=seconds, output=text, output_total=total,
-                    timed_out=timed_out, fatal_codes=tuple(fatal_codes))
+                    timed_out=timed_out, error=error, fatal_codes=tuple(fatal_codes))
+
+
+def _waited(proc: subprocess.Popen, timeout: float) -> tuple[int | None, bool, str | None]:
+    try:
+        return proc.wait(timeout=timeout), False, None
+    except subprocess.TimeoutExpired:
+        _end(proc)
+        return None, True, None
+
+
+def _watched(proc: subprocess.Popen, timeout: float) -> tuple[int | None, bool, str | None]:
+    """(exit code, timed out, error) from the watchdog's word: a check ended by a signal has
+    the negative signal number as its code, as ``subprocess`` says it."""
+    try:
+        said, _ = proc.communicate(timeout=timeout + WATCHDOG_GRACE_S)
+    except subprocess.TimeoutExpired:
+        _end(proc)
+        return None, True, None
+    word, _, number = said.decode("ascii", "replace").partition(" ")
+    if word == "exit" and number.isdigit():
+        return int(number), False, None
+    if word == "signal" and number.isdigit():
+        return -int(number), False, None
+    if word == "timeout":
+        return None, True, None
+    return None, False, f"the check's watchdog ended without a result ({said[:100]!r})"
