@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -239,3 +240,74 @@ def test_a_hook_the_runtime_ends_mid_check_leaves_no_check_running(ws):
     s.prompt("go on", "t2")
     assert s.stop("done") == {}
     assert [v["action"] for v in _types(s, "guard_verdict")] == ["pass", "pass"]
+
+
+def _started(s: Session, payload: dict) -> subprocess.Popen:
+    hook = subprocess.Popen([sys.executable, "-m", "continuation", "hook", "--runtime", s.runtime],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            env={**os.environ, "CONTINUATION_STRICT": "1"})
+    hook.stdin.write(json.dumps(payload).encode())
+    hook.stdin.close()
+    return hook
+
+
+def _answer(hook: subprocess.Popen) -> dict:
+    assert hook.wait(120) == 0
+    return json.loads(hook.stdout.read())
+
+
+def test_parallel_calls_hooks_rewind_once_and_undo_takes_it_back(ws):
+    """Claude Code runs the PostToolUse hooks of parallel calls at once: one check and one
+    rewind, not two (the second a no-op that `restore --undo` would undo instead of the first)."""
+    (ws / "b.txt").write_text("b\n")
+    write(str(ws), GuardConfig(CHECK + "; sleep 1", when="change", failures_before_rewind=1))
+    s = Session("claude", ws)
+    s.start()
+    s.prompt("improve the app", "t1")
+    calls = {"c1": ("app.txt", "broken\n"), "c2": ("b.txt", "b, the agent's\n")}
+    for call, (name, text) in calls.items():
+        args = {"file_path": str(ws / name), "content": text}
+        assert s.hook(s.shape.pre_tool("t1", call, "Write", args)) == {}
+        (ws / name).write_text(text)
+    hooks = [_started(s, s.shape.post_tool("t1", call, "Write",
+                                           {"file_path": str(ws / name), "content": text}, "ok"))
+             for call, (name, text) in calls.items()]
+    answers = [_answer(h) for h in hooks]
+    told = [a["hookSpecificOutput"]["additionalContext"] for a in answers if a]
+    assert len(told) == 1 and "put back automatically" in told[0]
+    assert [v["action"] for v in _types(s, "guard_verdict")] == ["pass", "rewind"]
+    assert len(_types(s, "guard_ran")) == 2
+    assert (ws / "app.txt").read_text() == "good\n"
+    done = subprocess.run([sys.executable, "-m", "continuation", "restore", "--undo", "--yes",
+                           "--thread", "claude-sess-1"], capture_output=True, text=True, cwd=ws)
+    assert done.returncode == 0, done.stderr
+    assert [(ws / n).read_text() for n in ("app.txt", "b.txt")] == ["broken\n", "b, the agent's\n"]
+
+
+def test_a_change_made_while_the_check_ran_is_checked_after_it(ws):
+    """A call that finishes while another call's check runs (a Bash beside an Edit) changed
+    files the check may have read already: its change is checked by the next run, not
+    taken as covered because the call started before the check."""
+    started = ws.parent / "check-started"
+    (ws / "b.txt").write_text("b good\n")
+    check = f"grep -q good b.txt && grep -q good app.txt && touch {started} && sleep 2"
+    write(str(ws), GuardConfig(check, when="change", failures_before_rewind=2))
+    s = Session("claude", ws)
+    s.start()
+    started.unlink()  # the baseline's run
+    s.prompt("improve the app", "t1")
+    edit = {"file_path": str(ws / "app.txt"), "content": "good, better\n"}
+    bash = {"command": "sed -i s/good/bad/ b.txt"}
+    s.hook(s.shape.pre_tool("t1", "c1", "Write", edit))
+    s.hook(s.shape.pre_tool("t1", "c2", "Bash", bash))
+    (ws / "app.txt").write_text("good, better\n")
+    first = _started(s, s.shape.post_tool("t1", "c1", "Write", edit, "ok"))
+    for _ in range(600):
+        if started.exists():
+            break
+        time.sleep(0.05)
+    (ws / "b.txt").write_text("b bad\n")  # the Bash call's effect, after the check read b.txt
+    assert _answer(first) == {}  # the check passed: it read b.txt before
+    after = s.hook(s.shape.post_tool("t1", "c2", "Bash", bash, ""))
+    assert "the agent was told" in after["systemMessage"]
+    assert [v["action"] for v in _types(s, "guard_verdict")] == ["pass", "pass", "report"]

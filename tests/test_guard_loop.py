@@ -96,8 +96,9 @@ def test_report_then_an_automatic_rewind_that_names_everything(ws):
         assert [d["action"] for d in delivered] == ["report", "rewind"]
         assert all(d["via"] == "api" and d["chars"] > 100 for d in delivered)
         assert len(_events(t, GUARD_RAN)) == 4
-        # after the rewind the files pass: a read-only turn end is no failure
-        assert t.turn_completed("done") is None
+        # the files the rewind put back are checked once more at the turn's end: they pass
+        ended = t.turn_completed("done")
+        assert (ended.action, ended.message) == ("pass", None)
         assert [i.state for i in t.inputs()] == ["handled"]
 
 
@@ -254,3 +255,63 @@ def test_a_workspace_guard_file_is_read_and_false_turns_it_off(ws):
         assert t.guard is None
         Agent(t, ws).edit("app.txt", "bad\n")
         assert t.turn_completed() is None
+
+
+def test_a_failure_of_an_earlier_turn_is_checked_again_not_judged_stale(ws):
+    """The check failed and the agent was stopped; the user fixed the files by hand (no call
+    of the agent's). The next turn's end runs the check again: it passes, and the turn is not
+    stopped on the old output (every later turn was, before)."""
+    with open_thread("s", workspace=ws, guard=GuardConfig(CHECK, policy="halt")) as t:
+        a = Agent(t, ws)
+        t.admit("work")
+        a.edit("app.txt", "bad\n")
+        assert t.turn_completed().stops
+        (ws / "app.txt").write_text("good, fixed by the user\n")
+        t.admit("I fixed it by hand; what was wrong?")
+        ended = t.turn_completed("the good line was gone")
+        assert ended is not None and ended.action == "pass" and not ended.stops
+        assert [i.state for i in t.inputs()][-1] == "handled"
+        assert len(_events(t, GUARD_RAN)) == 3
+
+
+def test_a_rewind_cut_short_after_its_verdict_is_checked_again(ws, monkeypatch):
+    """The hook ends (the runtime's SIGKILL) between the rewind's verdict and the restore: the
+    log says rewind, the files were never put back. The next turn runs the check instead of
+    trusting the verdict, and the failure is handled (here: rewound)."""
+    from continuation.guard import loop
+
+    guard = GuardConfig(CHECK, failures_before_rewind=1)
+    with open_thread("s", workspace=ws, guard=guard) as t:
+        a = Agent(t, ws)
+        t.admit("work")
+        a.edit("app.txt", "bad\n")
+        real = loop.Loop._rewind
+
+        def killed(self, *args):
+            raise KeyboardInterrupt  # as a kill: nothing after it runs
+
+        monkeypatch.setattr(loop.Loop, "_rewind", killed)
+        with pytest.raises(KeyboardInterrupt):
+            t.turn_completed()
+        monkeypatch.setattr(loop.Loop, "_rewind", real)
+        assert _events(t, GUARD_VERDICT)[-1]["action"] == "rewind"
+        assert (ws / "app.txt").read_text() == "bad\n"
+    with open_thread("s", workspace=ws, guard=guard) as t:
+        t.admit("go on")
+        ended = t.turn_completed()
+        assert ended is not None and ended.action == "rewind"
+        assert (ws / "app.txt").read_text() == "good\n"
+
+
+def test_a_turn_with_no_recorded_input_still_has_a_rewind_budget(ws):
+    """Calls of a turn whose input was never recorded (a runtime's own prompt, a prompt hook
+    that did not run) count their automatic rewinds per turn: the budget holds."""
+    guard = GuardConfig(CHECK, when="change", failures_before_rewind=1, rewinds_per_input=2)
+    with open_thread("s", workspace=ws, guard=guard) as t:
+        a = Agent(t, ws)
+        t.admit("work")
+        t.turn_completed()
+        assert t._current_turn() is None
+        actions = [a.edit("app.txt", f"bad {i}\n").action for i in range(4)]
+        assert actions == ["rewind", "rewind", "halt", "halt"]
+        assert _events(t, GUARD_VERDICT)[-1]["scope"] == "thread"

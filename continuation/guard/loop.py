@@ -34,11 +34,17 @@ the last good state always exists once the check has passed. Every step is a fac
 """
 from __future__ import annotations
 
+import os
+from contextlib import contextmanager
+
 from continuation.guard import summary
-from continuation.guard.config import GuardConfig
+from continuation.guard.config import DEADLINE_MARGIN_S, GuardConfig
 from continuation.session import guard_notes as notes
 
 SOURCE_SUFFIX = ":guard"
+#: how far before a run's start the calls that finished after it are looked for (a call that
+#: started earlier and was still running when the check started)
+CALL_LOOKBACK = 2000
 #: events after the newest checkpoint that leave it current for a pass
 _CURRENT = {"checkpoint_committed", "boundary", "session_started", "settings",
             "context_delivered", "session_ended", "assistant_claim", *notes.GUARD_TYPES}
@@ -93,34 +99,55 @@ class Loop:
         (and its checkpoint) exists before the agent changes anything."""
         if not self.root:
             return None
-        state = notes.loop_state(self.thread.store, self.thread.key, None)
-        if state.last_run is not None:
-            return None
-        return self._evaluate("start", None, rerun=True)
+        with self._serial(wait=True) as held:
+            if not held:
+                return None
+            state = notes.loop_state(self.thread.store, self.thread.key, None)
+            if state.last_run is not None:
+                return None
+            return self._evaluate("start", None, rerun=True, scope=notes.THREAD_SCOPE)
 
     def at_turn_end(self, turn: str | None) -> GuardOutcome | None:
         if not self.root:
             return None
-        input_id = self._input_of(turn)
-        state = notes.loop_state(self.thread.store, self.thread.key, input_id)
-        # "change" with every > 1 may leave the turn's last changes unchecked: checked now
-        if (state.last_run is None and self.config.when == "turn") or \
-                self._changes_since(state.last_run_seq):
-            return self._evaluate("turn", turn, rerun=True, input_id=input_id, state=state)
-        if state.failing:
-            return self._evaluate("turn", turn, rerun=False, input_id=input_id, state=state)
-        return None
+        with self._serial(wait=True) as held:
+            if not held:
+                return None
+            input_id, scope = self._scope(turn)
+            state = notes.loop_state(self.thread.store, self.thread.key, scope)
+            # "change" with every > 1 may leave the turn's last changes unchecked: checked now
+            if (state.last_run is None and self.config.when == "turn") or \
+                    self._changes_since(state):
+                return self._evaluate("turn", turn, rerun=True, input_id=input_id,
+                                      scope=scope, state=state)
+            if not state.unsettled:
+                return None
+            if not self._ran_in(state, turn):
+                # a failure (or a rewind) of an earlier turn is not this one's verdict: the
+                # files may have changed since with no call of the agent's (the user fixed
+                # them, a restore, a rewind its hook never finished)
+                return self._evaluate("turn", turn, rerun=True, input_id=input_id,
+                                      scope=scope, state=state)
+            if state.failing:
+                return self._evaluate("turn", turn, rerun=False, input_id=input_id,
+                                      scope=scope, state=state)
+            return None
 
     def after_call(self, call_id: str, turn: str | None) -> GuardOutcome | None:
         if not self.root or self.config.when != "change":
             return None
-        input_id = self._input_of(turn)
-        state = notes.loop_state(self.thread.store, self.thread.key, input_id)
-        changed = self._changes_since(state.last_run_seq)
-        if changed == 0 or (state.last_run is not None and changed < self.config.every):
-            return None
-        return self._evaluate("change", turn, rerun=True, input_id=input_id, state=state,
-                              call_id=call_id)
+        # another call's check is running (parallel calls): this call's change is counted
+        # by the next run (a change is covered only by a run that started after it)
+        with self._serial(wait=False) as held:
+            if not held:
+                return None
+            input_id, scope = self._scope(turn)
+            state = notes.loop_state(self.thread.store, self.thread.key, scope)
+            changed = self._changes_since(state)
+            if changed == 0 or (state.last_run is not None and changed < self.config.every):
+                return None
+            return self._evaluate("change", turn, rerun=True, input_id=input_id, scope=scope,
+                                  state=state, call_id=call_id)
 
     def delivered(self, outcome: GuardOutcome, via: str, text: str | None = None) -> None:
         """Record that ``text`` (default: the outcome's message) was handed on through ``via``."""
@@ -142,13 +169,36 @@ class Loop:
         ids = (record or {}).get("input_ids") or []
         return ids[-1] if ids else None
 
-    def _changes_since(self, seq: int) -> int:
-        """Finished calls started after ``seq`` that may have changed the workspace (anything
-        but a read-only call)."""
+    def _scope(self, turn: str | None) -> tuple[str | None, str]:
+        """(the input, the scope its budgets count in): the input; a turn with no input
+        recorded (a runtime's own prompt, a prompt hook that never ran) counts per turn, a
+        call outside every turn in the thread's one scope, so no budget is ever unbounded."""
+        input_id = self._input_of(turn)
+        return input_id, input_id or (f"turn:{turn}" if turn else notes.THREAD_SCOPE)
+
+    @staticmethod
+    def _ran_in(state, turn: str | None) -> bool:
+        return turn is not None and ((state.last_run or {}).get("data") or {}).get("turn_id") == turn
+
+    def _changes_since(self, state) -> int:
+        """What may have changed the workspace since the last run started: the calls finished
+        after it that were not read-only (one that finished while the check ran may have
+        changed files the check had read already), and a restore of its files (a rewind, an
+        undo), one for all."""
+        from continuation.session.branch import ROLLED_BACK, WORKSPACE_RESTORED
         from continuation.toolcalls.classify import READ_ONLY, classify
 
-        return sum(1 for c in self.thread.tool_calls(after_seq=seq)
-                   if c.status in ("ok", "error") and classify(c.tool, c.args).kind != READ_ONLY)
+        covers = state.covers_seq
+        calls = self.thread.tool_calls(after_seq=max(0, covers - CALL_LOOKBACK))
+        changed = sum(1 for c in calls
+                      if c.status in ("ok", "error") and (c.finished_seq or 0) > covers
+                      and classify(c.tool, c.args).kind != READ_ONLY)
+        if covers:
+            restores = self.thread.store.events_of_types(
+                self.thread.key, [WORKSPACE_RESTORED, ROLLED_BACK], after=covers)
+            changed += any(e["type"] == WORKSPACE_RESTORED or (e["data"] or {}).get("files")
+                           for e in restores)
+        return changed
 
     def _calls_since(self, seq: int | None) -> list:
         """The calls since ``seq`` that may have changed something (reads left out)."""
@@ -170,25 +220,26 @@ class Loop:
         return found
 
     # -- the evaluation ------------------------------------------------------------------------
-    def _evaluate(self, trigger: str, turn: str | None, *, rerun: bool, input_id=None,
-                  state=None, call_id: str | None = None) -> GuardOutcome:
+    def _evaluate(self, trigger: str, turn: str | None, *, rerun: bool, scope: str,
+                  input_id=None, state=None, call_id: str | None = None) -> GuardOutcome:
         cfg = self.config
         store, key = self.thread.store, self.thread.key
         if state is None:
-            state = notes.loop_state(store, key, input_id)
+            state = notes.loop_state(store, key, scope)
         if rerun:
             from continuation.guard.runner import run_check
 
+            covers = int(self.thread.row["last_seq"])  # what finished before the check started
             result = run_check(cfg.command, self.root, timeout=cfg.timeout,
                                output_bytes=cfg.output_bytes, fatal_codes=cfg.fatal_exit_codes)
             run = {**result.to_data(), "trigger": trigger, "turn_id": turn,
-                   "input_id": input_id, "call_id": call_id}
+                   "input_id": input_id, "call_id": call_id, "covers_seq": covers}
             run_seq = self.rec.record(notes.GUARD_RAN, run).seq
         else:
             run, run_seq = dict(state.last_run["data"] or {}), state.last_run_seq
         verdict = run.get("verdict") or "error"
         base = {"verdict": verdict, "run_seq": run_seq, "rerun": rerun, "trigger": trigger,
-                "input_id": input_id, "turn_id": turn, "policy": cfg.policy,
+                "input_id": input_id, "scope": scope, "turn_id": turn, "policy": cfg.policy,
                 "rewinds_budget": cfg.rewinds_per_input, "reports_budget": cfg.reports_per_input}
         if verdict == "pass":
             cp_id, cp_seq = self._good_checkpoint()
@@ -278,6 +329,32 @@ class Loop:
             return "halt", (f"the turn ended with the check failing {state.reports_used + 1} "
                             f"times for this request (budget {cfg.reports_per_input})")
         return "report", why
+
+    @contextmanager
+    def _serial(self, *, wait: bool):
+        """One evaluation at a time per workspace (parallel calls' hooks, two threads of one
+        workspace): two checks at once in one tree disturb each other, and two loops reading
+        the same state would both rewind (the second a no-op that ``restore --undo`` would
+        then undo instead of the first). Yields whether it is held: ``wait`` False gives up at
+        once, else after the time a check and its rewind may take."""
+        from filelock import FileLock, Timeout
+
+        from continuation.host.digest import sha256_hex
+        from continuation.host.paths import ensure_private_dir
+
+        folder = ensure_private_dir(os.path.join(self.thread.engine.home_str, "locks"))
+        name = "guard-" + sha256_hex(os.fsencode(self.root))[:24] + ".lock"
+        lock = FileLock(os.path.join(folder, name), mode=0o600,
+                        timeout=float(self.config.timeout) + DEADLINE_MARGIN_S if wait else 0)
+        try:
+            lock.acquire()
+        except Timeout:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            lock.release()
 
     def _verdict(self, base: dict, **fields) -> None:
         self.rec.record(notes.GUARD_VERDICT, {**base, **fields})

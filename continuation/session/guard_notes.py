@@ -4,9 +4,13 @@ The guard (``continuation.guard``) records, in a thread's log:
 
 - ``guard_ran``: the check ran (``trigger`` turn / change / start, ``command``, ``exit_code``,
   ``seconds``, ``output``: its first and last part, ``output_bytes``, ``timed_out``, ``error``,
-  ``verdict`` pass / fail / fatal / timeout / error, ``turn_id``, ``input_id``, ``call_id``);
+  ``verdict`` pass / fail / fatal / timeout / error, ``turn_id``, ``input_id``, ``call_id``,
+  ``covers_seq``: the thread's last event when the check started, so the calls finished after
+  it are the changes it did not see);
 - ``guard_verdict``: what the policy made of it (``action`` pass / report / rewind / halt /
   error, ``verdict``, ``run_seq``: the ``guard_ran`` it judged, ``input_id``, ``turn_id``,
+  ``scope``: what its budgets count in (the input; ``turn:<id>`` for a turn with no input
+  recorded; :data:`THREAD_SCOPE` outside every turn),
   ``failures_in_row``, ``rewinds_used`` / ``rewinds_budget``, ``reports_used`` /
   ``reports_budget``, ``continues``: the turn is sent back to work, ``checkpoint_id`` /
   ``checkpoint_seq``: the checkpoint taken at a pass, else the last passing one, ``why``);
@@ -28,6 +32,8 @@ GUARD_TYPES = (GUARD_RAN, GUARD_VERDICT, GUARD_DELIVERED)
 FAILED = ("fail", "fatal", "timeout")
 #: how far back the state is read: a loop never gets this far within one input
 WINDOW = 512
+#: the budget scope of a run outside every turn (session start, a call with no turn)
+THREAD_SCOPE = "thread"
 DELIVERED_TEXT_MAX = 2000
 
 
@@ -35,10 +41,10 @@ class LoopState:
     """The loop's state for one input, from the newest guard facts of its thread."""
 
     __slots__ = ("last_pass", "last_verdict", "last_run", "failures_in_row", "rewinds_used",
-                 "reports_used", "last_rewind", "input_id")
+                 "reports_used", "last_rewind", "scope")
 
-    def __init__(self, verdicts: list[dict], runs: list[dict], input_id: str | None):
-        self.input_id = input_id
+    def __init__(self, verdicts: list[dict], runs: list[dict], scope: str | None):
+        self.scope = scope
         self.last_verdict = verdicts[-1] if verdicts else None
         self.last_run = runs[-1] if runs else None
         self.last_pass = next((v for v in reversed(verdicts)
@@ -52,8 +58,8 @@ class LoopState:
         self.failures_in_row = sum(1 for v in verdicts if v["seq"] > floor
                                    and (v["data"] or {}).get("verdict") in FAILED
                                    and (v["data"] or {}).get("action") != "none")
-        mine = [v["data"] or {} for v in verdicts if input_id is not None
-                and (v["data"] or {}).get("input_id") == input_id]
+        mine = [v["data"] or {} for v in verdicts if scope is not None
+                and _scope_of(v["data"] or {}) == scope]
         self.rewinds_used = sum(1 for d in mine if d.get("action") == "rewind")
         self.reports_used = sum(1 for d in mine if d.get("action") == "report" and d.get("continues"))
 
@@ -70,6 +76,22 @@ class LoopState:
         return int(self.last_run["seq"]) if self.last_run else 0
 
     @property
+    def covers_seq(self) -> int:
+        """The thread's last event when the newest run started (its own seq for a run recorded
+        before runs said it): what finished after it, the run did not see."""
+        if not self.last_run:
+            return 0
+        covers = (self.last_run["data"] or {}).get("covers_seq")
+        return covers if isinstance(covers, int) and not isinstance(covers, bool) else self.last_run_seq
+
+    @property
+    def unsettled(self) -> bool:
+        """The newest verdict left the work failing, or rewound it: only a run can say where
+        the files stand now."""
+        data = (self.last_verdict or {}).get("data") or {}
+        return data.get("verdict") in FAILED and data.get("action") in ("report", "halt", "rewind")
+
+    @property
     def failing(self) -> bool:
         """The newest verdict judged the agent's work failing: not since put back to a passing
         state by a rewind, and not found before the agent started (action ``none``)."""
@@ -77,10 +99,15 @@ class LoopState:
         return data.get("verdict") in FAILED and data.get("action") not in ("rewind", "none")
 
 
-def loop_state(store, thread_key: str, input_id: str | None) -> LoopState:
+def _scope_of(data: dict):
+    return data.get("scope", data.get("input_id"))
+
+
+def loop_state(store, thread_key: str, scope: str | None) -> LoopState:
+    """The loop's state, its budgets counted in ``scope`` (see ``guard_verdict``)."""
     verdicts = store.events_of_types(thread_key, [GUARD_VERDICT], newest=WINDOW)
     runs = store.events_of_types(thread_key, [GUARD_RAN], newest=1)
-    return LoopState(verdicts, runs, input_id)
+    return LoopState(verdicts, runs, scope)
 
 
 def delivered_texts(store, thread_key: str, newest: int = 4) -> list[dict]:
@@ -131,7 +158,7 @@ def status(store, thread_key: str, upto: int | None = None) -> dict | None:
         return None
     runs = store.events_of_types(thread_key, [GUARD_RAN], upto=upto, newest=1)
     last = verdicts[-1]["data"] or {}
-    state = LoopState(verdicts, runs, last.get("input_id"))
+    state = LoopState(verdicts, runs, _scope_of(last))
     run = runs[-1]["data"] if runs else {}
     return {
         "command": run.get("command"), "verdict": last.get("verdict"),
