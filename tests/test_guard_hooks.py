@@ -311,3 +311,27 @@ def test_a_change_made_while_the_check_ran_is_checked_after_it(ws):
     after = s.hook(s.shape.post_tool("t1", "c2", "Bash", bash, ""))
     assert "the agent was told" in after["systemMessage"]
     assert [v["action"] for v in _types(s, "guard_verdict")] == ["pass", "pass", "report"]
+
+
+def test_a_rewind_names_the_submodule_files_it_cannot_put_back(ws):
+    """Snapshots never descend into a submodule: an agent's write there stays after a rewind,
+    and the summary says so rather than calling every effect undone."""
+    from workspace_repos import git
+
+    lib = make_repo(ws.parent / "lib-src", {"lib.txt": "lib good\n"})
+    git(ws, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(lib), "lib")
+    git(ws, "commit", "-qm", "lib")
+    write(str(ws), GuardConfig(CHECK, failures_before_rewind=1))
+    s = Session("claude", ws)
+    s.start()
+    s.prompt("improve the app", "t1")
+    args = {"file_path": str(ws / "lib" / "lib.txt"), "content": "lib, the agent's\n"}
+    s.hook(s.shape.pre_tool("t1", "c-lib", "Write", args))
+    (ws / "lib" / "lib.txt").write_text("lib, the agent's\n")
+    s.hook(s.shape.post_tool("t1", "c-lib", "Write", args, "ok"))
+    s.edit("broken\n")
+    answer = s.stop()
+    assert (ws / "app.txt").read_text() == "good\n"
+    assert (ws / "lib" / "lib.txt").read_text() == "lib, the agent's\n"
+    assert "NOT put back" in answer["reason"] and "lib/lib.txt (inside a submodule" in answer["reason"]
+    assert "1 the checkpoint could not store" in answer["systemMessage"]

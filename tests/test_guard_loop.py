@@ -315,3 +315,71 @@ def test_a_turn_with_no_recorded_input_still_has_a_rewind_budget(ws):
         actions = [a.edit("app.txt", f"bad {i}\n").action for i in range(4)]
         assert actions == ["rewind", "rewind", "halt", "halt"]
         assert _events(t, GUARD_VERDICT)[-1]["scope"] == "thread"
+
+
+@pytest.mark.parametrize("policy", ["none", "metadata"])
+def test_checkpoints_without_file_contents_are_reported_not_rewound(ws, monkeypatch, policy):
+    """A workspace whose checkpoints store no file contents (policy none or metadata, a folder
+    outside git too large to snapshot): the loop cannot rewind, so it reports, and never
+    stops the agent on a rewind it could not do nor tells it to run one."""
+    monkeypatch.setenv("CONTINUATION_WORKSPACE_POLICY", policy)
+    guard = GuardConfig(CHECK, when="change", failures_before_rewind=1)
+    with open_thread("s", workspace=ws, guard=guard) as t:
+        a = Agent(t, ws)
+        t.admit("work")
+        out = a.edit("app.txt", "bad\n")
+        assert (out.action, out.stops) == ("report", False)
+        assert "cannot be put back" in out.message and "nothing is put back" in out.message
+        assert (ws / "app.txt").read_text() == "bad\n"
+        assert "automatic rewind failed" not in json.dumps(_events(t, GUARD_VERDICT))
+
+
+def test_a_rewind_that_fails_after_the_files_moved_is_still_undone(ws, monkeypatch):
+    """The rewind fails (or its hook is ended) after the files were put back: the fact that
+    names the safety snapshot is already recorded, so `restore --undo` brings the agent's
+    work back; the agent is stopped and told the rewind failed."""
+    from continuation.rewind import operation
+
+    restored, real_restore, real_summary = [], operation.restore_files_with_tree, operation._summary
+
+    def restore(*args, **kwargs):
+        restored.append(True)
+        return real_restore(*args, **kwargs)
+
+    def broken():
+        if restored:
+            raise RuntimeError("the capsule stack could not load")
+        return real_summary()
+
+    guard = GuardConfig(CHECK, when="change", failures_before_rewind=1)
+    with open_thread("s", workspace=ws, guard=guard) as t:
+        a = Agent(t, ws)
+        t.admit("work")
+        monkeypatch.setattr(operation, "_summary", broken)
+        monkeypatch.setattr(operation, "restore_files_with_tree", restore)
+        out = a.edit("app.txt", "bad\n")
+        assert out.action == "halt" and "automatic rewind failed" in out.message
+        key = t.key
+    assert (ws / "app.txt").read_text() == "good\n"
+    done = _cli("restore", "--undo", "--thread", key, "--yes")
+    assert done.returncode == 0, done.stderr
+    assert (ws / "app.txt").read_text() == "bad\n"
+
+
+def test_files_a_rewind_cannot_restore_are_named_not_said_undone(ws, monkeypatch):
+    """A changed file the checkpoint could not store (over the size cap when it was taken) is
+    skipped by the rewind: the summary names it as not put back, instead of letting the model
+    believe every effect of its calls was undone."""
+    (ws / "data.bin").write_bytes(b"the user's data " * 100)  # changed, not committed
+    monkeypatch.setenv("CONTINUATION_WORKSPACE_SIZE_CAP", "200")
+    guard = GuardConfig(CHECK, failures_before_rewind=1)
+    with open_thread("s", workspace=ws, guard=guard) as t:
+        a = Agent(t, ws)
+        t.admit("work")
+        a.edit("data.bin", "agent data " * 100)
+        a.edit("app.txt", "bad\n")
+        out = t.turn_completed()
+        assert out.action == "rewind" and (ws / "app.txt").read_text() == "good\n"
+        assert "NOT put back" in out.message and "data.bin (over the size cap" in out.message
+        assert "except on the files named NOT put back" in out.message
+        assert (ws / "data.bin").read_text() == "agent data " * 100

@@ -48,6 +48,7 @@ def test_the_guard_file_round_trips_with_its_defaults(tmp_path):
     ('{"command": "x", "timeout": 0}', "'timeout' must be"),
     ('{"command": "x", "fatal_exit_codes": [1, "2"]}', "'fatal_exit_codes' must be"),
     ('{"command": "x", "output_bytes": 10}', "'output_bytes' must be"),
+    ('{"command": "x", "output_bytes": 1000000000}', "'output_bytes' must be at most"),
     ("\udcff", "not valid JSON"),
 ])
 def test_a_guard_file_that_cannot_be_used_is_refused_naming_the_file(tmp_path, text, says):

@@ -16,7 +16,8 @@ The file (written by ``continuation install ... --guard CMD`` or by hand)::
      "fatal_exit_codes": [],          # exit codes that rewind at once (the check calls them fatal)
      "rewinds_per_input": 3,          # automatic rewinds per user input, then halt
      "reports_per_input": 5,          # turn ends the guard sends back to work, then halt
-     "output_bytes": 4000}            # the check's output kept (its first and last parts)
+     "output_bytes": 4000}            # the check's output kept (its first and last parts),
+                                      #   at most MAX_OUTPUT_BYTES
 
 Unknown keys are refused (a typo must not switch a setting off silently); so is a value of the
 wrong type. The default ``timeout`` leaves a turn-end hook its usual 25 s deadline, inside the
@@ -39,6 +40,10 @@ POLICIES = ("report", "rewind", "halt")
 DEADLINE_MARGIN_S = 10
 #: and what the runtime is asked to wait beyond the check (our deadline, then the answer)
 HOOK_MARGIN_S = 20
+
+#: the most of a check's output a run keeps: every guarded hook reads the newest run back, and the
+#: summaries show its last few thousand characters only
+MAX_OUTPUT_BYTES = 65_536
 
 DEFAULTS = {
     "when": "turn", "every": 1, "timeout": 15, "policy": "rewind", "failures_before_rewind": 2,
@@ -109,6 +114,8 @@ def _check(values: dict, where: str) -> None:
                       ("reports_per_input", 0), ("output_bytes", 200)):
         if not _is_int(values[name]) or values[name] < low:
             raise GuardConfigError(f"{where}: {name!r} must be a whole number of at least {low}")
+    if values["output_bytes"] > MAX_OUTPUT_BYTES:
+        raise GuardConfigError(f"{where}: 'output_bytes' must be at most {MAX_OUTPUT_BYTES}")
     timeout = values["timeout"]
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= 86400:
         raise GuardConfigError(f"{where}: 'timeout' must be a number of seconds above 0")

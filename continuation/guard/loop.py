@@ -269,7 +269,11 @@ class Loop:
         floor = max(state.good_seq or 0, state.last_rewind["seq"] if state.last_rewind else 0)
         tried = [c for c in since_good if c.started_seq > floor]
         fatal = verdict == "fatal"
-        action, why = self._decide(state, failures, fatal, turn_end, can_rewind=good[0] is not None)
+        # a checkpoint may hold no file contents (policy none or metadata, a folder outside git
+        # too large to snapshot): nothing to rewind to, so the failure is reported
+        cannot = (self._cannot_rewind(good[0]) if cfg.policy == "rewind" and good[0] else
+                  None if good[0] else "no passing state was recorded to rewind to")
+        action, why = self._decide(state, failures, fatal, turn_end, cannot=cannot)
         continues = turn_end and action in ("report", "rewind")
         common = dict(failures_in_row=failures, checkpoint_id=good[0], checkpoint_seq=good[1],
                       reports_used=state.reports_used + (1 if action == "report" and continues else 0),
@@ -284,26 +288,32 @@ class Loop:
                 self._verdict(base, action=action, why=why, continues=False, **common)
         if action == "halt":
             text = summary.halt(cfg.command, run, why=why, good=good, outside=outside,
-                                thread_key=self.thread.key)
+                                thread_key=self.thread.key,
+                                can_rewind=(cannot if cfg.policy == "rewind"
+                                            else self._cannot_rewind(good[0])) is None)
             if turn:
                 self.rec.abort_turn(turn, f"guard: {why}"[:300])
             return GuardOutcome("halt", verdict, message=text, user_message=text, run=run,
                                 checkpoint_id=good[0], failures_in_row=failures,
                                 rewinds_used=common["rewinds_used"])
         if action == "rewind":
+            left = self._left_as_is(files or {}, good[1])
             text = summary.rewind(cfg.command, run, failures=failures, fatal=fatal, good=good,
                                   tried=tried, files=files or {}, outside=outside,
-                                  used=common["rewinds_used"], budget=cfg.rewinds_per_input)
+                                  used=common["rewinds_used"], budget=cfg.rewinds_per_input,
+                                  left=left)
             put_back = sum(len((files or {}).get(k) or []) for k in ("restored", "recreated", "deleted"))
             user = (f"continuation guard: `{summary._clip(cfg.command, 80)}` "
                     f"{summary.how_it_failed(run)}; {put_back} file(s) put back to checkpoint "
-                    f"{good[0]} automatically (`continuation restore --undo` undoes it).")
+                    f"{good[0]} automatically"
+                    + (f", {len(left)} the checkpoint could not store left as they are"
+                       if left else "") + " (`continuation restore --undo` undoes it).")
             return GuardOutcome("rewind", verdict, continues=continues, message=text,
                                 user_message=user, run=run, checkpoint_id=good[0], files=files,
                                 failures_in_row=failures, rewinds_used=common["rewinds_used"])
         text = summary.report(cfg.command, run, failures=failures, policy=cfg.policy,
                               threshold=cfg.failures_before_rewind, good=good,
-                              can_rewind=good[0] is not None, outside=outside, turn_end=turn_end)
+                              cannot=cannot, outside=outside, turn_end=turn_end)
         user = (f"continuation guard: `{summary._clip(cfg.command, 80)}` "
                 f"{summary.how_it_failed(run)}; the agent was told.")
         return GuardOutcome("report", verdict, continues=continues, message=text,
@@ -311,18 +321,18 @@ class Loop:
                             failures_in_row=failures, rewinds_used=state.rewinds_used)
 
     def _decide(self, state, failures: int, fatal: bool, turn_end: bool, *,
-                can_rewind: bool) -> tuple[str, str]:
+                cannot: str | None) -> tuple[str, str]:
         cfg = self.config
         if cfg.policy == "halt":
             return "halt", "the guard's policy is to stop at a failure"
         if cfg.policy == "rewind" and (fatal or failures >= cfg.failures_before_rewind):
-            if can_rewind:
+            if cannot is None:
                 if state.rewinds_used < cfg.rewinds_per_input:
                     return "rewind", ("the check called the failure fatal" if fatal else
                                       f"{failures} failed checks in a row")
                 return "halt", (f"the budget of {cfg.rewinds_per_input} automatic rewind(s) "
                                 "for this request is spent")
-            why = "no passing state was recorded to rewind to"
+            why = cannot
         else:
             why = f"failed check {failures} in a row"
         if turn_end and state.reports_used >= cfg.reports_per_input:
@@ -355,6 +365,47 @@ class Loop:
             yield True
         finally:
             lock.release()
+
+    def _left_as_is(self, files: dict, since_seq: int | None) -> dict[str, str]:
+        """Files the agent's calls since the checkpoint wrote that the rewind could not put
+        back (path -> why): what the snapshots record without storing (over the size cap,
+        excluded, inside a submodule or a nested repository), and what the restore skipped
+        that is not the user's own."""
+        from continuation.session.workspace_link import session_written_paths
+
+        safety = files.get("safety") or {}
+        oversized = {o.get("path") for o in safety.get("oversized") or [] if isinstance(o, dict)}
+        excluded = set(safety.get("excluded") or [])
+        walls = [w.get("path") for w in safety.get("submodules") or [] if isinstance(w, dict)]
+        walls = [w for w in [*walls, *(safety.get("nested_repos") or [])] if isinstance(w, str)]
+        left = {}
+        for path in session_written_paths(self.thread, after_seq=since_seq or 0):
+            if path in oversized:
+                left[path] = "over the size cap: recorded, never stored"
+            elif path in excluded:
+                left[path] = "excluded by the workspace policy"
+            elif any(path.startswith(w.rstrip("/") + "/") for w in walls):
+                left[path] = "inside a submodule or nested repository: never stored"
+        users = {k.get("path") for k in files.get("kept_edits") or []} | set(files.get("kept") or [])
+        why = files.get("skipped_why") or {}
+        for path in files.get("skipped") or []:
+            if path not in users:
+                left.setdefault(path, why.get(path) or "skipped by the restore")
+        return left
+
+    def _cannot_rewind(self, checkpoint_id: str | None) -> str | None:
+        """Why the files cannot be put back to ``checkpoint_id``, or None when they can."""
+        if not checkpoint_id:
+            return "no passing state was recorded to rewind to"
+        from continuation.boundary.checkpoints import find_checkpoint
+        from continuation.rewind.errors import RewindError
+        from continuation.rewind.operation import workspace_ref
+
+        try:
+            workspace_ref(find_checkpoint(self.thread.engine, checkpoint_id))
+        except RewindError as exc:
+            return f"the files cannot be put back: {exc}"
+        return None
 
     def _verdict(self, base: dict, **fields) -> None:
         self.rec.record(notes.GUARD_VERDICT, {**base, **fields})

@@ -74,17 +74,21 @@ def _outside(outside: list[tuple[object, str]]) -> list[str]:
 
 
 def report(command: str, run: dict, *, failures: int, policy: str, threshold: int,
-           good: tuple[str | None, int | None], can_rewind: bool, outside, turn_end: bool) -> str:
+           good: tuple[str | None, int | None], cannot: str | None, outside,
+           turn_end: bool) -> str:
     lines = [f"{MARK} The project's check `{_clip(command, 200)}` {how_it_failed(run)} "
              + ("at the end of your turn." if turn_end else "after your last change."),
              "Its output (first and last part):", *_output(run),
              f"The last state where the check passed: {_checkpoint_words(*good)}."]
-    if policy == "rewind" and can_rewind:
+    if policy == "rewind" and cannot is None:
         left = threshold - failures
         lines.append("Fix the failure before going on. " + (
             f"After {left} more failed check(s) in a row the workspace files are put back to "
             "that checkpoint automatically." if left > 0 else
             "The next failed check puts the workspace files back to that checkpoint."))
+    elif policy == "rewind" and good[0]:
+        lines.append(f"Fix the failure before going on: {_clip(cannot, 300)}, so nothing is put "
+                     "back automatically.")
     else:
         lines.append("Fix the failure before going on; the user asked to be told of it.")
     lines += _outside(outside)
@@ -95,14 +99,16 @@ def report(command: str, run: dict, *, failures: int, policy: str, threshold: in
 
 
 def rewind(command: str, run: dict, *, failures: int, fatal: bool, good: tuple[str, int | None],
-           tried: list, files: dict, outside, used: int, budget: int) -> str:
+           tried: list, files: dict, outside, used: int, budget: int,
+           left: dict | None = None) -> str:
     why = ("the check called the failure fatal" if fatal else
            f"it failed {failures} time(s) in a row")
     lines = [f"{MARK} The project's check `{_clip(command, 200)}` {how_it_failed(run)}, and "
              f"{why}: the workspace files were put back automatically to "
              f"{_checkpoint_words(*good)}, the last state where the check passed. Your "
              "conversation was kept: you can see what you tried; its effects on the files after "
-             "that checkpoint are undone."]
+             "that checkpoint are undone" + (", except on the files named NOT put back below."
+                                              if left else ".")]
     if tried:
         lines += ["What was tried since that checkpoint:",
                   *_bounded([call_line(c) for c in tried], "continuation events")]
@@ -117,6 +123,11 @@ def rewind(command: str, run: dict, *, failures: int, fatal: bool, good: tuple[s
     if kept:
         lines += ["Kept as they are (the user's own edits, not touched):",
                   *_bounded(kept, "continuation events")]
+    if left:
+        lines += ["NOT put back (the checkpoint could not store them; they are as your calls "
+                  "left them: check them yourself):",
+                  *_bounded([f"  - {p} ({_clip(w, 120)})" for p, w in sorted(left.items())],
+                            "continuation events")]
     lines += _outside(outside)
     lines += ["What to do differently: re-read the files listed above before editing them; do "
               "not repeat the change that made the check fail (its output is above); make one "
@@ -126,12 +137,12 @@ def rewind(command: str, run: dict, *, failures: int, fatal: bool, good: tuple[s
 
 
 def halt(command: str, run: dict, *, why: str, good: tuple[str | None, int | None],
-         outside, thread_key: str) -> str:
+         outside, thread_key: str, can_rewind: bool = True) -> str:
     cp_id = good[0]
     lines = [f"{MARK} The agent was stopped: the project's check `{_clip(command, 200)}` "
              f"{how_it_failed(run)}, and {why}.",
              f"The last state where the check passed: {_checkpoint_words(*good)}."]
-    if cp_id:
+    if cp_id and can_rewind:
         lines.append(f"`continuation rewind {cp_id} --files --thread {thread_key}` puts the "
                      "files back to it; `continuation restore --undo` undoes the newest "
                      "automatic rewind.")

@@ -350,6 +350,7 @@ def _files_preview(files) -> dict | None:
 def files_done(result) -> dict:
     return {"restored": list(result.restored), "recreated": list(result.recreated),
             "deleted": list(result.deleted), "skipped": [s.path for s in result.skipped],
+            "skipped_why": {s.path: s.reason for s in result.skipped},
             "safety_ref": result.safety.snapshot_ref, "safety_commit": result.safety.snapshot_commit,
             "safety": result.safety.to_dict()}
 
@@ -418,12 +419,14 @@ def apply_rewind(engine: Engine, plan: RewindPlan, *, source: str = SOURCE,
         if plan.files is not None:
             files, tree_after = restore_files_with_tree(engine, plan.files)
             mark("rewind: files restored")
-        summary = _summary()
         etype = ev.ROLLED_BACK if plan.conversation else WORKSPACE_RESTORED
         data = _anchor_data(plan, files)
         if plan.conversation:
             _with_branch_digest(thread, data, plan.digest)
+        # recorded before anything else can fail or wait: the fact names the safety snapshot
+        # that `restore --undo` puts back
         anchor = thread.record(etype, data, source=source)
+        summary = _summary()
         notices = summary.notices_of(thread.store, thread.key)
         mark("rewind: recorded")
         cp = commit_checkpoint(
