@@ -284,3 +284,19 @@ def test_a_turn_end_hooks_deadline_leaves_the_check_its_timeout(tmp_path, monkey
     assert hooks._guard_deadline(raw, 25.0) == 100 + guard_config.DEADLINE_MARGIN_S
     monkeypatch.setenv("CONTINUATION_HOOK_DEADLINE", "5")
     assert hooks._guard_deadline(raw, 5.0) == 5.0
+
+
+def test_a_fix_written_in_the_same_second_at_the_same_size_is_judged_anew(tmp_path, monkeypatch):
+    """Python's bytecode cache keys on the source's mtime (seconds) and size: a wrong line the
+    check compiled, then fixed at the same size within that second, must not be judged again
+    from the cached wrong one."""
+    monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
+    source = tmp_path / "mod.py"
+    check = f"{sys.executable} -c 'import mod, sys; sys.exit(mod.f(0) != 2)'"
+    source.write_text("def f(x):\n    return 3 * x + 3\n", encoding="utf-8")
+    stamp = source.stat().st_mtime_ns
+    assert run_check(check, str(tmp_path), timeout=30).verdict == "fail"
+    source.write_text("def f(x):\n    return 3 * x + 2\n", encoding="utf-8")
+    os.utime(source, ns=(stamp, stamp))
+    assert run_check(check, str(tmp_path), timeout=30).verdict == "pass"
+    assert not (tmp_path / "__pycache__").exists()

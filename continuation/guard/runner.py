@@ -144,7 +144,10 @@ def run_check(command: str, cwd: str, *, timeout: float, output_bytes: int = 400
               fatal_codes=()) -> CheckRun:
     import tempfile
 
-    env = dict(os.environ, CONTINUATION_GUARD="1")
+    # No bytecode cache from the check: a source rewritten within the same second at the same
+    # size (a wrong line fixed after a rewind) would be judged by the cached wrong one, and the
+    # check leaves no files of its own in the workspace it judges.
+    env = dict(os.environ, CONTINUATION_GUARD="1", PYTHONDONTWRITEBYTECODE="1")
     started = time.monotonic()
     watched = sys.platform != "win32" and bool(sys.executable) and os.path.exists("/bin/sh")
     with tempfile.TemporaryFile() as out:
