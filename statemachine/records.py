@@ -84,6 +84,9 @@ class TurnRecord(_Row):
         ("open_calls", []),
         ("started_seq", 0),
         ("ended_seq", None),
+        # inputs an earlier end of this turn decided, before a runtime reused its id for new
+        # input: the next end decides only what was delivered into the turn since
+        ("decided_input_ids", []),
     )
     __slots__ = _slots(_FIELDS)
 

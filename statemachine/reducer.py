@@ -138,8 +138,13 @@ def _attach(view: StateView, rec: InputRecord, turn_id: str | None, seq: int) ->
     if rec.input_id not in turn.input_ids:
         turn.input_ids.append(rec.input_id)
     if turn.status != "running":
-        # A runtime that reuses a turn id for new input has started that turn again.
+        # A runtime that reuses a turn id for new input has started that turn again; the end
+        # that closed it decided the inputs it had (otherwise one input's state would hang on
+        # whether another input reused the id).
         turn.status, turn.ended_seq = "running", None
+        turn.decided_input_ids = list(turn.input_ids)
+    if rec.input_id in turn.decided_input_ids:
+        turn.decided_input_ids.remove(rec.input_id)
     view.put_turn(turn)
 
 
@@ -308,7 +313,8 @@ def _end_turn(view, seq, turn: TurnRecord, how: str, trigger: str, trigger_open:
             view.put_call(call)
     for input_id in turn.input_ids:
         rec = view.get_input(input_id)
-        if rec is None or rec.state != PENDING or rec.turn_id not in (None, turn.turn_id):
+        if (rec is None or rec.state != PENDING or rec.turn_id not in (None, turn.turn_id)
+                or input_id in turn.decided_input_ids):
             continue
         if open_calls:
             rec.unknown_calls = list(open_calls)

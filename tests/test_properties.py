@@ -131,3 +131,29 @@ def test_an_input_delivered_into_another_turn_is_decided_by_that_turn_whatever_t
     states = [store.derived_state(key), store.replay(key), _record(items).state]
     assert [s.snapshot()["inputs"]["i0"]["state"] for s in states] == ["reconciling"] * 3
     store.close()
+
+
+def test_a_turn_id_reused_after_a_crash_decides_only_what_it_was_given_since(tmp_path):
+    """Found by the independence property: i0's turn crashed with a call open, the runtime
+    reused the turn id for i1, the call was then decided applied and the turn completed. The
+    completion is i1's; i0, pending again after the decision as it is without i1, stays
+    pending (it was handled only when i1 happened to reuse the id), in the store as in the
+    pure fold. Delivered into the reused turn, i0 is decided by it again."""
+    from continuation.store import SqliteStore
+
+    items = [("tool_started", {"call_id": "c1", "turn_id": "t1"}),
+             ("input_admitted", {"input_id": "i0", "text": "do i0", "turn_id": "t1"}),
+             ("crash_detected", {"reason": "test"}),
+             ("input_admitted", {"input_id": "i1", "text": "do i1", "turn_id": "t1"}),
+             ("reconciled", {"call_id": "c1", "decision": "applied"}),
+             ("turn_completed", {"turn_id": "t1"})]
+    store = SqliteStore(tmp_path / "s.sqlite3")
+    key = store.ensure_thread("codex", "s")
+    for etype, data in items:
+        store.append(key, etype, data, source="test")
+    states = [store.derived_state(key), store.replay(key), _record(items).state]
+    assert [s.states() for s in states] == [{"i0": "pending", "i1": "handled"}] * 3
+    store.close()
+    redelivered = items[:5] + [("input_delivered", {"input_id": "i0", "turn_id": "t1"}),
+                               ("turn_completed", {"turn_id": "t1"})]
+    assert _record(redelivered).states() == {"i0": "handled", "i1": "handled"}

@@ -626,6 +626,7 @@ def test_rows_sealed_under_a_key_read_back_and_refuse_a_missing_key(backend, sto
     backend: rows resealed under a key read back as they were, the store's meta names the key
     (never holds it), a store opened without the key refuses to read or write, and a reseal to
     clear puts every value back."""
+    pytest.importorskip("cryptography", reason="the encryption extra (cryptography) is not installed")
     from continuation.host import keys
     from continuation.host.sealing import Sealer
     from continuation.store.sealed import PLAIN, Codec, KeyUnavailable
