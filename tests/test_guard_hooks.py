@@ -159,6 +159,16 @@ def test_policy_halt_stops_the_agent_and_tells_the_user(ws, runtime):
     assert answer["continue"] is False and "The agent was stopped" in answer["systemMessage"]
     assert answer["stopReason"] and "decision" not in answer
     assert _states(s) == ["interrupted"]
+    # the stop reached only the user; the next prompt tells the model, once
+    told = s.prompt("why did you stop? fix it", "t2")
+    out = told["hookSpecificOutput"]
+    assert out["hookEventName"] == ("BeforeAgent" if runtime == "gemini" else "UserPromptSubmit")
+    assert "Your previous turn was stopped" in out["additionalContext"]
+    assert "The agent was stopped" in out["additionalContext"]
+    assert "FAILED test_app" in out["additionalContext"]
+    assert "guard" not in json.dumps(s.prompt("thanks", "t3"))
+    vias = [d["via"] for d in _types(s, "guard_delivered")]
+    assert vias == ["stop_reason", "prompt_context"]
 
 
 @pytest.mark.parametrize("runtime", RUNTIMES)

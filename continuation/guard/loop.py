@@ -154,12 +154,7 @@ class Loop:
         text = outcome.message if text is None else text
         if not text:
             return
-        import hashlib
-
-        self.rec.record(notes.GUARD_DELIVERED, {
-            "action": outcome.action, "via": via, "chars": len(text),
-            "sha256": hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest(),
-            "text": text[: notes.DELIVERED_TEXT_MAX]})
+        self.rec.record(notes.GUARD_DELIVERED, notes.delivery(outcome.action, via, text))
 
     # -- reading the log -----------------------------------------------------------------------
     def _input_of(self, turn: str | None) -> str | None:

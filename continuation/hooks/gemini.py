@@ -131,18 +131,6 @@ def _numbering_lock(engine, thread_key: str, event: str):
     return FileLock(os.path.join(folder, f"gemini-{thread_key}.lock"), timeout=60, mode=0o600)
 
 
-def _joined(first: dict | None, second: dict | None) -> dict | None:
-    """Two AfterTool answers as one (a compression's context, then the recovery loop's note):
-    the added contexts joined in that order, the other fields of the second kept."""
-    if not first or not second:
-        return first or second
-    out = dict(second)
-    texts = [a.get("hookSpecificOutput", {}).get("additionalContext") for a in (first, second)]
-    out["hookSpecificOutput"] = {**first.get("hookSpecificOutput", {}),
-                                 "additionalContext": "\n\n".join(t for t in texts if t)}
-    return out
-
-
 def handle(payload: dict) -> dict | None:
     """Record one Gemini hook payload; the answer Gemini reads (``hookSpecificOutput``)."""
     from continuation.session.engine import Engine
@@ -168,7 +156,7 @@ def handle(payload: dict) -> dict | None:
             from continuation.boundary import crossing as boundary
 
             context = boundary.context_answer(ctx.thread, "gemini", event, via="after_tool")
-            answer = _joined(context, answer)
+            answer = handlers.joined_answers(context, answer)
     if answer and isinstance(answer.get("hookSpecificOutput"), dict):
         answer["hookSpecificOutput"]["hookEventName"] = event
     return answer

@@ -7,6 +7,7 @@ Channels (the hook output fields each runtime reads; see docs/runtimes.md):
 | after a call (``when: change``) | PostToolUse ``hookSpecificOutput.additionalContext`` | AfterTool ``hookSpecificOutput.additionalContext`` (appended to the tool result) | the model, in its next request |
 | a turn's end, sent back to work | Stop ``{"decision": "block", "reason": ...}`` | AfterAgent ``{"decision": "block", "reason": ...}`` (sent as the next request) | the model; the turn goes on |
 | the agent stopped | ``{"continue": false, "stopReason": ...}`` | the same | the user |
+| the prompt after a turn-end stop | UserPromptSubmit ``hookSpecificOutput.additionalContext`` | BeforeAgent, the same | the model, once |
 | anything the user should see | ``systemMessage`` | ``systemMessage`` | the user |
 
 Only a workspace with a guard file pays for any of this: the tool and stop hooks test for the
@@ -14,6 +15,8 @@ file with one ``os.path.exists`` (``handlers.guard_present``) before importing t
 the functions here read the file itself (it may be gone since: then nothing runs).
 """
 from __future__ import annotations
+
+from continuation.session.guard_notes import USER_ONLY_CHANNEL
 
 def _config(ctx, *, tell: bool):
     """The workspace's guard, or None; with ``tell``, a broken guard file becomes a notice
@@ -104,12 +107,44 @@ def _at_turn_end(ctx, turn: str | None) -> tuple[dict | None, bool]:
         return {"decision": "block", "reason": outcome.message,
                 "systemMessage": _shown(outcome.user_message)}, True
     if outcome.stops:
-        loop.delivered(outcome, "stop_reason")
+        loop.delivered(outcome, USER_ONLY_CHANNEL)
         return {"continue": False, "stopReason": _first_line(_shown(outcome.user_message)),
                 "systemMessage": _shown(outcome.user_message)}, True
     if outcome.user_message:
         return {"systemMessage": _shown(outcome.user_message)}, False
     return None, False
+
+
+def at_prompt(ctx, event_name: str) -> dict | None:
+    """After the loop stopped the agent at a turn's end, the next prompt tells the model why
+    (the stop's reason reached only the user, and the user's next words are likely "fix it"):
+    once per stop, as added context."""
+    try:
+        return _at_prompt(ctx, event_name)
+    except Exception as exc:  # noqa: BLE001 - fail open: the prompt is recorded already
+        return _failed(ctx, exc)
+
+
+def _at_prompt(ctx, event_name: str) -> dict | None:
+    from continuation.session import guard_notes as notes
+
+    missed = notes.stop_the_model_missed(ctx.thread.store, ctx.thread.key)
+    if missed is None:
+        return None
+    said = missed.get("text") or ""
+    cut = int(missed.get("chars") or 0) - len(said)
+    text = (f"{_stop_intro()}\n{said}"
+            + (f"\n[... {cut} more characters left out]" if cut > 0 else ""))
+    ctx.rec.record(notes.GUARD_DELIVERED, notes.delivery(missed.get("action") or "halt",
+                                                         notes.PROMPT_CHANNEL, text))
+    return {"hookSpecificOutput": {"hookEventName": event_name, "additionalContext": text}}
+
+
+def _stop_intro() -> str:
+    from continuation.guard.summary import MARK
+
+    return (f"{MARK} Your previous turn was stopped by the project's check (the user was "
+            "shown this, you were not). What the recovery loop said then:")
 
 
 def at_session_start(ctx) -> str | None:

@@ -132,7 +132,24 @@ def on_user_prompt(ctx: HookContext) -> dict | None:
     if turn is None:  # an older Claude Code: no prompt_id, one input per prompt
         turn = f"prompt-{ctx.rec.input_count() + 1}"
     result = ctx.rec.admit_prompt(text, turn, input_id)
-    return _context_for_prompt(ctx, result.input_id)
+    answer = _context_for_prompt(ctx, result.input_id)
+    if guard_present(ctx.root):
+        from continuation.hooks.guarded import at_prompt
+
+        answer = joined_answers(answer, at_prompt(ctx, "UserPromptSubmit"))
+    return answer
+
+
+def joined_answers(first: dict | None, second: dict | None) -> dict | None:
+    """Two hook answers as one: their added contexts joined in that order, the other fields
+    of the second kept."""
+    if not first or not second:
+        return first or second
+    out = dict(second)
+    texts = [a.get("hookSpecificOutput", {}).get("additionalContext") for a in (first, second)]
+    out["hookSpecificOutput"] = {**first.get("hookSpecificOutput", {}),
+                                 "additionalContext": "\n\n".join(t for t in texts if t)}
+    return out
 
 
 def _context_for_prompt(ctx: HookContext, input_id: str) -> dict | None:

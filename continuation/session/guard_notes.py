@@ -34,7 +34,9 @@ FAILED = ("fail", "fatal", "timeout")
 WINDOW = 512
 #: the budget scope of a run outside every turn (session start, a call with no turn)
 THREAD_SCOPE = "thread"
-DELIVERED_TEXT_MAX = 2000
+#: a summary's whole length (``continuation.guard.summary.MAX_CHARS``): the next prompt may
+#: hand a stop's text on to the model
+DELIVERED_TEXT_MAX = 8000
 
 
 class LoopState:
@@ -108,6 +110,30 @@ def loop_state(store, thread_key: str, scope: str | None) -> LoopState:
     verdicts = store.events_of_types(thread_key, [GUARD_VERDICT], newest=WINDOW)
     runs = store.events_of_types(thread_key, [GUARD_RAN], newest=1)
     return LoopState(verdicts, runs, scope)
+
+
+def delivery(action: str, via: str, text: str) -> dict:
+    """A ``guard_delivered`` fact's data: the whole text's length and digest, its first part."""
+    import hashlib
+
+    return {"action": action, "via": via, "chars": len(text),
+            "sha256": hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest(),
+            "text": text[:DELIVERED_TEXT_MAX]}
+
+
+#: a delivery that reached only the user: the agent was stopped at a turn's end
+USER_ONLY_CHANNEL = "stop_reason"
+#: the next prompt's added context, which tells the model of such a stop
+PROMPT_CHANNEL = "prompt_context"
+
+
+def stop_the_model_missed(store, thread_key: str) -> dict | None:
+    """The newest delivery when it is a stop that reached only the user (a turn-end stop:
+    ``continue: false`` shows its reason to the user, never to the model); None once the
+    model was told, or when the newest delivery reached the model itself."""
+    newest = store.events_of_types(thread_key, [GUARD_DELIVERED], newest=1)
+    data = (newest[-1]["data"] or {}) if newest else {}
+    return data if data.get("via") == USER_ONLY_CHANNEL else None
 
 
 def delivered_texts(store, thread_key: str, newest: int = 4) -> list[dict]:
