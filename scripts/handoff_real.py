@@ -84,6 +84,8 @@ SLOW_SECONDS = 120  # the step killed mid-run sleeps this long
 WAIT_SCRIPT = '#!/bin/sh\n[ -e .waited ] && exit 0\ntouch .waited\nsleep "${1:-60}"\n'
 PACKAGES = ("capsule", "continuation", "statemachine")
 CODE_PATH: list[str] = []  # the code snapshot the hooks import (empty with --live)
+BIN_PATH: list[str] = []  # the snapshot's `continuation` script's folder, first on PATH
+ENCRYPT = [""]  # --encrypt: "" (off), "file" (key init's key file) or "env" ($CONTINUATION_KEY)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -164,7 +166,7 @@ class Event:
 
 @dataclass
 class Action:
-    kind: str  # "shell" | "read" | "text"
+    kind: str  # "shell" (a plan step) | "read" (a file) | "run" (a source command) | "text"
     value: str
     compact: bool = False  # report a full context window with this answer
 
@@ -198,7 +200,7 @@ class ListReader:
     def decide(self, events: list[Event]) -> Action:
         with self._lock:
             action = self._decide(events)
-            if action.kind == "read":
+            if action.kind in ("read", "run"):
                 self.reads += 1
             if action.kind == "shell" and self.label_of.get(action.value) in self.pending:
                 self.pending.discard(self.label_of[action.value])
@@ -231,19 +233,29 @@ class ListReader:
             handoff = self.handoffs[nonce] = Handoff(nonce, lr.context_chars(events[at].raw or inline))
             (self.save_dir / f"context-{len(self.handoffs)}-{nonce}.txt").write_text(inline, encoding="utf-8")
         results = {e.call_id: e.text for e in after if e.kind == "result"}
-        got = {e.read: results[e.call_id] for e in after if e.kind == "call" and e.read and e.call_id in results}
-        named, folder = lr.named_files(inline)
-        for path in named:  # grows while files read name more
-            if path not in got:
-                return Action("read", path)
-            more, folder = lr.named_files(got[path], folder)
+        got: dict[tuple[str, str], str] = {}  # what each read or source command returned
+        for e in after:
+            if e.kind == "call" and e.call_id in results:
+                if e.read:
+                    got[("read", e.read)] = results[e.call_id]
+                if e.shell:
+                    got[("run", e.shell)] = results[e.call_id]
+        named, folder = lr.named_sources(inline)
+        for source in named:  # grows while what was read names more
+            if source not in got:
+                return Action(*source)
+            more, folder = lr.named_sources(got[source], folder)
             named.extend(m for m in more if m not in named)
-        texts = [inline, *(got[p] for p in named)]
+        texts = [inline, *(got[source] for source in named)]
         steps = lr.plan_steps("\n".join(e.text for e in events))
         todo = lr.todo(steps, texts)
         if not handoff.decided:
             handoff.decided = True
-            handoff.files, handoff.read_chars = list(named), {p: len(got[p]) for p in named}
+            handoff.files = [value for _, value in named]
+            handoff.read_chars = {value: len(got[(kind, value)]) for kind, value in named}
+            with (self.save_dir / f"reads-{nonce}.txt").open("w", encoding="utf-8") as fh:
+                for kind, value in named:  # what each read returned, as the model got it
+                    fh.write(f"=== {kind} {value}\n{got[(kind, value)]}\n")
             handoff.plan_steps, handoff.shown_done = len(steps), len(steps) - len(todo)
             handoff.todo = [self.label_of.get(c, c) for c in todo]
             handoff.unsettled = [self.label_of.get(c, c) for c in lr.unsettled_commands(texts)]
@@ -339,7 +351,7 @@ def _closed_env(root: Path) -> dict[str, str]:
     """PATH and locale only: no real HOME, config home or API key leaks into a run."""
     keep = ("PATH", "LANG", "LC_ALL", "TERM", "SHELL")
     env = {k: os.environ[k] for k in keep if k in os.environ}
-    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    env["PATH"] = os.pathsep.join([*BIN_PATH, str(Path(sys.executable).parent), env.get("PATH", "")])
     tmp = root / "tmp"
     tmp.mkdir(parents=True, exist_ok=True)
     env.update(HOME=str(root / "home"), TMPDIR=str(tmp), CONTINUATION_HOME=str(root / "state"), NO_COLOR="1")
@@ -361,9 +373,23 @@ def snapshot_code(base: Path) -> dict[str, Any]:
     for name in PACKAGES:
         shutil.copytree(REPO / name, target / name, ignore=shutil.ignore_patterns("__pycache__"))
     CODE_PATH[:] = [str(target)]
+    BIN_PATH[:] = [str(console_script(target))]
     head = run_bounded(["git", "rev-parse", "--short", "HEAD"], timeout=30, cwd=REPO)
     dirty = run_bounded(["git", "status", "--porcelain", "--", *PACKAGES], timeout=30, cwd=REPO)
     return {"snapshot": str(target), "head": head.stdout.strip(), "dirty": bool(dirty.stdout.strip())}
+
+
+def console_script(code: Path) -> Path:
+    """A ``continuation`` script as pip writes one (this Python, the project's entry point),
+    importing ``code``: the command the model runs in its shell (``continuation source ...``)
+    is the snapshot the hooks run, found on PATH as a user's pip-installed one is."""
+    folder = code / "bin"
+    folder.mkdir(parents=True, exist_ok=True)
+    script = folder / "continuation"
+    script.write_text(f"#!{sys.executable}\nimport sys\nsys.path.insert(0, {str(code)!r})\n"
+                      "from continuation.cli import entry\nsys.exit(entry())\n", encoding="utf-8")
+    script.chmod(0o755)
+    return folder
 
 
 def _init_workspace(project: Path, env: dict[str, str]) -> None:
@@ -403,8 +429,26 @@ class Driver:
         raise NotImplementedError
 
     def install(self) -> Any:
-        """The project's own ``continuation install`` (it also grants the contexts folder)."""
-        return _cli(["install", "--runtime", self.name, "--json"], self.project, self.env)
+        """The project's own ``continuation install`` (it also grants the contexts folder), then
+        with ``--encrypt`` the user's ``continuation key init``."""
+        installed = _cli(["install", "--runtime", self.name, "--json"], self.project, self.env)
+        if ENCRYPT[0]:
+            return {"install": installed, "key": self.key_init()}
+        return installed
+
+    def key_init(self) -> Any:
+        """Encryption on, as a user turns it on: ``key init`` keeps a new key in its default
+        file (``~/.config/continuation/key``, 0600, outside the state home), which the hooks and
+        the model's shell both find through HOME. ``env``: the key then moves into
+        ``$CONTINUATION_KEY`` (the file is removed), as a user keeping it in a variable does."""
+        made = _cli(["key", "init", "--json"], self.project, self.env)
+        key_file = Path(self.env["HOME"]) / ".config" / "continuation" / "key"
+        if ENCRYPT[0] == "env":
+            self.env["CONTINUATION_KEY"] = key_file.read_text(encoding="utf-8").strip()
+            key_file.unlink()
+        status = _cli(["key", "status", "--json"], self.project, self.env)
+        self.notes.append(f"encryption on: key from {ENCRYPT[0]}")
+        return {"init": made, "status": status}
 
     def reconcile_not_applied(self, label: str) -> dict[str, Any]:
         listing = _cli(["reconcile", "--json"], self.project, self.env)
@@ -478,7 +522,7 @@ class CodexModel:
         action = self.reader.decide(codex_events(body))
         if action.kind == "text":
             return "turn", [rs._assistant_message(f"msg_{n}", action.value)], LOW_TOKENS
-        command = action.value if action.kind == "shell" else f"cat {shlex.quote(action.value)}"
+        command = f"cat {shlex.quote(action.value)}" if action.kind == "read" else action.value
         tokens = CODEX_LIMIT + 50_000 if action.compact else LOW_TOKENS
         return "turn", [rs._function_call(n, command, rs.tool_names(body))], tokens
 
@@ -816,7 +860,7 @@ def run_case(runtime: str, case: Case, root: Path) -> dict[str, Any]:
                 argv = driver.resume_argv(RESUME_PROMPT)
             runs.append(driver.bounded(f"prompt {i + 1}", argv, timeout))
     counts = executions(driver.project / "runlog.txt")
-    result = {"runtime": runtime, "case": case.name, "steps": len(case.steps),
+    result = {"runtime": runtime, "case": case.name, "encrypt": ENCRYPT[0] or "off", "steps": len(case.steps),
               **score(case.steps, counts, case.expected()),
               "inline_chars": [h.inline_chars for h in reader.handoffs.values()],
               "files_read": reader.reads,
@@ -831,14 +875,16 @@ def run_case(runtime: str, case: Case, root: Path) -> dict[str, Any]:
 # Output
 
 
-COLUMNS = ("runtime", "case", "steps", "redone", "lost", "inline", "files_read", "seconds")
+COLUMNS = ("runtime", "case", "encrypt", "steps", "redone", "lost", "inline", "files_read", "seconds")
 
 
 def row(result: dict[str, Any]) -> dict[str, str]:
     if "na" in result:
-        return {"runtime": result["runtime"], "case": result["case"], "steps": f"n/a: {result['na']}"}
+        return {"runtime": result["runtime"], "case": result["case"], "encrypt": ENCRYPT[0] or "off",
+                "steps": f"n/a: {result['na']}"}
     inline = "/".join(str(c) for c in result["inline_chars"]) or "-"
-    return {"runtime": result["runtime"], "case": result["case"], "steps": str(result["steps"]),
+    return {"runtime": result["runtime"], "case": result["case"], "encrypt": result["encrypt"],
+            "steps": str(result["steps"]),
             "redone": str(result["redone"]), "lost": str(result["lost"]), "inline": inline,
             "files_read": str(result["files_read"]), "seconds": str(result["seconds"])}
 
@@ -906,6 +952,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--codex-sandbox", default=CODEX_SANDBOX[0],
                         help="codex exec --sandbox (default workspace-write; read-only fails every step)")
     parser.add_argument("--root", type=Path, default=None, help="work folder (default: a new temp folder)")
+    parser.add_argument("--encrypt", nargs="?", const="file", default="", choices=("file", "env"),
+                        help="encryption at rest on (continuation key init): the key in its default "
+                             "file (file, the default) or in $CONTINUATION_KEY (env)")
     parser.add_argument("--live", action="store_true",
                         help="hooks import the working tree (default: a snapshot of it taken at the start)")
     args = parser.parse_args(argv)
@@ -920,6 +969,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     CODEX_SANDBOX[0] = args.codex_sandbox
+    ENCRYPT[0] = args.encrypt
     base = args.root or Path(tempfile.mkdtemp(prefix="handoff-real-"))
     base.mkdir(parents=True, exist_ok=True)
     code = {"snapshot": None} if args.live else snapshot_code(base)

@@ -132,17 +132,17 @@ def cli_checkpoint(home) -> str:
 def sealed_reachable(inline: str) -> tuple[list[dict], list[str]]:
     """Every call a model reaches from ``inline`` when the pages and the spill are sealed: the
     `continuation source` commands it names, each run once (an output within READ_LIMIT)."""
-    commands = re.findall(r'"(continuation source context:[^"]+)"', inline.split("\n", 1)[0])
+    commands = re.findall(r'"([^"]*continuation source context:[^"]+)"', inline.split("\n", 1)[0])
     texts = [inline]
     for command in commands:
         texts.append(_run_source(command))
     pages = []
     for text in list(texts):
         for line in text.splitlines():
-            m = re.match(r"^- page \$ (continuation source work:\S+) ", line)
+            m = re.match(r"^- page \$ (\S*continuation source work:\S+) ", line)
             if m:
                 pages.append(m.group(1))
-            m = re.match(r"^- \d+ more page\(s\): \$ (continuation source work:\S+):K for K from 1 "
+            m = re.match(r"^- \d+ more page\(s\): \$ (\S*continuation source work:\S+):K for K from 1 "
                          r"to (\d+)", line)
             if m:
                 pages += [f"{m.group(1)}:{k}" for k in range(1, int(m.group(2)) + 1)]
@@ -154,8 +154,15 @@ def sealed_reachable(inline: str) -> tuple[list[dict], list[str]]:
     return calls, commands
 
 
+#: the PATH a login shell starts with (Debian's /etc/profile sets it anew): Codex runs the
+#: model's commands in one, so a venv's `continuation` on the runtime's PATH is not on it
+LOGIN_PATH = "/usr/bin:/bin"
+
+
 def _run_source(command: str) -> str:
-    r = cli(*command.split()[1:])
+    """``command`` as the model's shell tool runs it: ``sh -c``, with a login shell's PATH."""
+    r = subprocess.run(["sh", "-c", command], capture_output=True, timeout=180,
+                       env={**os.environ, "PATH": LOGIN_PATH})
     assert r.returncode == 0, (command, r.stderr.decode())
     out = r.stdout.decode()
     assert len(out) <= READ_LIMIT, (command, len(out))

@@ -18,7 +18,7 @@ import os
 from statemachine import events as ev
 
 from continuation.boundary import capsule_worker, checkpoints, transcript_hash
-from continuation.boundary.sealed_files import CONTEXT_POINTER, SOURCE_COMMAND
+from continuation.boundary.sealed_files import CONTEXT_POINTER, source_command
 from continuation.session.engine import Thread
 from continuation.host.phase_marks import mark
 
@@ -327,7 +327,7 @@ def fit_for_runtime(thread: Thread, runtime: str, context, generation: int, rese
     # an encrypted store's spill is sealed: the inline part names the command printing it
     sealer = thread.engine.store.codec.sealer
     command = (None if sealer is None else
-               f"{SOURCE_COMMAND} {CONTEXT_POINTER}:{thread.key}:{generation}")
+               f"{source_command()} {CONTEXT_POINTER}:{thread.key}:{generation}")
     inline = context.fit_inline(limit_chars=limit, spill_path=str(spill), read_command=command)
     # Codex's limit counts UTF-8 bytes (10,000), the others UTF-16 units: a text of many
     # multi-byte characters is fitted again to fewer characters

@@ -21,7 +21,7 @@ import os
 
 from capsule import work_record
 
-from continuation.boundary.sealed_files import SOURCE_COMMAND
+from continuation.boundary.sealed_files import source_command
 from continuation.host.atomic import atomic_write
 
 MAX_RECORD_CALLS = 5_000
@@ -84,7 +84,7 @@ def build(thread_key: str, generation: int, gathered: dict):
     pages = work_record.build_pages(
         thread_key=thread_key, generation=generation, calls=calls,
         inputs=[i for i in inputs if i["turn_id"] in with_calls], turns=turns, shell_tool=shell,
-        source_command=SOURCE_COMMAND)
+        source_command=source_command())
     named = pages if len(pages) <= MAX_NAMED_PAGES else [pages[0], *pages[-(MAX_NAMED_PAGES - 1):]]
     failed_pages = [p for p in pages if p.failed and p not in named]
     index = dict(
@@ -93,7 +93,7 @@ def build(thread_key: str, generation: int, gathered: dict):
         pages=[dict(name=p.name, first_seq=p.first_seq, last_seq=p.last_seq, calls=p.calls,
                     failed=p.failed)
                for p in sorted([*named, *failed_pages], key=lambda p: p.first_seq)],
-        turns=[t._asdict() for t in turns[-8:]], shell_tool=shell, source_command=SOURCE_COMMAND)
+        turns=[t._asdict() for t in turns[-8:]], shell_tool=shell, source_command=source_command())
     return pages, index
 
 

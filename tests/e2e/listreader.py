@@ -11,6 +11,10 @@ clever it is:
 - the files it reads are exactly those the context names: the spilled full text (one file,
   or several parts in one folder) and the work record's pages (``folder=...`` then
   ``- page "<name>"`` lines, which may also first appear inside a file it read);
+- with encryption on those files are sealed and the context names ``continuation source``
+  commands instead (``The full text ... is printed by the command "<cmd>"`` or ``in N parts of
+  one command each``, ``- page $ <cmd> calls=...``, ``- M more page(s): $ <cmd>:K for K from 1
+  to N``): it runs exactly those, in the runtime's shell tool, and reads their output;
 - a step is *shown as done* when a work line (:func:`capsule.work_line.parse_work_line`,
   ``N=`` groups expanded with :func:`capsule.ledger.expand_group`) with status ok or error
   has that step's command exactly. A line whose outcome is unknown or still in flight does
@@ -47,6 +51,13 @@ _PART_NUMBER = re.compile(r"(\.part)(\d+)(\.md)$")
 _RUNTIME_CUT = re.compile(r"…\d+ (?:tokens|chars|characters|bytes) truncated…")
 _FOLDER = re.compile(r"^folder=(" + _LITERAL + ")", re.MULTILINE)
 _PAGE = re.compile(r"^- page (" + _LITERAL + ")", re.MULTILINE)
+_SOURCE_ONE = re.compile(r"is printed by the command (" + _LITERAL + ")")
+_SOURCE_PARTS = re.compile(r"is printed in (\d+) parts of one command each: ((?:(?:" + _LITERAL
+                           + r"|\.\.\.)(?:, )?)+)")
+# the command may be named by its path ("/venv/bin/continuation source work:...")
+_SOURCE_PAGE = re.compile(r"^- page \$ (\S*continuation source work:\S+) calls=", re.MULTILINE)
+_SOURCE_MORE = re.compile(r"^- \d+ more page\(s\): \$ (\S*continuation source work:\S+):K for K from 1 to "
+                          r"(\d+)", re.MULTILINE)
 _NONCE = re.compile(MARKER + r" (\w+) BEGIN")
 _END_LINE = re.compile(r"^(?:<<<|\[\[\[)CONTINUATION-[A-Z-]+ \w+ END(?:>>>|\]\]\])$", re.MULTILINE)
 _NOTICE = "[continuation]"
@@ -137,6 +148,36 @@ def named_files(text: str, folder: str | None = None) -> tuple[list[str], str | 
     in force for the next text."""
     pages, folder = page_files(text, folder)
     return _unique([*spill_files(text), *pages]), folder
+
+
+def source_commands(text: str) -> list[str]:
+    """The ``continuation source`` commands ``text`` tells the reader to run (a sealed spill
+    first, then sealed pages), in order, each once. Parts named as ``"c:1", ..., "c:14"``:
+    the numbering names the rest."""
+    found: list[str] = []
+    one = _SOURCE_ONE.search(text)
+    if one:
+        found.append(_literal(one.group(1)))
+    parts = _SOURCE_PARTS.search(text)
+    if parts:
+        count, names = int(parts.group(1)), [_literal(x) for x in re.findall(_LITERAL, parts.group(2))]
+        head, _, number = names[0].rpartition(":")
+        if len(names) < count and number == "1":
+            names = [f"{head}:{k}" for k in range(1, count + 1)]
+        found += names
+    spans = sorted([(m.start(), [m.group(1)]) for m in _SOURCE_PAGE.finditer(text)]
+                   + [(m.start(), [f"{m.group(1)}:{k}" for k in range(1, int(m.group(2)) + 1)])
+                      for m in _SOURCE_MORE.finditer(text)])
+    for _, commands in spans:
+        found += commands
+    return _unique(found)
+
+
+def named_sources(text: str, folder: str | None = None) -> tuple[list[tuple[str, str]], str | None]:
+    """What ``text`` tells the reader to read, as ``("read", path)`` (a file, for the runtime's
+    file tool) or ``("run", command)`` (a command, for its shell tool), and the folder in force."""
+    files, folder = named_files(text, folder)
+    return [*(("read", f) for f in files), *(("run", c) for c in source_commands(text))], folder
 
 
 def done_commands(texts: list[str]) -> set[str]:
@@ -247,6 +288,19 @@ def _checks() -> None:
                "<<<CONTINUATION-CHECKPOINT ab12 BEGIN>>>\nx\n<<<CONTINUATION-CHECKPOINT ab12 END>>>\ntrailer")
     assert context_chars(wrapped) == len(wrapped) - wrapped.find("[continuation]") - len("\ntrailer")
     assert context_chars("[[[CONTINUATION-CHECKPOINT ab BEGIN]]]\n[[[CONTINUATION-CHECKPOINT ab END]]]") == 75
+    sealed = ('[continuation] Shortened to fit 9900 characters. The full text (90000 characters) is printed in '
+              '14 parts of one command each: "continuation source context:t1:3:1", "continuation source '
+              'context:t1:3:2", ..., "continuation source context:t1:3:14" (numbered 1 to 14): run them\n'
+              'calls=9 failed=0 pages=3 sealed=yes\n'
+              '- page $ continuation source work:t1:3:1 calls=#1..#9 count=2\n')
+    assert source_commands(sealed) == [f"continuation source context:t1:3:{k}" for k in range(1, 15)] + [
+        "continuation source work:t1:3:1"], source_commands(sealed)
+    more = ('- page $ /v/bin/continuation source work:t1:3:3 calls=#40..#49 count=3\n'
+            '- 3 more page(s): $ /v/bin/continuation source work:t1:3:K for K from 1 to 3\n')
+    assert source_commands(more) == [f"/v/bin/continuation source work:t1:3:{k}" for k in (3, 1, 2)]
+    one = 'Shortened. The full text (12 characters) is printed by the command "continuation source context:t:2": run'
+    assert named_sources(one) == ([("run", "continuation source context:t:2")], None)
+    assert named_sources(inline)[0][0] == ("read", "/s/ctx/g1.part1.md")
     print("listreader self-checks passed")
 
 
