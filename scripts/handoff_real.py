@@ -264,6 +264,17 @@ class ListReader:
         return Action("shell", left[0]) if left else Action("text", DONE_TEXT)
 
 
+def read_outputs(root: Path) -> dict[str, str]:
+    """What each read or source command returned to the reader in the case run in ``root``
+    (its ``reads-<nonce>.txt``), by the path or command, as the model got it."""
+    found: dict[str, str] = {}
+    for path in sorted(root.glob("reads-*.txt")):
+        for chunk in ("\n" + path.read_text(encoding="utf-8")).split("\n=== ")[1:]:
+            head, _, text = chunk.partition("\n")
+            found[head.split(" ", 1)[1]] = text
+    return found
+
+
 # ---------------------------------------------------------------------------------------------
 # Runtime plumbing shared by the three drivers
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from continuation.host.own_command import source_command
 from continuation.install import install, status, uninstall
 
 EVENTS = {"SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PostToolUseFailure",
@@ -55,8 +56,12 @@ def test_permissions_for_the_e2e_style_settings_survive(dirs) -> None:
     settings.write_bytes(original)
     install("claude", "user", command=["/x/continuation"], env={}, **dirs)
     data = json.loads(settings.read_bytes())
-    # the user's rules kept; the state home's contexts folder readable by the model's Read tool
-    assert data["permissions"] == {"allow": ["Bash", "Read", "Write"],
+    # the user's rules kept; the state home's contexts folder readable by the model's Read tool;
+    # `continuation source` (this installation's script, by its path: the sealed record's
+    # pages) run by its Bash without a prompt
+    rule = f"Bash({source_command()}:*)"
+    assert rule.endswith("continuation source:*)")
+    assert data["permissions"] == {"allow": ["Bash", "Read", "Write", rule],
                                    "additionalDirectories": [str(dirs["state_home"].absolute() / "contexts")]}
     assert list(data) == ["permissions", "hooks"]
     uninstall("claude", "user", env={}, **dirs)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from continuation.host.own_command import source_command
 from continuation.install import InstallError, install, status, uninstall
 
 LAUNCHER = ["/opt/tools/bin/continuation"]
@@ -26,6 +27,8 @@ def end_event(runtime: str) -> str:
 
 #: the settings list each runtime's install adds the state home's contexts folder to
 GRANTS = {"claude": ("permissions", "additionalDirectories"), "gemini": ("context", "includeDirectories")}
+#: the rule letting Claude Code's Bash print the sealed record without a prompt
+SOURCE_RULE = f"Bash({source_command()}:*)"
 
 
 def do_install(runtime: str, scope: str, dirs: dict[str, Path], command=LAUNCHER):
@@ -149,8 +152,10 @@ def test_existing_file_keeps_user_hooks_and_settings_and_restores_bytes(runtime:
             listed = after[key][grant[1]]
             assert listed[:-1] == before[key].get(grant[1], [])
             assert listed[-1] == str(dirs["state_home"].absolute() / "contexts")
-            assert {k: v for k, v in after[key].items() if k != grant[1]} == {
-                k: v for k, v in before[key].items() if k != grant[1]}
+            if runtime == "claude":  # and our command rule last in the user's allow list
+                assert after[key]["allow"] == [*before[key].get("allow", []), SOURCE_RULE]
+            assert {k: v for k, v in after[key].items() if k not in (grant[1], "allow")} == {
+                k: v for k, v in before[key].items() if k not in (grant[1], "allow")}
         elif key != "hooks":
             assert after[key] == before[key]
     for event, groups in before["hooks"].items():

@@ -18,7 +18,8 @@ import os
 from statemachine import events as ev
 
 from continuation.boundary import capsule_worker, checkpoints, transcript_hash
-from continuation.boundary.sealed_files import CONTEXT_POINTER, source_command
+from continuation.boundary.sealed_files import CONTEXT_POINTER
+from continuation.host.own_command import source_command
 from continuation.session.engine import Thread
 from continuation.host.phase_marks import mark
 

@@ -10,7 +10,6 @@ sha256) hold no text and stay in clear.
 from __future__ import annotations
 
 import os
-import sys
 
 from continuation.host.atomic import atomic_write
 from continuation.host.sealing import SealError, file_key_id
@@ -19,44 +18,10 @@ from continuation.host.sealing import read_file as _read_sealed
 #: the folders under the state home whose text files are sealed
 FOLDERS = ("contexts", "handoff")
 SOURCE_COMMAND = "continuation source"
-_SCRIPT_NAMES = ("continuation.exe", "continuation") if os.name == "nt" else ("continuation",)
-_named: list[str] = []  # source_command(), once per process
 #: ``continuation source`` pointers to a spilled context and a handoff prompt
 CONTEXT_POINTER = "context"
 HANDOFF_POINTER = "handoff"
 SEALED_SUFFIX = ".md"
-
-
-def source_command() -> str:
-    """``continuation source`` as the model's shell tool can run it: the ``continuation``
-    script installed for the interpreter running this hook (beside it, as in a venv or pipx's,
-    else in its scripts folders), by its absolute path; the bare name when there is none.
-
-    Not the bare name alone: Codex runs the model's commands in a login shell, whose profile
-    sets PATH anew (Debian's /etc/profile does), so a ``continuation`` that the runtime's own
-    PATH finds (an activated venv) is "command not found" in the model's shell. The script
-    runs the package the hooks run (installed for the same interpreter)."""
-    if not _named:
-        _named.append(_find_script())
-    return _named[0]
-
-
-def _find_script() -> str:
-    folders = [os.path.dirname(sys.executable)] if sys.executable else []
-    try:
-        import sysconfig
-
-        folders += [sysconfig.get_path("scripts"), sysconfig.get_path("scripts", f"{os.name}_user")]
-    except (KeyError, ValueError, OSError):
-        pass
-    for folder in filter(None, folders):
-        for name in _SCRIPT_NAMES:
-            path = os.path.join(folder, name)
-            if os.path.isfile(path) and os.access(path, os.X_OK):
-                import shlex
-
-                return f"{shlex.quote(path)} source"
-    return SOURCE_COMMAND
 
 
 def sealer_of(store):

@@ -21,7 +21,7 @@ import os
 
 from capsule import work_record
 
-from continuation.boundary.sealed_files import source_command
+from continuation.host.own_command import source_command
 from continuation.host.atomic import atomic_write
 
 MAX_RECORD_CALLS = 5_000

@@ -46,6 +46,10 @@ class ClaudeTarget(HookTarget):
         base = Path(config_dir).expanduser() if config_dir else Path(home) / ".claude"
         return base.absolute() / "settings.json"
 
+    def command_rule(self, command: str) -> str:
+        # Claude Code's prefix rule: the sealed record's pages print without a prompt
+        return f"Bash({command}:*)"
+
     def install_message(self, path: Path, scope: Scope, *, project_dir: Path) -> str:
         where = "every Claude Code session" if scope == "user" else f"Claude Code sessions in {project_dir}"
         return (
@@ -64,4 +68,5 @@ CLAUDE = ClaudeTarget(
     # the work record's pages and spilled contexts are read by the model's Read tool: a folder
     # outside the working directories is refused in the default permission mode otherwise
     read_grant_path=("permissions", "additionalDirectories"),
+    command_grant_path=("permissions", "allow"),
 )

@@ -198,6 +198,10 @@ def install(
             message += (f" {'.'.join(target.read_grant_path)} lists {folder}: the model reads the "
                         "work record and spilled contexts there with its own file tools, without "
                         "a prompt (uninstall takes it out).")
+        if target.command_grant_path is not None:
+            message += (f" {'.'.join(target.command_grant_path)} lists "
+                        f"{target.grants(folder)[-1][1]}: with encryption on the model prints its "
+                        "sealed record with it, without a prompt.")
         if doc.exists and merged == doc.data:
             return InstallReport(
                 runtime=runtime, scope=scope, action="install", path=path, outcome="already-installed",
@@ -349,9 +353,9 @@ def uninstall(
         cleaned = hooks_section.remove_ours(doc.data, target.is_ours, where, skip)
         if record is not None:
             cleaned = target.restore(cleaned, record.enabled_settings)
-        if target.read_grant_path is not None:  # ours whatever the record says: the state home's folder
-            cleaned = target.revoke_reads(
-                cleaned, {"+" + ".".join(target.read_grant_path): contexts_folder(state_home)})
+        # ours whatever the record says: the state home's folder, this installation's command
+        cleaned = target.revoke_reads(
+            cleaned, {"+" + ".".join(path): value for path, value in target.grants(contexts_folder(state_home))})
         atomic_write(path, _render_like(doc, cleaned), mode_from=path)
         store.delete()
         warnings = list(record_warnings)

@@ -74,58 +74,49 @@ class HookTarget:
     #: the runtime reads them anyway, as Codex's shell does)
     read_grant_path: tuple[str, ...] | None = None
 
+    #: the settings list of command rules the runtime runs without asking, where it asks before
+    #: a shell command (None: it does not ask, or asks by other means)
+    command_grant_path: tuple[str, ...] | None = None
+
+    def command_rule(self, command: str) -> str:
+        """The rule in :attr:`command_grant_path` letting every ``command ...`` run."""
+        raise NotImplementedError
+
+    def grants(self, folder: str) -> list[tuple[tuple[str, ...], str]]:
+        """What the model needs to reach its record without a prompt: the contexts folder for
+        the runtime's file tools, and (sealed, with encryption on) ``continuation source`` in
+        its shell tool; as (settings list, value)."""
+        from continuation.host.own_command import source_command
+
+        found = []
+        if self.read_grant_path is not None:
+            found.append((self.read_grant_path, folder))
+        if self.command_grant_path is not None:
+            found.append((self.command_grant_path, self.command_rule(source_command())))
+        return found
+
     def grant_reads(self, data: dict[str, Any], folder: str) -> tuple[dict[str, Any], dict[str, Any]]:
-        """``data`` with ``folder`` in :attr:`read_grant_path` (the work record's pages and
-        spilled contexts are read from there), and what was added (``"+<dotted path>"`` ->
-        folder) for :meth:`revoke_reads`."""
-        if self.read_grant_path is None:
-            return data, {}
+        """``data`` with each of :meth:`grants` in its list, and what was added (``"+<dotted
+        path>"`` -> value) for :meth:`revoke_reads`."""
         import copy
 
-        *parents, leaf = self.read_grant_path
-        result = copy.deepcopy(data)
-        node = result
-        for key in parents:
-            if not isinstance(node.get(key), dict):
-                if key in node:  # not an object: the user's own value, left alone
-                    return data, {}
-                node[key] = {}
-            node = node[key]
-        listed = node.get(leaf)
-        if listed is None:
-            listed = node[leaf] = []
-        if not isinstance(listed, list):
-            return data, {}
-        if folder in listed:
-            return data, {}
-        listed.append(folder)
-        return result, {"+" + ".".join(self.read_grant_path): folder}
+        result, added = copy.deepcopy(data), {}
+        for path, value in self.grants(folder):
+            if _add_listed(result, path, value):
+                added["+" + ".".join(path)] = value
+        return (result, added) if added else (data, {})
 
     def revoke_reads(self, data: dict[str, Any], changed: Mapping[str, Any]) -> dict[str, Any]:
-        """Undo :meth:`grant_reads`: the folder out of the list (the list and its objects out
+        """Undo :meth:`grant_reads`: each value out of its list (the list and its objects out
         too when that leaves them empty)."""
-        if self.read_grant_path is None:
-            return data
-        folder = changed.get("+" + ".".join(self.read_grant_path))
         import copy
 
-        result = copy.deepcopy(data)
-        chain = [result]
-        for key in self.read_grant_path[:-1]:
-            if not isinstance(chain[-1].get(key), dict):
-                return data
-            chain.append(chain[-1][key])
-        listed = chain[-1].get(self.read_grant_path[-1])
-        if folder is None or not isinstance(listed, list) or folder not in listed:
-            return data
-        listed.remove(folder)
-        if not listed:
-            del chain[-1][self.read_grant_path[-1]]
-            for parent, key in zip(reversed(chain[:-1]), reversed(self.read_grant_path[:-1])):
-                if parent[key]:
-                    break
-                del parent[key]
-        return result
+        result, removed = copy.deepcopy(data), False
+        for path in (self.read_grant_path, self.command_grant_path):
+            value = changed.get("+" + ".".join(path)) if path is not None else None
+            if value is not None:
+                removed = _remove_listed(result, path, value) or removed
+        return result if removed else data
 
     def enable(self, data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         """``data`` with whatever setting the runtime needs to run hooks at all, and the
@@ -148,3 +139,40 @@ class HookTarget:
 
     def install_message(self, path: Path, scope: Scope, *, project_dir: Path) -> str:
         return f"continuation hooks are in {path}."
+
+
+def _add_listed(data: dict[str, Any], path: tuple[str, ...], value: str) -> bool:
+    """``value`` appended to the list at ``path`` in ``data`` (made when absent); False when it
+    is there already or the user's own value there is not an object or a list (left alone)."""
+    *parents, leaf = path
+    node = data
+    for key in parents:
+        if not isinstance(node.get(key), dict):
+            if key in node:
+                return False
+            node[key] = {}
+        node = node[key]
+    listed = node.setdefault(leaf, [])
+    if not isinstance(listed, list) or value in listed:
+        return False
+    listed.append(value)
+    return True
+
+
+def _remove_listed(data: dict[str, Any], path: tuple[str, ...], value: str) -> bool:
+    chain = [data]
+    for key in path[:-1]:
+        if not isinstance(chain[-1].get(key), dict):
+            return False
+        chain.append(chain[-1][key])
+    listed = chain[-1].get(path[-1])
+    if not isinstance(listed, list) or value not in listed:
+        return False
+    listed.remove(value)
+    if not listed:
+        del chain[-1][path[-1]]
+        for parent, key in zip(reversed(chain[:-1]), reversed(path[:-1])):
+            if parent[key]:
+                break
+            del parent[key]
+    return True

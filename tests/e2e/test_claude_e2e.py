@@ -302,9 +302,13 @@ def installed_sandbox(cmd: list[str], claude: Path, tmp_path: Path):
         mine = json.loads(box.settings_path.read_text(encoding="utf-8"))
         _cli(cmd, box, "install", "--runtime", "claude", "--scope", "user")
         installed = json.loads(box.settings_path.read_text(encoding="utf-8"))
-        # the user's permissions kept; the state home's contexts folder readable by Read
-        assert installed["permissions"] == {**mine["permissions"],
-                                            "additionalDirectories": [str(state_home / "contexts")]}
+        # the user's permissions kept; the state home's contexts folder readable by Read; the
+        # sealed record's `continuation source` (this installation's script) run by Bash
+        from continuation.host.own_command import source_command
+
+        assert installed["permissions"] == {
+            **mine["permissions"], "allow": [*mine["permissions"].get("allow", []), f"Bash({source_command()}:*)"],
+            "additionalDirectories": [str(state_home / "contexts")]}
         for event, groups in mine["hooks"].items():
             for group in groups:
                 assert group in installed["hooks"][event], f"install dropped the user's {event} hook"
