@@ -85,7 +85,8 @@ WAIT_SCRIPT = '#!/bin/sh\n[ -e .waited ] && exit 0\ntouch .waited\nsleep "${1:-6
 PACKAGES = ("capsule", "continuation", "statemachine")
 CODE_PATH: list[str] = []  # the code snapshot the hooks import (empty with --live)
 BIN_PATH: list[str] = []  # the snapshot's `continuation` script's folder, first on PATH
-ENCRYPT = [""]  # --encrypt: "" (off), "file" (key init's key file) or "env" ($CONTINUATION_KEY)
+ENCRYPT = [""]  # --encrypt: "" (off) or one of ENCRYPT_MODES (Driver.key_init)
+ENCRYPT_MODES = ("file", "env", "file-env")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -183,7 +184,13 @@ class Handoff:
     shown_done: int = 0
     unsettled: list[str] = field(default_factory=list)
     todo: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)  # source commands whose run failed
     decided: bool = False  # the fields above are filled once, when every named file was read
+
+
+# how each runtime's shell tool says a command failed (Codex "Process exited with code 127",
+# Claude Code "Exit code 127", Gemini CLI "Exit Code: 127"), and the shell's own word for it
+_FAILED_RUN = re.compile(r"(?i)command not found|exit(?:ed with)? code:? *[1-9]")
 
 
 class ListReader:
@@ -253,6 +260,7 @@ class ListReader:
             handoff.decided = True
             handoff.files = [value for _, value in named]
             handoff.read_chars = {value: len(got[(kind, value)]) for kind, value in named}
+            handoff.failed = [value for kind, value in named if kind == "run" and _FAILED_RUN.search(got[(kind, value)])]
             with (self.save_dir / f"reads-{nonce}.txt").open("w", encoding="utf-8") as fh:
                 for kind, value in named:  # what each read returned, as the model got it
                     fh.write(f"=== {kind} {value}\n{got[(kind, value)]}\n")
@@ -451,12 +459,18 @@ class Driver:
         """Encryption on, as a user turns it on: ``key init`` keeps a new key in its default
         file (``~/.config/continuation/key``, 0600, outside the state home), which the hooks and
         the model's shell both find through HOME. ``env``: the key then moves into
-        ``$CONTINUATION_KEY`` (the file is removed), as a user keeping it in a variable does."""
+        ``$CONTINUATION_KEY`` (the file is removed); ``file-env``: into a file of its own named
+        by ``$CONTINUATION_KEY_FILE``, as users keeping it elsewhere do."""
         made = _cli(["key", "init", "--json"], self.project, self.env)
         key_file = Path(self.env["HOME"]) / ".config" / "continuation" / "key"
         if ENCRYPT[0] == "env":
             self.env["CONTINUATION_KEY"] = key_file.read_text(encoding="utf-8").strip()
             key_file.unlink()
+        elif ENCRYPT[0] == "file-env":
+            elsewhere = self.root / "keys" / "continuation.key"
+            elsewhere.parent.mkdir(mode=0o700, exist_ok=True)
+            key_file.rename(elsewhere)
+            self.env["CONTINUATION_KEY_FILE"] = str(elsewhere)
         status = _cli(["key", "status", "--json"], self.project, self.env)
         self.notes.append(f"encryption on: key from {ENCRYPT[0]}")
         return {"init": made, "status": status}
@@ -472,6 +486,11 @@ class Driver:
     def hook_errors(self) -> str | None:
         log = self.state / "logs" / "hooks.log"
         return log.read_text(encoding="utf-8", errors="replace")[-3000:] if log.exists() else None
+
+    def hook_log_lines(self) -> int:
+        """Lines in hooks.log: a hook writes one only for a fault (an error, a lost write)."""
+        log = self.state / "logs" / "hooks.log"
+        return len(log.read_text(encoding="utf-8", errors="replace").splitlines()) if log.exists() else 0
 
     def bounded(self, label: str, argv: list[str], timeout: float) -> Run:
         """One run to its end (or killed at ``timeout``); its whole output kept in the root."""
@@ -878,7 +897,7 @@ def run_case(runtime: str, case: Case, root: Path) -> dict[str, Any]:
               "compactions_forced": sorted(case.compact_after - reader.pending),
               "handoffs": [asdict(h) for h in reader.handoffs.values()],
               "runs": [asdict(r) for r in runs], "notes": driver.notes, "root": str(root),
-              "hook_errors": driver.hook_errors(), "seconds": round(time.monotonic() - started, 1), **extra}
+              "hook_errors": driver.hook_errors(), "hook_log_lines": driver.hook_log_lines(), "seconds": round(time.monotonic() - started, 1), **extra}
     return result
 
 
@@ -886,7 +905,8 @@ def run_case(runtime: str, case: Case, root: Path) -> dict[str, Any]:
 # Output
 
 
-COLUMNS = ("runtime", "case", "encrypt", "steps", "redone", "lost", "inline", "files_read", "seconds")
+COLUMNS = ("runtime", "case", "encrypt", "steps", "redone", "lost", "inline", "files_read", "failed_runs",
+           "hook_errors", "seconds")
 
 
 def row(result: dict[str, Any]) -> dict[str, str]:
@@ -897,7 +917,15 @@ def row(result: dict[str, Any]) -> dict[str, str]:
     return {"runtime": result["runtime"], "case": result["case"], "encrypt": result["encrypt"],
             "steps": str(result["steps"]),
             "redone": str(result["redone"]), "lost": str(result["lost"]), "inline": inline,
-            "files_read": str(result["files_read"]), "seconds": str(result["seconds"])}
+            "files_read": str(result["files_read"]),
+            "failed_runs": str(sum(len(h["failed"]) for h in result["handoffs"])),
+            "hook_errors": str(hook_error_count(result)), "seconds": str(result["seconds"])}
+
+
+def hook_error_count(result: dict[str, Any]) -> int:
+    """Hook faults: lines in the state home's hooks.log, and hooks the runtime said failed
+    (Codex's "hook: <Event> Failed")."""
+    return result.get("hook_log_lines", 0) + sum(r.get("hook_failed", 0) for r in result["runs"])
 
 
 def table(results: list[dict[str, Any]]) -> str:
@@ -963,9 +991,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--codex-sandbox", default=CODEX_SANDBOX[0],
                         help="codex exec --sandbox (default workspace-write; read-only fails every step)")
     parser.add_argument("--root", type=Path, default=None, help="work folder (default: a new temp folder)")
-    parser.add_argument("--encrypt", nargs="?", const="file", default="", choices=("file", "env"),
+    parser.add_argument("--encrypt", nargs="?", const="file", default="", choices=ENCRYPT_MODES,
                         help="encryption at rest on (continuation key init): the key in its default "
-                             "file (file, the default) or in $CONTINUATION_KEY (env)")
+                             "file (file, the default), in $CONTINUATION_KEY (env) or in a file "
+                             "$CONTINUATION_KEY_FILE names (file-env)")
     parser.add_argument("--live", action="store_true",
                         help="hooks import the working tree (default: a snapshot of it taken at the start)")
     args = parser.parse_args(argv)

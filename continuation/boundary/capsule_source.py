@@ -252,12 +252,12 @@ def finish_work_record(thread: Thread, generation: int, gathered: dict) -> dict 
     return the capsule's index of them (None: no finished call). A page that cannot be
     written leaves the capsule without the index rather than failing the boundary: the ledger
     and ``continuation source`` still hold the calls."""
-    pages, index = work_pages.build(thread.key, generation, gathered)
+    sealer = thread.engine.store.codec.sealer
+    pages, index = work_pages.build(thread.key, generation, gathered, sealed=sealer is not None)
     if index is None:
         return None
     try:
-        return work_pages.write(thread.engine.home, thread.key, generation, pages, index,
-                                sealer=thread.engine.store.codec.sealer)
+        return work_pages.write(thread.engine.home, thread.key, generation, pages, index, sealer=sealer)
     except OSError:
         return None
 

@@ -21,8 +21,9 @@ import os
 
 from capsule import work_record
 
-from continuation.host.own_command import source_command
+from continuation.boundary.sealed_files import SOURCE_COMMAND
 from continuation.host.atomic import atomic_write
+from continuation.host.own_command import source_command
 
 MAX_RECORD_CALLS = 5_000
 #: handled inputs whose turns the record lists, the newest (a runtime's own history after a
@@ -72,19 +73,22 @@ def gather(store, thread_key: str, inputs, read=None) -> dict:
                 for r in shown])
 
 
-def build(thread_key: str, generation: int, gathered: dict):
+def build(thread_key: str, generation: int, gathered: dict, sealed: bool = False):
     """(pages, index): the pages' texts and the capsule's ``work_record`` (plain data), or
-    (``[]``, None) when no call is finished."""
+    (``[]``, None) when no call is finished. ``sealed``: the pages are printed by the source
+    command, which is then named by its script's path (``host.own_command``); in clear they are
+    files for the runtime's file tools, and the bare name keeps the inline part short."""
     calls, inputs = gathered["calls"], gathered["inputs"]
     if not calls:
         return [], None
+    source = source_command() if sealed else SOURCE_COMMAND
     turns = work_record.label_turns(calls, inputs)
     with_calls = {t.turn_id for t in turns}
     shell = work_record.shell_tool_of(calls)
     pages = work_record.build_pages(
         thread_key=thread_key, generation=generation, calls=calls,
         inputs=[i for i in inputs if i["turn_id"] in with_calls], turns=turns, shell_tool=shell,
-        source_command=source_command())
+        source_command=source)
     named = pages if len(pages) <= MAX_NAMED_PAGES else [pages[0], *pages[-(MAX_NAMED_PAGES - 1):]]
     failed_pages = [p for p in pages if p.failed and p not in named]
     index = dict(
@@ -93,7 +97,7 @@ def build(thread_key: str, generation: int, gathered: dict):
         pages=[dict(name=p.name, first_seq=p.first_seq, last_seq=p.last_seq, calls=p.calls,
                     failed=p.failed)
                for p in sorted([*named, *failed_pages], key=lambda p: p.first_seq)],
-        turns=[t._asdict() for t in turns[-8:]], shell_tool=shell, source_command=source_command())
+        turns=[t._asdict() for t in turns[-8:]], shell_tool=shell, source_command=source)
     return pages, index
 
 

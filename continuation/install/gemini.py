@@ -91,6 +91,10 @@ class GeminiTarget(HookTarget):
                 "howto": f"set hooksConfig.enabled to true and take {HOOK_NAME!r} out of "
                          f"hooksConfig.disabled in {path}"}
 
+    def command_rule(self, command: str) -> str:
+        # tools.allowed: a shell command by its prefix runs without the confirmation
+        return f"run_shell_command({command})"
+
     def install_message(self, path: Path, scope: Scope, *, project_dir: Path) -> str:
         where = "every Gemini CLI session" if scope == "user" else f"Gemini CLI sessions in {project_dir}"
         return f"continuation hooks for Gemini CLI are in {path}; they run in {where} (start a new session)."
@@ -105,4 +109,5 @@ GEMINI = GeminiTarget(
     hook_settings_keys=frozenset({"enabled", "disabled", "notifications"}),
     # read_file reads only the workspace's folders: the work record's pages are outside it
     read_grant_path=("context", "includeDirectories"),
+    command_grant_path=("tools", "allowed"),
 )
