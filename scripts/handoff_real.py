@@ -87,6 +87,13 @@ CODE_PATH: list[str] = []  # the code snapshot the hooks import (empty with --li
 BIN_PATH: list[str] = []  # the snapshot's `continuation` script's folder, first on PATH
 ENCRYPT = [""]  # --encrypt: "" (off) or one of ENCRYPT_MODES (Driver.key_init)
 ENCRYPT_MODES = ("file", "env", "file-env")
+# --user-allows: what the user's own rules let the shell tool run without asking (Claude Code,
+# Gemini CLI): "shell" (every command) or "steps" (the programs the plan's steps run, by prefix:
+# the source commands then run on what `continuation install` allows, or not at all; Claude
+# Code 2.1.332 still asks for the steps themselves, compound commands writing through `>>`, so
+# there they are lost and only the failed source runs tell)
+USER_ALLOWS = ["shell"]
+STEP_PROGRAMS = ("echo", "mkdir", "printf", "wc", "test", "touch", "sh wait.sh")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -189,8 +196,9 @@ class Handoff:
 
 
 # how each runtime's shell tool says a command failed (Codex "Process exited with code 127",
-# Claude Code "Exit code 127", Gemini CLI "Exit Code: 127"), and the shell's own word for it
-_FAILED_RUN = re.compile(r"(?i)command not found|exit(?:ed with)? code:? *[1-9]")
+# Claude Code "Exit code 127", Gemini CLI "Exit Code: 127") or was not run (Claude Code "This
+# command requires approval", Gemini CLI "Tool execution denied by policy."), and the shell's own word for it
+_FAILED_RUN = re.compile(r"(?i)command not found|exit(?:ed with)? code:? *[1-9]|requires approval|denied by policy")
 
 
 class ListReader:
@@ -696,7 +704,8 @@ class ClaudeDriver(Driver):
         self.env["ANTHROPIC_BASE_URL"] = server.base_url
         settings = self.root / "home" / ".claude" / "settings.json"
         settings.parent.mkdir(parents=True, exist_ok=True)
-        settings.write_text(json.dumps({"permissions": {"allow": ["Bash"]}}, indent=2) + "\n", encoding="utf-8")
+        allow = ["Bash"] if USER_ALLOWS[0] == "shell" else [f"Bash({p}:*)" for p in STEP_PROGRAMS]
+        settings.write_text(json.dumps({"permissions": {"allow": allow}}, indent=2) + "\n", encoding="utf-8")
         installed = self.install()
         perms = json.loads(settings.read_text(encoding="utf-8")).get("permissions", {})
         return {"install": installed, "permissions": perms}
@@ -808,7 +817,8 @@ class GeminiDriver(Driver):
         self.env["GOOGLE_GEMINI_BASE_URL"] = server.base_url
         gemini_dir = self.root / "home" / ".gemini"
         (gemini_dir / "policies").mkdir(parents=True, exist_ok=True)
-        (gemini_dir / "policies" / "allow-shell.toml").write_text(SHELL_POLICY, encoding="utf-8")
+        policy = SHELL_POLICY + ("" if USER_ALLOWS[0] == "shell" else f"commandPrefix = {json.dumps(STEP_PROGRAMS)}\n")
+        (gemini_dir / "policies" / "allow-shell.toml").write_text(policy, encoding="utf-8")
         settings = {"security": {"auth": {"selectedType": "gemini-api-key"}, "folderTrust": {"enabled": False}},
                     "privacy": {"usageStatisticsEnabled": False}, "general": {"enableAutoUpdate": False}}
         (gemini_dir / "settings.json").write_text(json.dumps(settings, indent=2) + "\n", encoding="utf-8")
@@ -995,6 +1005,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="encryption at rest on (continuation key init): the key in its default "
                              "file (file, the default), in $CONTINUATION_KEY (env) or in a file "
                              "$CONTINUATION_KEY_FILE names (file-env)")
+    parser.add_argument("--user-allows", default="shell", choices=("shell", "steps"),
+                        help="Claude Code / Gemini CLI: the user's rules allow every shell command "
+                             "(default) or only the plan's steps (then the source commands run on "
+                             "what continuation install allows)")
     parser.add_argument("--live", action="store_true",
                         help="hooks import the working tree (default: a snapshot of it taken at the start)")
     args = parser.parse_args(argv)
@@ -1010,6 +1024,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     CODEX_SANDBOX[0] = args.codex_sandbox
     ENCRYPT[0] = args.encrypt
+    USER_ALLOWS[0] = args.user_allows
     base = args.root or Path(tempfile.mkdtemp(prefix="handoff-real-"))
     base.mkdir(parents=True, exist_ok=True)
     code = {"snapshot": None} if args.live else snapshot_code(base)

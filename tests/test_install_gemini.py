@@ -171,3 +171,35 @@ def test_doctor_says_when_gemini_hooks_are_switched_off(dirs, monkeypatch) -> No
     report.path.write_text(json.dumps(data), encoding="utf-8")
     [off] = gemini_findings()
     assert off.status == "problem" and "switched off" in off.message
+
+
+@pytest.mark.parametrize("scope", ["user", "project"])
+def test_a_policy_rule_lets_the_model_print_its_sealed_record(scope: str, dirs) -> None:
+    """``<script> source`` (the sealed record, with encryption on) runs in run_shell_command
+    without a confirmation: a rule in the policies folder beside the settings (the user's
+    ``~/.gemini/policies``), not ``tools.allowed`` (deprecated; with it set Gemini CLI 0.61.0
+    denied the user's own policy-allowed commands in ``gemini -p``). Uninstall removes it,
+    and the folder when that empties it; a rule the user rewrote is left."""
+    import tomllib
+
+    from continuation.host.own_command import source_command
+
+    report = install("gemini", scope, command=LAUNCHER, env={}, **dirs)
+    policy = report.path.parent / "policies" / "continuation.toml"
+    rules = tomllib.loads(policy.read_text(encoding="utf-8"))["rule"]
+    assert rules == [{"toolName": "run_shell_command", "commandPrefix": source_command(),
+                      "decision": "allow", "priority": 100}]
+    assert str(policy) in report.message
+    assert "tools" not in json.loads(report.path.read_text(encoding="utf-8"))
+    again = install("gemini", scope, command=LAUNCHER, env={}, **dirs)
+    assert again.outcome == "already-installed" and policy.exists()
+    uninstall("gemini", scope, env={}, **dirs)
+    assert not policy.exists() and not policy.parent.exists()
+    # the user's own file of that name, and a folder with the user's rules, stay
+    policy.parent.mkdir(parents=True)
+    (policy.parent / "mine.toml").write_text("# mine\n", encoding="utf-8")
+    install("gemini", scope, command=LAUNCHER, env={}, **dirs)
+    policy.write_text("# the user's own now\n", encoding="utf-8")
+    uninstall("gemini", scope, env={}, **dirs)
+    assert policy.read_text(encoding="utf-8") == "# the user's own now\n"
+    assert (policy.parent / "mine.toml").exists()

@@ -34,6 +34,7 @@ from continuation.install.jsonfile import (
     render,
 )
 from continuation.install.target import (
+    SIDE_FILE_MARK,
     HookTarget,
     Runtime,
     Scope,
@@ -203,6 +204,7 @@ def install(
                         f"{target.grants(folder)[-1][1]}: with encryption on the model prints its "
                         "sealed record with it, without a prompt.")
         if doc.exists and merged == doc.data:
+            message += _write_side_file(target, path)
             return InstallReport(
                 runtime=runtime, scope=scope, action="install", path=path, outcome="already-installed",
                 changed=False, events=list(target.events), hook_command=hook_command,
@@ -215,6 +217,7 @@ def install(
             record = None  # our entries were removed by hand since: that record no longer describes this file
         created = _missing_dirs(path)
         atomic_write(path, new_bytes, mode_from=path if doc.exists else None)
+        message += _write_side_file(target, path)  # after: a folder made for the file is recorded
         if record is None:
             original = doc.raw
             if had_ours:
@@ -238,6 +241,40 @@ def install(
             outcome="updated" if had_ours else "installed", changed=True, events=list(target.events),
             hook_command=hook_command, record_path=store.path, message=message, warnings=warnings,
         )
+
+
+def _write_side_file(target: HookTarget, settings_path: Path) -> str:
+    """Write the target's side file (:meth:`HookTarget.side_file`) unless it holds those bytes
+    already; what it is for, for the install message."""
+    side = target.side_file(settings_path)
+    if side is None:
+        return ""
+    file, data = side
+    try:
+        current = file.read_bytes()
+    except OSError:
+        current = None
+    if current != data:
+        file.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(file, data)
+    return f" {file} lets `continuation source` run without a confirmation (uninstall removes it)."
+
+
+def _remove_side_file(target: HookTarget, settings_path: Path) -> None:
+    """Remove the target's side file while it is ours (a file the user rewrote is left), and
+    its folder when that leaves it empty."""
+    side = target.side_file(settings_path)
+    if side is None:
+        return
+    file = side[0]
+    try:
+        with open(file, "rb") as fh:
+            ours = fh.read(len(SIDE_FILE_MARK)) == SIDE_FILE_MARK.encode()
+        if ours:
+            file.unlink()
+            file.parent.rmdir()  # only when empty
+    except OSError:
+        pass
 
 
 def _listed(data: dict, target: HookTarget) -> list:
@@ -318,6 +355,7 @@ def uninstall(
     path = target.config_path(scope, project_dir=project_dir, home=home, env=env)
     store = BackupStore(state_home, runtime, scope, path)
     with store.lock():
+        _remove_side_file(target, path)
         try:
             raw = read_config(path)
         except FileNotFoundError:

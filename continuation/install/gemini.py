@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from continuation.install.target import HookTarget, Scope
+from continuation.install.target import SIDE_FILE_MARK, HookTarget, Scope
 
 GEMINI_EVENTS = (
     "SessionStart",
@@ -91,9 +91,22 @@ class GeminiTarget(HookTarget):
                 "howto": f"set hooksConfig.enabled to true and take {HOOK_NAME!r} out of "
                          f"hooksConfig.disabled in {path}"}
 
-    def command_rule(self, command: str) -> str:
-        # tools.allowed: a shell command by its prefix runs without the confirmation
-        return f"run_shell_command({command})"
+    def side_file(self, settings_path: Path) -> tuple[Path, bytes] | None:
+        """A rule of Gemini's policy engine in the policies folder beside the settings file
+        (the user's ``~/.gemini/policies``): ``<script> source`` runs in run_shell_command
+        without a confirmation (the sealed record, with encryption on). Not ``tools.allowed``:
+        0.61.0 calls it deprecated, and with it set the user's own policy rules for other
+        commands were denied in ``gemini -p``."""
+        import json
+
+        from continuation.host.own_command import source_command
+
+        text = (f"{SIDE_FILE_MARK}: the model prints its sealed work record (encryption on)\n"
+                "# without a confirmation. `continuation uninstall --runtime gemini` removes this file.\n"
+                '[[rule]]\ntoolName = "run_shell_command"\n'
+                f"commandPrefix = {json.dumps(source_command())}\n"  # a JSON string is a TOML one
+                'decision = "allow"\npriority = 100\n')
+        return settings_path.parent / "policies" / "continuation.toml", text.encode("utf-8")
 
     def install_message(self, path: Path, scope: Scope, *, project_dir: Path) -> str:
         where = "every Gemini CLI session" if scope == "user" else f"Gemini CLI sessions in {project_dir}"
@@ -109,5 +122,4 @@ GEMINI = GeminiTarget(
     hook_settings_keys=frozenset({"enabled", "disabled", "notifications"}),
     # read_file reads only the workspace's folders: the work record's pages are outside it
     read_grant_path=("context", "includeDirectories"),
-    command_grant_path=("tools", "allowed"),
 )

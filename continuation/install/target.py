@@ -45,6 +45,10 @@ def ours_pattern(runtime: str) -> re.Pattern[str]:
     )
 
 
+#: the first line of a file install writes beside a runtime's settings (``side_file``)
+SIDE_FILE_MARK = "# written by `continuation install`"
+
+
 @dataclass(frozen=True)
 class HookTarget:
     runtime: Runtime
@@ -77,6 +81,11 @@ class HookTarget:
     #: the settings list of command rules the runtime runs without asking, where it asks before
     #: a shell command (None: it does not ask, or asks by other means)
     command_grant_path: tuple[str, ...] | None = None
+
+    def side_file(self, settings_path: Path) -> tuple[Path, bytes] | None:
+        """A file of ours beside the settings file, and its bytes: install writes it, uninstall
+        removes it while it still starts with :data:`SIDE_FILE_MARK` (None: no such file)."""
+        return None
 
     def command_rule(self, command: str) -> str:
         """The rule in :attr:`command_grant_path` letting every ``command ...`` run."""
