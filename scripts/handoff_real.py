@@ -1,7 +1,7 @@
 """Measure, on the REAL runtimes, what a model redoes or loses across a compaction with our hooks.
 
 ``python scripts/handoff_real.py [--runtime codex,claude,gemini] [--cases plan40,...] [--quick]
-[--json]`` drives each pinned CLI (Codex CLI 0.171.0, Claude Code 2.1.332, Gemini CLI 0.61.0,
+[--encrypt [file|env|file-env]] [--user-allows shell|steps] [--json]`` drives each pinned CLI (Codex CLI 0.171.0, Claude Code 2.1.332, Gemini CLI 0.61.0,
 installed by ``tests/e2e/npm_tools.py``) offline against a loopback model stand-in, with our
 hooks installed by the project's own ``python -m continuation install --runtime X`` into an
 isolated config home, each runtime in its default permission mode.
@@ -16,6 +16,16 @@ shown: it takes the plan(s) from the request text, reads every file the context 
 read each, with the runtime's own file tool), runs every plan step that no work line shows as
 done, then answers "ALL DONE". ``runlog.txt`` then tells, per step, how often it ran:
 ``redone`` = executions beyond the expected count, ``lost`` = steps that ran fewer times.
+
+``--encrypt``: encryption at rest on, as a user turns it on (``continuation key init``: the key
+in ``~/.config/continuation/key``, 0600, outside the state home; ``env``: in
+``$CONTINUATION_KEY``; ``file-env``: in a file ``$CONTINUATION_KEY_FILE`` names). The pages and
+the spilled context are then sealed and the context names ``continuation source`` commands
+instead of files: the reader runs exactly those, in the runtime's own shell tool (Codex shell,
+Claude Code Bash, Gemini run_shell_command), reads what the tool returned to it, and follows
+the commands that output names, as it follows files. ``continuation`` is the snapshot's script
+(a pip-style console script, first on PATH), as a user's pip-installed one. ``failed_runs``
+counts source commands whose run failed (not found, a non-zero exit, not approved).
 
 Per runtime, what had to be chosen (printed with the results too):
 
