@@ -130,9 +130,22 @@ def test_bad_roots_are_clear_errors(git_home, tmp_path):
         take_snapshot(tmp_path / "file.txt", "t1-abc", 1, state_home=git_home)
     broken = tmp_path / "broken"
     (broken / ".git").mkdir(parents=True)
-    with pytest.raises(WorkspaceError, match="git"):
+    (broken / ".git" / "config").write_text("[core]\n", encoding="utf-8")
+    with pytest.raises(WorkspaceError, match="looks like a git repository but git cannot open it"):
         take_snapshot(broken, "t1-abc", 1, state_home=git_home)
     with pytest.raises(WorkspaceError):
         take_snapshot(tmp_path, "t1-abc", -1, state_home=git_home)
     with pytest.raises(WorkspaceError):
         drift(WorkspaceRef(root=str(tmp_path / "gone"), kind="git"), state_home=git_home)
+
+
+def test_an_empty_git_folder_above_is_passed_over_as_git_does(git_home, tmp_path):
+    """A sandbox's leftover mount point (an empty ``.git`` in a shared temporary folder) holds
+    nothing of a repository: git passes it over, and so do snapshots (a folder under it is a
+    folder outside git, and a repository under it is itself)."""
+    (tmp_path / ".git").mkdir()
+    plain = tmp_path / "plain"
+    write(plain, {"notes.txt": "n\n"})
+    assert take_snapshot(plain, "t1-abc", 1, state_home=git_home).kind == "shadow"
+    repo = make_repo(tmp_path / "repo", {"a.txt": "a\n"})
+    assert take_snapshot(repo, "t1-abc", 2, state_home=git_home).kind == "git"
