@@ -358,4 +358,11 @@ def test_after_a_files_rewind_every_file_is_reachable_from_what_it_says(tmp_path
     shown = json.loads(cli("source", pointer, "--json", home=home).stdout)
     assert sorted(shown["events"][0]["data"]["restored"]) == [f"f{n:02d}.txt" for n in range(40)]
     context = cli("context", home=home, cwd=repo).stdout.decode()
-    assert f"more (every file: continuation source {pointer})" in context
+    # the model's shell runs what the context names; Codex's is a login shell whose PATH has
+    # no venv: the command is named by the script's path
+    command = context.split("more (every file: ", 1)[1].split(")", 1)[0]
+    assert command.endswith(f" source {pointer}") and command.split()[0] != "continuation"
+    run = subprocess.run(["sh", "-c", command + " --json"], capture_output=True, timeout=120,
+                         env={**os.environ, "CONTINUATION_HOME": str(home), "PATH": "/usr/bin:/bin"})
+    assert run.returncode == 0, run.stderr.decode()
+    assert json.loads(run.stdout)["events"][0]["data"]["restored"] == shown["events"][0]["data"]["restored"]

@@ -25,6 +25,7 @@ import json
 from capsule.notice import Notice
 from statemachine.reducer import alias_of
 
+from continuation.host.own_command import source_command
 from continuation.session.branch import WORKSPACE_RESTORED, discarded_branch
 
 ANCHOR_TYPES = ("rolled_back", WORKSPACE_RESTORED)
@@ -213,7 +214,7 @@ def _files_lines(files: dict, more_hint: str) -> list[str]:
 def files_notice(anchor: dict, thread_key: str) -> Notice:
     d = anchor["data"]
     # the restore's own event names every file
-    every_file = f"every file: continuation source event:{thread_key}:{anchor['seq']}"
+    every_file = f"every file: {source_command()} event:{thread_key}:{anchor['seq']}"
     if d.get("undo_of"):
         first = (f"The user undid the files restore of event {d['undo_of']}: the workspace files "
                  "are back as they were just before that restore. The conversation did not "
@@ -397,7 +398,7 @@ def notices_from_digest(digest: dict, anchor: dict, events: list[dict], thread_k
     ]
     files = d.get("files")
     if isinstance(files, dict):
-        core += _files_lines(files, f"every file: continuation source {pointer}")
+        core += _files_lines(files, f"every file: {source_command()} {pointer}")
     else:
         core.append("Workspace files were NOT restored by this rewind: files the undone work "
                     "changed may still be changed on disk; check them before relying on them.")
