@@ -149,3 +149,15 @@ def test_an_empty_git_folder_above_is_passed_over_as_git_does(git_home, tmp_path
     assert take_snapshot(plain, "t1-abc", 1, state_home=git_home).kind == "shadow"
     repo = make_repo(tmp_path / "repo", {"a.txt": "a\n"})
     assert take_snapshot(repo, "t1-abc", 2, state_home=git_home).kind == "git"
+    # the thread's root and its boundary's snapshot are the folder, not the one holding the
+    # empty .git (taken for a repository, the whole shared folder was scanned: a hang)
+    from continuation.api import open_thread
+    from continuation.session.engine import workspace_root
+
+    for name in range(300):  # files beside the workspace, which the snapshot must not take
+        (tmp_path / f"other-{name}.txt").write_text("x\n", encoding="utf-8")
+    assert workspace_root(str(plain)) == str(plain.resolve())
+    with open_thread("s1", home=tmp_path / "home", workspace=str(plain)) as thread:
+        thread.admit("work", input_id="m1")
+        cp = thread.checkpoint()
+    assert cp.workspace["kind"] == "shadow" and cp.workspace["root"] == str(plain.resolve())

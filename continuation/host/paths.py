@@ -69,3 +69,24 @@ def open_private(path, flags: int = os.O_WRONLY | os.O_APPEND | os.O_CREAT):
     mode). Its folder is created private first."""
     ensure_private_dir(os.path.dirname(os.path.abspath(os.fspath(path))))
     return os.open(path, flags, 0o600)
+
+
+def holds_git(folder) -> bool:
+    """``folder/.git`` is a repository's entry as git's own discovery counts one: a gitfile, or
+    a folder with anything in it. Git passes over an empty ``.git`` folder (a sandbox leaves
+    one as a mount point in a shared temporary folder), and so does every caller of this:
+    taken for a repository, it made the whole temporary folder one workspace."""
+    entry = os.path.join(folder, ".git")
+    try:
+        info = os.stat(entry)
+    except (OSError, ValueError):
+        return False
+    import stat
+
+    if not stat.S_ISDIR(info.st_mode):
+        return True
+    try:
+        with os.scandir(entry) as entries:
+            return next(entries, None) is not None
+    except OSError:
+        return True  # a folder we cannot list is someone's: git will say what it is

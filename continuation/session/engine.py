@@ -12,7 +12,7 @@ import time
 from statemachine import events as ev
 from statemachine.lifecycle import ACTIONABLE
 
-from continuation.host.paths import state_home_str
+from continuation.host.paths import holds_git, state_home_str
 from continuation.session import facts
 from continuation.store import STORE_FILE, Appended, UnknownThread, open_store
 
@@ -194,7 +194,7 @@ def workspace_root(cwd: str | None) -> str | None:
         return cwd
     folder = start
     while True:
-        if os.path.exists(os.path.join(folder, ".git")):
+        if holds_git(folder):
             return folder
         parent = os.path.dirname(folder)
         if parent == folder:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from continuation.host.paths import holds_git
 from continuation.session.engine import Thread
 
 SNAPSHOT_LOCK_TIMEOUT_S = 20
@@ -35,7 +36,7 @@ def _too_large_outside_git(root: Path) -> str | None:
     """Why a non-git folder is not snapshotted at a boundary, or None. A runtime started in
     $HOME or / would otherwise copy the whole tree into a shadow repository in every PreCompact
     (measured: 45 s for a 310,000-file /tmp, past the hook's timeout)."""
-    if (root / ".git").exists():
+    if holds_git(root):
         return None
     try:
         if root.resolve() in (Path.home().resolve(), Path(root.anchor)):

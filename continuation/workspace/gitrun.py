@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from continuation.host.paths import ensure_private_dir
+from continuation.host.paths import ensure_private_dir, holds_git
 from continuation.workspace.errors import GitFailure, WorkspaceError
 from continuation.workspace.layout import StateLayout
 
@@ -121,25 +121,12 @@ class GitTarget:
 
 
 def find_git_entry(root: Path) -> Path | None:
-    """The nearest ``.git`` (folder or gitfile) at or above root, as git's own discovery does.
-    An empty ``.git`` folder is passed over, as git passes it over: it holds nothing of a
-    repository (a sandbox's mount point left in a shared temporary folder made every folder
-    under it "a repository git cannot open")."""
+    """The nearest ``.git`` (folder or gitfile) at or above root, as git's own discovery finds
+    it (``host.paths.holds_git``: an empty ``.git`` folder is passed over)."""
     for folder in (root, *root.parents):
-        candidate = folder / ".git"
-        if candidate.exists() and not _empty_folder(candidate):
-            return candidate
+        if holds_git(folder):
+            return folder / ".git"
     return None
-
-
-def _empty_folder(path: Path) -> bool:
-    try:
-        if not path.is_dir():
-            return False
-        with os.scandir(path) as entries:
-            return next(entries, None) is None
-    except OSError:
-        return False
 
 
 def open_git_target(root: Path, layout: StateLayout) -> GitTarget | None:
