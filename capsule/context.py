@@ -273,8 +273,10 @@ def _fit_with(messages: Sequence[ContextMessage], limit: int, header: str, where
         m = messages[i]
         room = limit - used + js_len(stubs[i])
         if m.kind == "capsule":
-            later = sum(js_len(_message_text(x)) for x in messages if x.kind in ("actionable_input", "queued_input"))
-            room -= min(later, (limit - used) * 3 // 10)
+            # what the inputs behind it need beyond their stubs (counted in ``used`` already)
+            later = sum(js_len(_message_text(x)) - js_len(stubs[j]) for j, x in enumerate(messages)
+                        if x.kind in ("actionable_input", "queued_input"))
+            room -= min(max(0, later), (limit - used) * 3 // 10)
         piece = _shrink(m, room, where, quoted)
         if piece is not None:
             used += js_len(piece) - js_len(stubs[i])

@@ -192,14 +192,14 @@ def work_record_lines(record: WorkRecord | None, thread_id: str) -> list[str]:
         lines = [
             f"calls={record.calls} failed={record.failed} pages={record.pages_total} sealed=yes",
             "Print every page with its command (one each) before redoing any step. Also: "
-            f"{src} event:THREAD:N, event:THREAD:A..B.",
+            f"{src} event:THREAD:N (or N..M).",
         ]
-    else:
+    else:  # the pages are files: the command is for events only
         lines = [
             f"folder={render_literal(record.folder)} calls={record.calls} failed={record.failed} "
             f"pages={record.pages_total} manifest={render_literal(record.manifest)}",
             "Read every page (one read each) before redoing any step. Also: "
-            f"{src} work:THREAD:{generation}:PAGE, event:THREAD:N, event:THREAD:A..B.",
+            f"{src} event:THREAD:N (or N..M).",
         ]
     named = {p.name for p in record.pages}
     for p in record.pages:

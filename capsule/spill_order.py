@@ -160,9 +160,30 @@ def shorten_block(lines: list[str], room: int, measure: Callable[[str], int]) ->
             return None
         text = _compose(head, end, items, kept)
         if measure(text) <= room:
-            return text
+            return _refill(head, end, items, cost, order, kept, text, room, measure)
         budget -= (measure(text) - room + 16) * 2**attempt
     return None
+
+
+def _refill(head, end, items, cost, order, kept: set[int], text: str, room: int, measure) -> str:
+    """The retry above shrinks the budget by whole overshoots, so it can leave out more than the
+    notes needed: items left out that fit in what is still free go back in, highest priority
+    first (only those no larger than the room left are tried)."""
+    heading_of = _headings(items)
+    free = room - measure(text)
+    for k in order:
+        if k in kept:
+            continue
+        heading = heading_of.get(items[k][0])
+        extra = cost[k] + (cost[heading] if heading is not None and heading not in kept else 0)
+        if extra > free:
+            continue
+        trial = kept | {k} | ({heading} if heading is not None else set())
+        composed = _compose(head, end, items, trial)
+        size = measure(composed)
+        if size <= room:
+            kept, text, free = trial, composed, room - size
+    return text
 
 
 def _headings(items) -> dict[int, int]:

@@ -253,7 +253,7 @@ def finish_work_record(thread: Thread, generation: int, gathered: dict) -> dict 
     written leaves the capsule without the index rather than failing the boundary: the ledger
     and ``continuation source`` still hold the calls."""
     sealer = thread.engine.store.codec.sealer
-    pages, index = work_pages.build(thread.key, generation, gathered, sealed=sealer is not None)
+    pages, index = work_pages.build(thread.key, generation, gathered)
     if index is None:
         return None
     try:

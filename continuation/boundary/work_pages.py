@@ -21,7 +21,6 @@ import os
 
 from capsule import work_record
 
-from continuation.boundary.sealed_files import SOURCE_COMMAND
 from continuation.host.atomic import atomic_write
 from continuation.host.own_command import source_command
 
@@ -73,15 +72,15 @@ def gather(store, thread_key: str, inputs, read=None) -> dict:
                 for r in shown])
 
 
-def build(thread_key: str, generation: int, gathered: dict, sealed: bool = False):
+def build(thread_key: str, generation: int, gathered: dict):
     """(pages, index): the pages' texts and the capsule's ``work_record`` (plain data), or
-    (``[]``, None) when no call is finished. ``sealed``: the pages are printed by the source
-    command, which is then named by its script's path (``host.own_command``); in clear they are
-    files for the runtime's file tools, and the bare name keeps the inline part short."""
+    (``[]``, None) when no call is finished. The source command (which prints a clipped call,
+    an event range, and sealed pages) is named by its script's path (``host.own_command``): the
+    model's shell may not have it on its PATH (Codex's login shell sets PATH anew)."""
     calls, inputs = gathered["calls"], gathered["inputs"]
     if not calls:
         return [], None
-    source = source_command() if sealed else SOURCE_COMMAND
+    source = source_command()
     turns = work_record.label_turns(calls, inputs)
     with_calls = {t.turn_id for t in turns}
     shell = work_record.shell_tool_of(calls)
