@@ -29,19 +29,17 @@ try:  # tests/e2e may or may not be a package
     from .messages_standin import _make_handler, read_log, StandIn
     from .standin_server import BackgroundServer
     from .test_claude_e2e import _cli, continuation_cmd, claude_bin  # noqa: F401  (fixtures)
+    from .guard_task import PROMPT, REQ, TASK, module_text
 except ImportError:
     import claude_tools as ct  # type: ignore[no-redef]
     from messages_standin import _make_handler, read_log, StandIn  # type: ignore[no-redef]
     from standin_server import BackgroundServer  # type: ignore[no-redef]
     from test_claude_e2e import _cli, continuation_cmd, claude_bin  # type: ignore[no-redef]  # noqa: F401
+    from guard_task import PROMPT, REQ, TASK, module_text  # type: ignore[no-redef]
 
 from continuation.guard.summary import MARK
-from continuation.prove.tasks import CHECK, Requirement, Task, build_repo, function_source, unittest_source
+from continuation.prove.tasks import CHECK, build_repo, unittest_source
 
-REQ = Requirement(1, "function", module=0, spec="f_1(x) returns 3 * x + 2", correct="3 * x + 2",
-                  wrong="3 * x + 3", cases=[(0, 2), (4, 14)])
-TASK = Task("e2e-guard", 38, 1, [REQ], [[1]])
-PROMPT = "implement f_1 in pkg/mod_0.py with its test: f_1(x) returns 3 * x + 2"
 
 
 def _e2e(test):
@@ -81,7 +79,7 @@ class CodingModel(StandIn):
             return [{"type": "tool_use", "id": f"toolu_{n:04d}", "name": "Read",
                      "input": {"file_path": str(self.repo / REQ.module_path)}}]
         if what == "module":
-            content = f'"""Module 0 of {TASK.name}."""\n\n\n' + function_source(REQ, body_text)
+            content = module_text(body_text)
             path = self.repo / REQ.module_path
         else:
             content, path = unittest_source(REQ), self.repo / REQ.test_path

@@ -12,7 +12,6 @@ Skipped with the reason when node/npm is missing or the pinned CLI cannot be had
 from __future__ import annotations
 
 import json
-import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -26,20 +25,11 @@ from responses_standin import ResponsesStandin, ScriptedModel, _assistant_messag
 
 from continuation.guard import config as guard_config  # noqa: E402
 from continuation.guard.summary import MARK  # noqa: E402
-from continuation.prove.tasks import CHECK, Requirement, Task, build_repo, function_source, unittest_source  # noqa: E402
+from continuation.prove.tasks import CHECK, build_repo  # noqa: E402
+from guard_task import PROMPT, REQ, TASK, write_command as _write_command  # noqa: E402
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
-REQ = Requirement(1, "function", module=0, spec="f_1(x) returns 3 * x + 2", correct="3 * x + 2",
-                  wrong="3 * x + 3", cases=[(0, 2), (4, 14)])
-TASK = Task("e2e-guard", 38, 1, [REQ], [[1]])
-PROMPT = "implement f_1 in pkg/mod_0.py with its test: f_1(x) returns 3 * x + 2"
-
-
-def _write_command(body: str) -> str:
-    module = f'"""Module 0 of {TASK.name}."""\n\n\n' + function_source(REQ, body)
-    return (f"printf %s {shlex.quote(module)} > {REQ.module_path} && "
-            f"printf %s {shlex.quote(unittest_source(REQ))} > {REQ.test_path}")
 
 
 class CodingModel(ScriptedModel):
