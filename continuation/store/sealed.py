@@ -121,20 +121,18 @@ class Codec:
 
         if file_key_id(data) is None:
             return data
-        if self.sealer is None:
-            raise KeyUnavailable("a sealed capsule was found and no key is loaded (see "
-                                 "`continuation key status`)")
-        try:
-            return self.sealer.open_file(data)
-        except SealError as exc:
-            raise KeyUnavailable(str(exc)) from None
+        return self._opened("open_file", data, "a sealed capsule was found")
 
     def _open(self, sealed: str) -> str:
+        return self._opened("open_text", sealed, "the store holds encrypted rows")
+
+    def _opened(self, how: str, sealed, found: str):
+        """``sealed`` opened by the sealer's ``how``; without a key, or with the wrong one, a
+        :class:`KeyUnavailable` that says what was found."""
         if self.sealer is None:
-            raise KeyUnavailable("the store holds encrypted rows and no key is loaded (see "
-                                 "`continuation key status`)")
+            raise KeyUnavailable(f"{found} and no key is loaded (see `continuation key status`)")
         try:
-            return self.sealer.open_text(sealed)
+            return getattr(self.sealer, how)(sealed)
         except SealError as exc:
             raise KeyUnavailable(str(exc)) from None
 
